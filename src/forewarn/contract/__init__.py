@@ -1,0 +1,53 @@
+"""The Scheduled Events wire contract, pure and shared by emulator and client.
+
+No I/O, no clock, no HTTP framework: api-versions, event and document types,
+RFC 1123 dates, per-version rendering, tolerant parsing and error bodies.
+"""
+
+from .errors import (
+    BAD_VERSION,
+    FORWARDED_NOT_ALLOWED,
+    METADATA_HEADER_MISSING,
+    METHOD_NOT_ALLOWED,
+    MISSING_VERSION,
+    NOT_FOUND,
+    TOO_MANY_REQUESTS,
+    error_body,
+    version_error_body,
+)
+from .model import RESOURCE_TYPE, Document, Event, EventSource, EventStatus, resource_matches
+from .parse import DocumentFormatError, StartRequestError, parse_document, parse_start_requests
+from .render import RenderableEvent, render_document
+from .timefmt import format_rfc1123, parse_not_before
+from .versions import NEWEST_VERSIONS, SUPPORTED_VERSIONS, ApiVersion, EventType, lookup_version
+
+__all__ = [
+    "BAD_VERSION",
+    "FORWARDED_NOT_ALLOWED",
+    "METADATA_HEADER_MISSING",
+    "METHOD_NOT_ALLOWED",
+    "MISSING_VERSION",
+    "NEWEST_VERSIONS",
+    "NOT_FOUND",
+    "RESOURCE_TYPE",
+    "SUPPORTED_VERSIONS",
+    "TOO_MANY_REQUESTS",
+    "ApiVersion",
+    "Document",
+    "DocumentFormatError",
+    "Event",
+    "EventSource",
+    "EventStatus",
+    "EventType",
+    "RenderableEvent",
+    "StartRequestError",
+    "error_body",
+    "format_rfc1123",
+    "lookup_version",
+    "parse_document",
+    "parse_not_before",
+    "parse_start_requests",
+    "render_document",
+    "resource_matches",
+    "version_error_body",
+]

@@ -1,0 +1,43 @@
+"""Error bodies of the metadata endpoint, exactly as clients see them."""
+
+from __future__ import annotations
+
+import msgspec
+
+from .versions import NEWEST_VERSIONS
+
+__all__ = [
+    "BAD_VERSION",
+    "FORWARDED_NOT_ALLOWED",
+    "METADATA_HEADER_MISSING",
+    "METHOD_NOT_ALLOWED",
+    "MISSING_VERSION",
+    "NOT_FOUND",
+    "TOO_MANY_REQUESTS",
+    "error_body",
+    "version_error_body",
+]
+
+MISSING_VERSION = (
+    "Bad request. api-version was not specified in the request. "
+    "For more information refer to aka.ms/azureimds"
+)
+BAD_VERSION = (
+    "Bad request. api-version is invalid or was not specified in the request. "
+    "For more information refer to aka.ms/azureimds"
+)
+METADATA_HEADER_MISSING = "Bad request. Required metadata header not specified"
+FORWARDED_NOT_ALLOWED = "Bad request. X-Forwarded-For header is not allowed"
+TOO_MANY_REQUESTS = "Too many requests"
+METHOD_NOT_ALLOWED = "Method not allowed"
+NOT_FOUND = "Not found"
+
+
+def error_body(message: str) -> bytes:
+    """``{"error": message}`` as compact JSON."""
+    return msgspec.json.encode({"error": message})
+
+
+def version_error_body(message: str) -> bytes:
+    """An api-version error, which also suggests the newest versions."""
+    return msgspec.json.encode({"error": message, "newest-versions": list(NEWEST_VERSIONS)})

@@ -1,0 +1,80 @@
+"""The simulated platform: topology, operations, the event lifecycle, clock, scheduler.
+
+Pure domain logic over a Store; never sees HTTP, JSON bodies or status codes.
+"""
+
+from .catalogue import CATALOGUE, OperationKind, OperationSpec, spec_for
+from .clock import Clock, monotonic
+from .engine import Fabric, FabricConfig, ScopeView
+from .errors import (
+    ClockError,
+    EventNotVisible,
+    FabricError,
+    FleetError,
+    InvalidOperation,
+    InvalidTransition,
+    NotFoundError,
+)
+from .fleetfile import (
+    FleetSpec,
+    build_topology,
+    demo_fleet,
+    fleet_from_builtins,
+    fleet_to_builtins,
+    load_fleet_file,
+)
+from .planner import OperationRequest
+from .ports import Store
+from .records import (
+    Changes,
+    EventRecord,
+    HistoryEntry,
+    OperationRecord,
+    OperationState,
+    RolloutRecord,
+    ScopeState,
+    Snapshot,
+)
+from .scheduler import Scheduler
+from .topology import VM, Scope, ScopeKind, ScopePolicy, Topology
+
+__all__ = [
+    "CATALOGUE",
+    "VM",
+    "Changes",
+    "Clock",
+    "ClockError",
+    "EventNotVisible",
+    "EventRecord",
+    "Fabric",
+    "FabricConfig",
+    "FabricError",
+    "FleetError",
+    "FleetSpec",
+    "HistoryEntry",
+    "InvalidOperation",
+    "InvalidTransition",
+    "NotFoundError",
+    "OperationKind",
+    "OperationRecord",
+    "OperationRequest",
+    "OperationSpec",
+    "OperationState",
+    "RolloutRecord",
+    "Scheduler",
+    "Scope",
+    "ScopeKind",
+    "ScopePolicy",
+    "ScopeState",
+    "ScopeView",
+    "Snapshot",
+    "Store",
+    "Topology",
+    "build_topology",
+    "demo_fleet",
+    "fleet_from_builtins",
+    "fleet_to_builtins",
+    "load_fleet_file",
+    "monotonic",
+    "spec_for",
+]

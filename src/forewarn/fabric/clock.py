@@ -1,0 +1,89 @@
+"""The one source of time, modelled on trio's MockClock.
+
+A clock has a *rate*: 1 follows the wall clock, 0 is frozen (virtual: it moves only by
+``jump``). Everything else in forewarn asks a Clock for the time, so tests choose time
+and a restart resumes timers from absolute instants.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+from .errors import ClockError
+
+__all__ = ["Clock", "monotonic"]
+
+TimeSource = Callable[[], float]
+
+
+def monotonic() -> float:
+    """Real monotonic seconds, for rate limiting and latency (never for event times)."""
+    return time.monotonic()
+
+
+class Clock:
+    """Virtual time = ``base_virtual + (source() - base_real) * rate``.
+
+    ``source`` is the replaceable real time source (POSIX seconds by default).
+    """
+
+    def __init__(
+        self, *, rate: float = 1.0, start: float | None = None, source: TimeSource = time.time
+    ) -> None:
+        if rate < 0:
+            raise ClockError("clock rate must be >= 0")
+        self._source = source
+        self._rate = rate
+        self._base_real = source()
+        self._base_virtual = self._base_real if start is None else start
+        self._listeners: list[Callable[[], None]] = []
+
+    @classmethod
+    def real(cls, source: TimeSource = time.time) -> Clock:
+        """The wall clock."""
+        return cls(rate=1.0, source=source)
+
+    @classmethod
+    def virtual(cls, start: float | None = None, source: TimeSource = time.time) -> Clock:
+        """A frozen clock, starting at ``start`` (default: now), moved only by ``jump``."""
+        return cls(rate=0.0, start=start, source=source)
+
+    @property
+    def rate(self) -> float:
+        """1 for real time, 0 for a frozen virtual clock."""
+        return self._rate
+
+    @property
+    def is_virtual(self) -> bool:
+        """True when the clock only moves by ``jump``."""
+        return self._rate == 0
+
+    def now(self) -> float:
+        """Current time in POSIX seconds, as the platform sees it."""
+        return self._base_virtual + (self._source() - self._base_real) * self._rate
+
+    def jump(self, seconds: float) -> float:
+        """Move a virtual clock forward; refuses to go backwards or to move a real clock."""
+        if not self.is_virtual:
+            raise ClockError("only a virtual clock can be advanced (start with --clock virtual)")
+        if not math.isfinite(seconds) or seconds < 0:
+            raise ClockError(f"a clock only moves forward; cannot advance by {seconds!r} s")
+        self._base_virtual += seconds
+        for listener in list(self._listeners):
+            listener()
+        return self.now()
+
+    def real_seconds_until(self, deadline: float) -> float:
+        """Real seconds to sleep until ``deadline``; infinite for a frozen clock."""
+        remaining = deadline - self.now()
+        if remaining <= 0:
+            return 0.0
+        if self._rate == 0:
+            return math.inf
+        return remaining / self._rate
+
+    def on_jump(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` after every jump (the scheduler wakes on it)."""
+        self._listeners.append(listener)

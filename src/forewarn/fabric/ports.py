@@ -1,0 +1,44 @@
+"""The store interface the fabric writes through (implemented in ``forewarn.store``)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from .records import Changes, HistoryEntry, Snapshot
+
+__all__ = ["Store"]
+
+
+class Store(Protocol):
+    """Durable state: every change is written atomically before it becomes visible."""
+
+    def load(self) -> Snapshot:
+        """Everything needed to resume: live operations, events, rollouts, counters."""
+        ...
+
+    def apply(self, changes: Changes) -> None:
+        """Write ``changes`` atomically (all or nothing), appending their history."""
+        ...
+
+    def history(
+        self,
+        *,
+        after: int = 0,
+        limit: int = 1000,
+        event_id: str | None = None,
+        operation_id: str | None = None,
+    ) -> list[HistoryEntry]:
+        """History entries with ``seq > after``, oldest first."""
+        ...
+
+    def stored_fleet(self) -> dict[str, Any] | None:
+        """The fleet this database was created with, if any."""
+        ...
+
+    def save_fleet(self, fleet: dict[str, Any]) -> None:
+        """Remember the fleet this database serves."""
+        ...
+
+    def close(self) -> None:
+        """Release the database."""
+        ...

@@ -1,0 +1,157 @@
+"""The platform's persisted state: operations, events, rollouts, scope counters, history.
+
+Records are immutable msgspec Structs: the engine builds new ones, writes them to the
+store, and only then makes them visible.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+import msgspec
+
+from ..contract import EventSource, EventStatus, EventType, RenderableEvent
+
+__all__ = [
+    "Changes",
+    "EventRecord",
+    "HistoryEntry",
+    "OperationRecord",
+    "OperationState",
+    "RolloutRecord",
+    "ScopeState",
+    "Snapshot",
+]
+
+
+class OperationState(StrEnum):
+    """Where an operation is in its life."""
+
+    SCHEDULED = "scheduled"
+    STARTED = "started"
+    COMPLETED = "completed"
+    CANCELED = "canceled"
+
+
+class EventRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One event of one scope, as the platform keeps it."""
+
+    id: str
+    operation_id: str
+    scope_id: str
+    event_type: EventType
+    source: EventSource
+    status: EventStatus
+    resources: tuple[str, ...]
+    description: str
+    duration_seconds: int
+    created_at: float
+    not_before: float
+    approved_by: str | None = None
+    approved_at: float | None = None
+    started_at: float | None = None
+
+    def renderable(self) -> RenderableEvent:
+        """The wire view of this event."""
+        return RenderableEvent(
+            event_id=self.id,
+            status=self.status,
+            event_type=self.event_type,
+            resources=self.resources,
+            not_before=self.not_before,
+            description=self.description,
+            source=self.source.value,
+            duration_seconds=self.duration_seconds,
+        )
+
+
+class OperationRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One atomic piece of work on some VMs; its events start together."""
+
+    id: str
+    kind: str
+    target: str
+    vms: tuple[str, ...]
+    state: OperationState
+    created_at: float
+    not_before: float
+    impact_seconds: float
+    hold_seconds: float
+    deletes_vms: bool
+    event_ids: tuple[str, ...] = ()
+    rollout_id: str | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+
+    @property
+    def remove_at(self) -> float | None:
+        """When a Started operation's events disappear."""
+        return None if self.started_at is None else self.started_at + self.hold_seconds
+
+
+class RolloutRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """Platform maintenance walking a scope's update domains one batch at a time."""
+
+    id: str
+    kind: str
+    scope_id: str
+    batches: tuple[tuple[str, ...], ...]
+    next_batch: int
+    current_operation: str | None
+    options: dict[str, Any]
+    done: bool = False
+
+
+class ScopeState(msgspec.Struct, frozen=True, kw_only=True):
+    """The per-scope counters that must survive restarts."""
+
+    scope_id: str
+    incarnation: int = 1
+    last_request_at: float | None = None
+
+
+class HistoryEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One line of the append-only history; ``seq`` is assigned by the store."""
+
+    at: float
+    kind: str
+    scope_id: str | None = None
+    operation_id: str | None = None
+    event_id: str | None = None
+    detail: dict[str, Any] = {}
+    seq: int = 0
+
+
+class Snapshot(msgspec.Struct, kw_only=True):
+    """Everything the engine needs to resume after a restart."""
+
+    operations: list[OperationRecord] = []
+    events: list[EventRecord] = []
+    rollouts: list[RolloutRecord] = []
+    scopes: list[ScopeState] = []
+    deleted_vms: list[str] = []
+
+
+class Changes(msgspec.Struct, kw_only=True):
+    """One atomic write: everything a single transition changed."""
+
+    operations: list[OperationRecord] = []
+    events: list[EventRecord] = []
+    removed_events: list[str] = []
+    rollouts: list[RolloutRecord] = []
+    scopes: list[ScopeState] = []
+    deleted_vms: list[str] = []
+    history: list[HistoryEntry] = []
+
+    def empty(self) -> bool:
+        """True when nothing would be written."""
+        return not (
+            self.operations
+            or self.events
+            or self.removed_events
+            or self.rollouts
+            or self.scopes
+            or self.deleted_vms
+            or self.history
+        )

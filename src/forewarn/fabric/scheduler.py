@@ -1,0 +1,50 @@
+"""Fires the fabric's timers: sleeps until the next due transition, never polls.
+
+It wakes early when the fabric changes (a new operation may be due sooner) or when a
+virtual clock jumps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+
+from .clock import Clock
+from .engine import Fabric
+
+__all__ = ["Scheduler"]
+
+log = logging.getLogger(__name__)
+
+
+class Scheduler:
+    """Runs ``fabric.run_due()`` whenever a timer is due."""
+
+    def __init__(self, fabric: Fabric, clock: Clock) -> None:
+        self._fabric = fabric
+        self._clock = clock
+        self._wake = asyncio.Event()
+        fabric.on_change(self._wake.set)
+        clock.on_jump(self._wake.set)
+
+    def wake(self) -> None:
+        """Re-evaluate the next deadline now."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Loop until cancelled."""
+        while True:
+            self._wake.clear()
+            try:
+                self._fabric.run_due()
+            except Exception:  # a bad timer must not stop every other timer
+                log.exception("a scheduled transition failed; retrying in 1 s")
+                await asyncio.sleep(1.0)
+                continue
+            due = self._fabric.next_due()
+            delay = math.inf if due is None else self._clock.real_seconds_until(due)
+            timeout = None if math.isinf(delay) else max(delay, 0.0)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=timeout)

@@ -1,0 +1,174 @@
+"""The fleet: scopes (fabric-controller tenants) and the VMs in them.
+
+A scope is who sees whose events: a standalone VM, an availability set, one placement
+group of a scale set, or a cloud service. Topology is immutable once built; what changes
+over time (deleted VMs, incarnations) lives in the engine's state.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from .errors import FleetError, NotFoundError
+
+__all__ = ["VM", "Scope", "ScopeKind", "ScopePolicy", "Topology"]
+
+_VM_ID_NAMESPACE = uuid.UUID("6f1c2a8e-4b1d-4c2e-9a53-0e6b5d7f3a10")
+
+
+class ScopeKind(StrEnum):
+    """The four kinds of scope a VM can live in."""
+
+    STANDALONE = "standalone"
+    AVAILABILITY_SET = "availability_set"
+    SCALE_SET = "scale_set"
+    CLOUD_SERVICE = "cloud_service"
+
+
+@dataclass(frozen=True, slots=True)
+class ScopePolicy:
+    """Per-scope platform features (all off by default, as on a plain VM)."""
+
+    auto_approve_user_reboot: bool = False
+    auto_approve_user_redeploy: bool = False
+    terminate_notification: bool = False
+    terminate_timeout_minutes: int = 5
+    per_vm_visibility: bool = False
+    preview_user_operation_limit: bool = False
+
+    def __post_init__(self) -> None:
+        if not 5 <= self.terminate_timeout_minutes <= 15:
+            raise FleetError(
+                "terminate notification timeout must be 5 to 15 minutes, "
+                f"got {self.terminate_timeout_minutes}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class VM:
+    """One simulated VM (or role instance) and where it runs."""
+
+    name: str
+    scope_id: str
+    host: str
+    address: str
+    update_domain: int = 0
+    fault_domain: int = 0
+    zone: str = ""
+    port: int | None = None
+    spot: bool = False
+    scale_set: str = ""
+    location: str = "westeurope"
+    size: str = "Standard_D2s_v5"
+
+    @property
+    def vm_id(self) -> str:
+        """A stable GUID, derived from the name so it survives restarts."""
+        return str(uuid.uuid5(_VM_ID_NAMESPACE, self.name))
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """A fabric-controller tenant: every VM in it sees every event of it."""
+
+    id: str
+    kind: ScopeKind
+    vm_names: tuple[str, ...]
+    policy: ScopePolicy = field(default_factory=ScopePolicy)
+    update_domains: int = 1
+    fault_domains: int = 1
+
+    @property
+    def role_instances(self) -> bool:
+        """Cloud-service names never get the 2017-03-01 underscore."""
+        return self.kind is ScopeKind.CLOUD_SERVICE
+
+
+class Topology:
+    """Scopes and VMs with the look-ups the endpoint and the engine need."""
+
+    def __init__(self, scopes: Iterable[Scope], vms: Iterable[VM], default_vm: str | None) -> None:
+        self.scopes: dict[str, Scope] = {}
+        self.vms: dict[str, VM] = {}
+        self._by_address: dict[str, VM] = {}
+        self._by_port: dict[int, VM] = {}
+        for scope in scopes:
+            if scope.id in self.scopes:
+                raise FleetError(f"scope {scope.id!r} is defined twice")
+            self.scopes[scope.id] = scope
+        for vm in vms:
+            self._add_vm(vm)
+        for scope in self.scopes.values():
+            missing = [n for n in scope.vm_names if n not in self.vms]
+            if missing:
+                raise FleetError(f"scope {scope.id!r} lists unknown VMs {missing}")
+        if default_vm is not None and default_vm not in self.vms:
+            raise FleetError(f"default VM {default_vm!r} is not in the fleet")
+        self.default_vm = default_vm
+
+    def _add_vm(self, vm: VM) -> None:
+        lowered = {n.lower() for n in self.vms}
+        if vm.name.lower() in lowered:
+            raise FleetError(f"VM name {vm.name!r} is used twice (names are case-insensitive)")
+        if vm.scope_id not in self.scopes:
+            raise FleetError(f"VM {vm.name!r} names unknown scope {vm.scope_id!r}")
+        if vm.address in self._by_address:
+            other = self._by_address[vm.address].name
+            raise FleetError(f"VMs {other!r} and {vm.name!r} share address {vm.address}")
+        if vm.port is not None:
+            if vm.port in self._by_port:
+                other = self._by_port[vm.port].name
+                raise FleetError(f"VMs {other!r} and {vm.name!r} share port {vm.port}")
+            self._by_port[vm.port] = vm
+        self.vms[vm.name] = vm
+        self._by_address[vm.address] = vm
+
+    def vm(self, name: str) -> VM:
+        """The VM called ``name`` (exact match first, then ignoring case)."""
+        found = self.vms.get(name)
+        if found is None:
+            lowered = name.lower()
+            found = next((v for n, v in self.vms.items() if n.lower() == lowered), None)
+        if found is None:
+            raise NotFoundError(f"no VM named {name!r}")
+        return found
+
+    def scope(self, scope_id: str) -> Scope:
+        """The scope called ``scope_id``."""
+        try:
+            return self.scopes[scope_id]
+        except KeyError:
+            raise NotFoundError(f"no scope named {scope_id!r}") from None
+
+    def scope_of(self, vm_name: str) -> Scope:
+        """The scope a VM belongs to."""
+        return self.scopes[self.vm(vm_name).scope_id]
+
+    def hosts(self) -> dict[str, list[VM]]:
+        """Host name → the VMs on it, in fleet order."""
+        out: dict[str, list[VM]] = {}
+        for vm in self.vms.values():
+            out.setdefault(vm.host, []).append(vm)
+        return out
+
+    def vms_on_host(self, host: str) -> list[VM]:
+        """The VMs on ``host``."""
+        vms = self.hosts().get(host)
+        if not vms:
+            raise NotFoundError(f"no host named {host!r}")
+        return vms
+
+    def vm_by_address(self, address: str) -> VM | None:
+        """The VM whose source address is ``address``."""
+        return self._by_address.get(address)
+
+    def vm_by_port(self, port: int) -> VM | None:
+        """The VM that owns a dedicated endpoint port."""
+        return self._by_port.get(port)
+
+    def ports(self) -> list[int]:
+        """Every dedicated per-VM port."""
+        return sorted(self._by_port)

@@ -66,71 +66,98 @@ _FUTURE = (
 )
 
 
+def _one(
+    incarnation: int,
+    event_id: str,
+    status: str,
+    event_type: str,
+    resources: tuple[str, ...],
+    not_before: datetime | None,
+    *,
+    description: str = "",
+    source: str = "Platform",
+    duration_seconds: int = -1,
+) -> Document:
+    """A document holding one event."""
+    event = Event(
+        event_id=event_id,
+        status=status,
+        event_type=event_type,
+        resources=resources,
+        not_before=not_before,
+        description=description,
+        source=source,
+        duration_seconds=duration_seconds,
+    )
+    return Document(incarnation, (event,))
+
+
+_GUID = "602d9444-d2cd-49c7-8624-8643e7171297"
+_CLOUD_GUID = "C7061BAC-AFDC-4513-B24B-AA5F13A16123"
+_NOV_2 = datetime(2017, 11, 2, 11, tzinfo=UTC)
+_DEC_31 = datetime(2021, 12, 31, 23, 59, 59, tzinfo=UTC)
+_REDEPLOY = "Virtual machine is going to be redeployed."
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
         pytest.param(
             _CAPTURED_2017_03_01,
-            Document(1, (Event(
-                event_id="602d9444-d2cd-49c7-8624-8643e7171297",
-                status="Scheduled", event_type="Freeze",
-                resources=("_myvm", "_othervm"), not_before=_SEP_19,
-            ),)),
+            _one(1, _GUID, "Scheduled", "Freeze", ("_myvm", "_othervm"), _SEP_19),
             id="2017-03-01",
         ),
         pytest.param(
             _CAPTURED_2017_08_01,
-            Document(3, (Event(
-                event_id="C7061BAC-AFDC-4513-B24B-AA5F13A16123",
-                status="Started", event_type="Reboot",
-                resources=("WebRole_IN_0",), not_before=None,
-            ),)),
+            _one(3, _CLOUD_GUID, "Started", "Reboot", ("WebRole_IN_0",), None),
             id="2017-08-01",
         ),
         pytest.param(
             _CAPTURED_2017_11_01,
-            Document(12, (Event(
-                event_id="E1", status="Scheduled", event_type="Preempt",
-                resources=("spot-0",), not_before=datetime(2017, 11, 2, 11, tzinfo=UTC),
-            ),)),
+            _one(12, "E1", "Scheduled", "Preempt", ("spot-0",), _NOV_2),
             id="2017-11-01-iso-date",
         ),
         pytest.param(
             _CAPTURED_2019_01_01,
-            Document(2, (Event(
-                event_id="T1", status="Scheduled", event_type="Terminate",
-                resources=("vmss_3",), not_before=datetime(2021, 12, 31, 23, 59, 59, tzinfo=UTC),
-            ),)),
+            _one(2, "T1", "Scheduled", "Terminate", ("vmss_3",), _DEC_31),
             id="2019-01-01",
         ),
         pytest.param(
             _CAPTURED_2019_08_01,
-            Document(9, (Event(
-                event_id="R1", status="Scheduled", event_type="Redeploy",
-                resources=("myvm",), not_before=_SEP_19,
-                description="Virtual machine is going to be redeployed.", source="User",
-            ),)),
+            _one(
+                9,
+                "R1",
+                "Scheduled",
+                "Redeploy",
+                ("myvm",),
+                _SEP_19,
+                description=_REDEPLOY,
+                source="User",
+            ),
             id="2019-08-01",
         ),
         pytest.param(
             _CAPTURED_2020_07_01,
-            Document(4, (Event(
-                event_id="F1", status="Scheduled", event_type="Freeze",
-                resources=("myvm",), not_before=_SEP_19,
-                description="Host update.", source="Platform", duration_seconds=9,
-            ),)),
+            _one(
+                4,
+                "F1",
+                "Scheduled",
+                "Freeze",
+                ("myvm",),
+                _SEP_19,
+                description="Host update.",
+                source="Platform",
+                duration_seconds=9,
+            ),
             id="2020-07-01",
         ),
         pytest.param(
             _FUTURE,
-            Document(5, (Event(
-                event_id="H1", status="Scheduled", event_type="Hibernate",
-                resources=("myvm",), not_before=None,
-            ),)),
+            _one(5, "H1", "Scheduled", "Hibernate", ("myvm",), None),
             id="future-type-and-unknown-keys",
         ),
     ],
-)  # fmt: skip
+)
 def test_parses_captured_payloads(body: bytes, expected: Document) -> None:
     assert parse_document(body) == expected
 

@@ -10,20 +10,29 @@ from forewarn.contract import StartRequestError, parse_start_requests
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        pytest.param(b'{"StartRequests": [{"EventId": "A"}, {"EventId": "B"}]}', ["A", "B"],
-                     id="two"),
-        pytest.param(b'{"StartRequests":[{"EventId":"B"},{"EventId":"A"}]}', ["B", "A"],
-                     id="order-kept"),
-        pytest.param(b'{"DocumentIncarnation": 7, "StartRequests": [{"EventId": "A"}]}', ["A"],
-                     id="incarnation-int"),
-        pytest.param(b'{"DocumentIncarnation": "7", "StartRequests": [{"EventId": "A"}]}', ["A"],
-                     id="incarnation-string"),
-        pytest.param(b'{"StartRequests": [{"EventId": "A", "Other": 1}], "X": null}', ["A"],
-                     id="extra-keys"),
+        pytest.param(
+            b'{"StartRequests": [{"EventId": "A"}, {"EventId": "B"}]}', ["A", "B"], id="two"
+        ),
+        pytest.param(
+            b'{"StartRequests":[{"EventId":"B"},{"EventId":"A"}]}', ["B", "A"], id="order-kept"
+        ),
+        pytest.param(
+            b'{"DocumentIncarnation": 7, "StartRequests": [{"EventId": "A"}]}',
+            ["A"],
+            id="incarnation-int",
+        ),
+        pytest.param(
+            b'{"DocumentIncarnation": "7", "StartRequests": [{"EventId": "A"}]}',
+            ["A"],
+            id="incarnation-string",
+        ),
+        pytest.param(
+            b'{"StartRequests": [{"EventId": "A", "Other": 1}], "X": null}', ["A"], id="extra-keys"
+        ),
         pytest.param(b'{"StartRequests": [{"EventId": " A "}]}', ["A"], id="id-trimmed"),
         pytest.param(b'\n  {"StartRequests": [{"EventId": "A"}]}  \n', ["A"], id="whitespace"),
     ],
-)  # fmt: skip
+)
 def test_accepts(body: bytes, expected: list[str]) -> None:
     assert parse_start_requests(body) == expected
 
@@ -43,30 +52,52 @@ def test_accepts_str_as_well_as_bytes() -> None:
         pytest.param(b'"A"', r"must be a JSON object", id="string"),
         pytest.param(b"{}", r"StartRequests is missing", id="missing"),
         pytest.param(b'{"StartRequests":null}', r"StartRequests is missing", id="null"),
-        pytest.param(b'{"startrequests":[{"EventId":"A"}]}', r"StartRequests is missing",
-                     id="wrong-case"),
-        pytest.param(b'{"StartRequests":{"EventId":"A"}}', r"StartRequests must be a list",
-                     id="object"),
+        pytest.param(
+            b'{"startrequests":[{"EventId":"A"}]}', r"StartRequests is missing", id="wrong-case"
+        ),
+        pytest.param(
+            b'{"StartRequests":{"EventId":"A"}}', r"StartRequests must be a list", id="object"
+        ),
         pytest.param(b'{"StartRequests":"A"}', r"StartRequests must be a list", id="string-list"),
         pytest.param(b'{"StartRequests":[]}', r"StartRequests is empty", id="empty-list"),
-        pytest.param(b'{"StartRequests":["A"]}', r"StartRequests\[0\] must be an object",
-                     id="entry-string"),
-        pytest.param(b'{"StartRequests":[{"EventId":"A"},null]}',
-                     r"StartRequests\[1\] must be an object", id="entry-null"),
-        pytest.param(b'{"StartRequests":[{}]}', r"StartRequests\[0\] has no string EventId",
-                     id="no-event-id"),
-        pytest.param(b'{"StartRequests":[{"EventId":5}]}',
-                     r"StartRequests\[0\] has no string EventId", id="event-id-int"),
-        pytest.param(b'{"StartRequests":[{"EventId":null}]}',
-                     r"StartRequests\[0\] has no string EventId", id="event-id-null"),
-        pytest.param(b'{"StartRequests":[{"EventId":"A"},{"EventId":""}]}',
-                     r"StartRequests\[1\] has no string EventId", id="event-id-empty"),
-        pytest.param(b'{"StartRequests":[{"EventId":"  "}]}',
-                     r"StartRequests\[0\] has no string EventId", id="event-id-blank"),
-        pytest.param(b'{"StartRequests":[{"eventid":"A"}]}',
-                     r"StartRequests\[0\] has no string EventId", id="event-id-wrong-case"),
+        pytest.param(
+            b'{"StartRequests":["A"]}', r"StartRequests\[0\] must be an object", id="entry-string"
+        ),
+        pytest.param(
+            b'{"StartRequests":[{"EventId":"A"},null]}',
+            r"StartRequests\[1\] must be an object",
+            id="entry-null",
+        ),
+        pytest.param(
+            b'{"StartRequests":[{}]}', r"StartRequests\[0\] has no string EventId", id="no-event-id"
+        ),
+        pytest.param(
+            b'{"StartRequests":[{"EventId":5}]}',
+            r"StartRequests\[0\] has no string EventId",
+            id="event-id-int",
+        ),
+        pytest.param(
+            b'{"StartRequests":[{"EventId":null}]}',
+            r"StartRequests\[0\] has no string EventId",
+            id="event-id-null",
+        ),
+        pytest.param(
+            b'{"StartRequests":[{"EventId":"A"},{"EventId":""}]}',
+            r"StartRequests\[1\] has no string EventId",
+            id="event-id-empty",
+        ),
+        pytest.param(
+            b'{"StartRequests":[{"EventId":"  "}]}',
+            r"StartRequests\[0\] has no string EventId",
+            id="event-id-blank",
+        ),
+        pytest.param(
+            b'{"StartRequests":[{"eventid":"A"}]}',
+            r"StartRequests\[0\] has no string EventId",
+            id="event-id-wrong-case",
+        ),
     ],
-)  # fmt: skip
+)
 def test_rejects_with_a_message_naming_the_problem(body: bytes, match: str) -> None:
     with pytest.raises(StartRequestError, match=match):
         parse_start_requests(body)

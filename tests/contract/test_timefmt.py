@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from email.utils import formatdate
 
@@ -12,6 +14,16 @@ from hypothesis import strategies as st
 from forewarn.contract import format_rfc1123, parse_not_before
 
 _YEAR_9999 = 253402300799
+
+
+@pytest.fixture(autouse=True)
+def _local_time_is_not_utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Run under UTC-5 local time, so that nothing here can lean on a UTC machine clock."""
+    monkeypatch.setenv("TZ", "XST+05")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
 
 
 @pytest.mark.parametrize(
@@ -49,15 +61,18 @@ def test_parse_not_before_round_trips_formatted_dates(epoch: float) -> None:
     ("text", "expected"),
     [
         pytest.param("Mon, 19 Sep 2016 18:29:47 GMT", datetime(2016, 9, 19, 18, 29, 47), id="rfc"),
-        pytest.param("  Mon, 19 Sep 2016 18:29:47 GMT  ", datetime(2016, 9, 19, 18, 29, 47),
-                     id="rfc-padded"),
-        pytest.param("Mon, 19 Sep 2016 18:29:47 +0200", datetime(2016, 9, 19, 16, 29, 47),
-                     id="rfc-offset"),
+        pytest.param(
+            "  Mon, 19 Sep 2016 18:29:47 GMT  ", datetime(2016, 9, 19, 18, 29, 47), id="rfc-padded"
+        ),
+        pytest.param(
+            "Mon, 19 Sep 2016 18:29:47 +0200", datetime(2016, 9, 19, 16, 29, 47), id="rfc-offset"
+        ),
         pytest.param("2017-03-02T11:00:00Z", datetime(2017, 3, 2, 11), id="iso-z"),
         pytest.param("2017-03-02T11:00:00", datetime(2017, 3, 2, 11), id="iso-naive-is-utc"),
         pytest.param("2017-03-02T12:00:00+01:00", datetime(2017, 3, 2, 11), id="iso-offset"),
-        pytest.param("2017-03-02T11:00:00.5Z", datetime(2017, 3, 2, 11, 0, 0, 500000),
-                     id="iso-fraction"),
+        pytest.param(
+            "2017-03-02T11:00:00.5Z", datetime(2017, 3, 2, 11, 0, 0, 500000), id="iso-fraction"
+        ),
     ],
 )
 def test_parse_not_before_returns_aware_utc(text: str, expected: datetime) -> None:

@@ -161,6 +161,21 @@ class Topology:
             raise NotFoundError(f"no host named {host!r}")
         return vms
 
+    def classify(self, name: str) -> tuple[str, str]:
+        """What ``name`` is: ``("vm", name)``, ``("host", name)`` or ``("scope", name)``.
+
+        VMs are looked up first, then hosts, then scopes.
+        """
+        try:
+            return ("vm", self.vm(name).name)
+        except NotFoundError:
+            pass
+        if name in self.hosts():
+            return ("host", name)
+        if name in self.scopes:
+            return ("scope", name)
+        raise NotFoundError(f"{name!r} is neither a VM, a host nor a scope of this fleet")
+
     def vm_by_address(self, address: str) -> VM | None:
         """The VM whose source address is ``address``."""
         return self._by_address.get(address)

@@ -1,0 +1,338 @@
+"""The control-plane HTTP API (JSON, OpenAPI), on its own listener.
+
+Handlers are thin: parse, call one fabric method, serialise. Fabric errors map to
+status codes in one place (``_ERROR_STATUS``); nothing changes when a request fails.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import msgspec
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from .. import __version__
+from ..contract import SUPPORTED_VERSIONS, lookup_version, render_document
+from ..fabric import (
+    CATALOGUE,
+    ClockError,
+    EventRecord,
+    Fabric,
+    FabricError,
+    InvalidOperation,
+    InvalidTransition,
+    NotFoundError,
+    OperationRecord,
+    OperationRequest,
+)
+from .openapi import openapi_document
+from .schemas import AdvanceBody, ClockOut, EventOut, OperationBody, OperationOut, VmOut
+
+__all__ = ["ControlApp"]
+
+T = TypeVar("T")
+Handler = Callable[[Request], Awaitable[Response]]
+
+_ERROR_STATUS: tuple[tuple[type[FabricError], int], ...] = (
+    (NotFoundError, 404),
+    (InvalidTransition, 409),
+    (ClockError, 409),
+    (InvalidOperation, 400),
+    (FabricError, 400),
+)
+
+
+class _BadRequest(Exception):
+    """A body or parameter the API cannot accept."""
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    return Response(msgspec.json.encode(data), status, media_type="application/json")
+
+
+def _error(message: str, status: int) -> Response:
+    return _json({"error": message}, status)
+
+
+def _guard(handler: Handler) -> Handler:
+    """Turn fabric and body errors into clear 4xx answers."""
+
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except _BadRequest as exc:
+            return _error(str(exc), 400)
+        except FabricError as exc:
+            status = next(code for kind, code in _ERROR_STATUS if isinstance(exc, kind))
+            return _error(str(exc), status)
+
+    return wrapped
+
+
+async def _body(request: Request, kind: type[T]) -> T:
+    raw = await request.body()
+    if not raw.strip():
+        raise _BadRequest("request body is empty; expected a JSON object")
+    try:
+        return msgspec.json.decode(raw, type=kind)
+    except msgspec.ValidationError as exc:
+        raise _BadRequest(f"invalid body: {exc}") from None
+    except msgspec.DecodeError:
+        raise _BadRequest("request body is not valid JSON") from None
+
+
+def _int_param(request: Request, name: str, default: int) -> int:
+    value = request.query_params.get(name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise _BadRequest(f"query parameter {name} must be an integer") from None
+
+
+def event_out(event: EventRecord) -> EventOut:
+    """The API view of an event."""
+    return EventOut(
+        id=event.id,
+        operation_id=event.operation_id,
+        scope=event.scope_id,
+        type=event.event_type.value,
+        source=event.source.value,
+        status=event.status.value,
+        resources=list(event.resources),
+        description=event.description,
+        duration_seconds=event.duration_seconds,
+        created_at=event.created_at,
+        not_before=None if event.started_at is not None else event.not_before,
+        approved_by=event.approved_by,
+        started_at=event.started_at,
+    )
+
+
+def operation_out(op: OperationRecord) -> OperationOut:
+    """The API view of an operation."""
+    return OperationOut(
+        id=op.id,
+        kind=op.kind,
+        target=op.target,
+        vms=list(op.vms),
+        state=op.state.value,
+        created_at=op.created_at,
+        not_before=op.not_before,
+        started_at=op.started_at,
+        ended_at=op.ended_at,
+        remove_at=op.remove_at,
+        event_ids=list(op.event_ids),
+        rollout_id=op.rollout_id,
+    )
+
+
+class _BearerAuth(BaseHTTPMiddleware):
+    def __init__(self, app: Any, token: str) -> None:
+        super().__init__(app)
+        self._expected = f"Bearer {token}".encode()
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        given = request.headers.get("authorization", "").encode()
+        if request.url.path != "/healthz" and not hmac.compare_digest(given, self._expected):
+            return _error("missing or wrong Authorization: Bearer token", 401)
+        return await call_next(request)
+
+
+class ControlApp:
+    """Routes of the control API over one fabric; ``asgi`` is the app to serve."""
+
+    def __init__(
+        self, fabric: Fabric, *, registry: CollectorRegistry | None = None, token: str | None = None
+    ) -> None:
+        self.fabric = fabric
+        self.registry = registry or CollectorRegistry()
+        self._openapi = msgspec.json.encode(openapi_document(__version__))
+        g = _guard
+        routes = [
+            Route("/healthz", g(self.health)),
+            Route("/openapi.json", g(self.openapi)),
+            Route("/metrics", g(self.metrics)),
+            Route("/api/v1/topology", g(self.topology)),
+            Route("/api/v1/vms", g(self.vms)),
+            Route("/api/v1/catalogue", g(self.catalogue)),
+            Route("/api/v1/events", g(self.list_events)),
+            Route("/api/v1/events/{event_id}", g(self.get_event)),
+            Route("/api/v1/events/{event_id}/{action}", g(self.event_action), methods=["POST"]),
+            Route("/api/v1/operations", g(self.list_operations)),
+            Route("/api/v1/operations", g(self.create_operation), methods=["POST"]),
+            Route("/api/v1/operations/{operation_id}", g(self.get_operation)),
+            Route("/api/v1/documents/{vm}", g(self.document)),
+            Route("/api/v1/clock", g(self.clock)),
+            Route("/api/v1/clock/advance", g(self.advance), methods=["POST"]),
+            Route("/api/v1/history", g(self.history)),
+        ]
+        middleware = [Middleware(_BearerAuth, token=token)] if token else []
+        self.asgi = Starlette(routes=routes, middleware=middleware)
+
+    async def health(self, request: Request) -> Response:
+        return _json({"status": "ok", "version": __version__})
+
+    async def openapi(self, request: Request) -> Response:
+        return Response(self._openapi, media_type="application/json")
+
+    async def metrics(self, request: Request) -> Response:
+        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
+
+    def _vm_out(self, name: str) -> VmOut:
+        vm = self.fabric.topology.vms[name]
+        return VmOut(
+            name=vm.name, scope=vm.scope_id, host=vm.host, zone=vm.zone,
+            update_domain=vm.update_domain, fault_domain=vm.fault_domain, address=vm.address,
+            port=vm.port, spot=vm.spot, vm_id=vm.vm_id, status=self.fabric.vm_status(vm.name),
+        )  # fmt: skip
+
+    async def vms(self, request: Request) -> Response:
+        return _json([self._vm_out(n) for n in self.fabric.topology.vms])
+
+    async def topology(self, request: Request) -> Response:
+        fabric = self.fabric
+        scopes = []
+        for scope in fabric.topology.scopes.values():
+            view = fabric.view(scope.id)
+            scopes.append({
+                "id": scope.id,
+                "kind": scope.kind.value,
+                "update_domains": scope.update_domains,
+                "fault_domains": scope.fault_domains,
+                "policy": asdict(scope.policy),
+                "incarnation": view.incarnation,
+                "enabled": fabric.is_enabled(scope.id),
+                "vms": [self._vm_out(n) for n in scope.vm_names],
+            })  # fmt: skip
+        hosts = {h: [vm.name for vm in vms] for h, vms in fabric.topology.hosts().items()}
+        return _json({"scopes": scopes, "hosts": hosts, "default_vm": fabric.topology.default_vm})
+
+    async def catalogue(self, request: Request) -> Response:
+        scale = self.fabric.config.scaled
+        return _json([
+            {"kind": s.kind.value, "event_type": s.event_type.value, "source": s.source.value,
+             "notice_seconds": scale(s.notice), "description": s.description,
+             "created_started": s.created_started, "deletes_vm": s.deletes_vm}
+            for s in CATALOGUE.values()
+        ])  # fmt: skip
+
+    async def list_events(self, request: Request) -> Response:
+        scope = request.query_params.get("scope")
+        vm = request.query_params.get("vm")
+        events = self.fabric.events()
+        if scope is not None:
+            self.fabric.view(scope)
+            events = [e for e in events if e.scope_id == scope]
+        if vm is not None:
+            found = self.fabric.topology.vm(vm)
+            visible = {e.event_id for e in self.fabric.view(found.scope_id).events_for(found.name)}
+            events = [e for e in events if e.id in visible]
+        return _json([event_out(e) for e in events])
+
+    async def get_event(self, request: Request) -> Response:
+        return _json(event_out(self.fabric.event(request.path_params["event_id"])))
+
+    async def event_action(self, request: Request) -> Response:
+        event_id = request.path_params["event_id"]
+        action = request.path_params["action"]
+        fabric = self.fabric
+        if action == "approve":
+            fabric.approve_event(event_id)
+        elif action == "start":
+            fabric.start_event(event_id)
+        elif action == "cancel":
+            return _json(_ended(fabric.cancel_event(event_id), "Canceled"))
+        elif action == "complete":
+            return _json(_ended(fabric.complete_event(event_id), "Completed"))
+        else:
+            return _error(f"unknown action {action!r}; use approve, start, cancel or complete", 404)
+        return _json(event_out(fabric.event(event_id)))
+
+    async def list_operations(self, request: Request) -> Response:
+        return _json([operation_out(op) for op in self.fabric.operations()])
+
+    async def get_operation(self, request: Request) -> Response:
+        return _json(operation_out(self.fabric.operation(request.path_params["operation_id"])))
+
+    async def create_operation(self, request: Request) -> Response:
+        body = await _body(request, OperationBody)
+        vms, host, scope = tuple(body.vms or ()), body.host, body.scope
+        if body.target is not None:
+            if vms or host or scope:
+                raise _BadRequest("give either target or vms/host/scope, not both")
+            what, name = self.fabric.topology.classify(body.target)
+            vms, host, scope = (
+                ((name,) if what == "vm" else ()),
+                (name if what == "host" else None),
+                (name if what == "scope" else None),
+            )
+        op = self.fabric.submit(
+            OperationRequest(
+                kind=body.kind, vms=vms, host=host, scope=scope,
+                notice_seconds=body.notice_seconds, description=body.description,
+                duration_seconds=body.duration_seconds,
+            )
+        )  # fmt: skip
+        return _json(operation_out(op), 201)
+
+    async def document(self, request: Request) -> Response:
+        vm = self.fabric.topology.vm(request.path_params["vm"])
+        name = request.query_params.get("api-version", SUPPORTED_VERSIONS[-1])
+        version = lookup_version(name)
+        if version is None:
+            raise _BadRequest(
+                f"unknown api-version {name!r}; known: {', '.join(SUPPORTED_VERSIONS)}"
+            )
+        view = self.fabric.view(vm.scope_id)
+        body = render_document(
+            view.incarnation, view.events_for(vm.name), version,
+            role_instances=view.scope.role_instances,
+        )  # fmt: skip
+        return Response(body, media_type="application/json")
+
+    def _clock_out(self) -> ClockOut:
+        now = self.fabric.clock.now()
+        return ClockOut(
+            now=now,
+            iso=datetime.fromtimestamp(now, tz=UTC).isoformat(),
+            virtual=self.fabric.clock.is_virtual,
+            time_scale=self.fabric.config.time_scale,
+            next_due=self.fabric.next_due(),
+        )
+
+    async def clock(self, request: Request) -> Response:
+        return _json(self._clock_out())
+
+    async def advance(self, request: Request) -> Response:
+        body = await _body(request, AdvanceBody)
+        self.fabric.advance(body.seconds)
+        return _json(self._clock_out())
+
+    async def history(self, request: Request) -> Response:
+        entries = self.fabric.history(
+            after=_int_param(request, "after", 0),
+            limit=min(_int_param(request, "limit", 1000), 10000),
+            event_id=request.query_params.get("event_id"),
+            operation_id=request.query_params.get("operation_id"),
+        )
+        return _json(entries)
+
+
+def _ended(event: EventRecord, status: str) -> dict[str, Any]:
+    """A removed event's last view, with how it ended."""
+    out: dict[str, Any] = msgspec.to_builtins(event_out(event))
+    out["status"] = status
+    return out

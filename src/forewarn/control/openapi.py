@@ -1,0 +1,139 @@
+"""The OpenAPI document of the control API, built from the body schemas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .schemas import schema_components
+
+__all__ = ["openapi_document"]
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+_ERR = {"4XX": _json(_ref("ErrorOut"), "Invalid request; nothing changed")}
+
+
+def _op(
+    summary: str,
+    ok: dict[str, Any],
+    body: str | None = None,
+    params: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"summary": summary, "responses": {**ok, **_ERR}}
+    if body:
+        out["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": _ref(body)}},
+        }
+    if params:
+        out["parameters"] = params
+    return out
+
+
+def _path_param(name: str) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+
+
+def _query(name: str, kind: str = "string") -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": {"type": kind}}
+
+
+def openapi_document(version: str) -> dict[str, Any]:
+    """OpenAPI 3.1 for every control route."""
+    array = {"type": "array", "items": {}}
+    event_action = {
+        action: {
+            "post": _op(summary, {"200": _json(_ref("EventOut"))}, params=[_path_param("event_id")])
+        }
+        for action, summary in (
+            ("approve", "Approve an event (as the platform operator)"),
+            ("start", "Start the event's operation now"),
+            ("cancel", "Cancel a Scheduled event (no impact)"),
+            ("complete", "End a Started event now"),
+        )
+    }
+    paths: dict[str, Any] = {
+        "/api/v1/topology": {"get": _op("Scopes, hosts and VMs", {"200": _json({})})},
+        "/api/v1/vms": {
+            "get": _op("Every VM", {"200": _json({"type": "array", "items": _ref("VmOut")})})
+        },
+        "/api/v1/events": {
+            "get": _op(
+                "Live events",
+                {"200": _json({"type": "array", "items": _ref("EventOut")})},
+                params=[_query("scope"), _query("vm")],
+            )
+        },
+        "/api/v1/events/{event_id}": {
+            "get": _op(
+                "One live event", {"200": _json(_ref("EventOut"))}, params=[_path_param("event_id")]
+            )
+        },
+        **{f"/api/v1/events/{{event_id}}/{a}": v for a, v in event_action.items()},
+        "/api/v1/operations": {
+            "get": _op(
+                "Operations, oldest first",
+                {"200": _json({"type": "array", "items": _ref("OperationOut")})},
+            ),
+            "post": _op(
+                "Create an operation", {"201": _json(_ref("OperationOut"))}, body="OperationBody"
+            ),
+        },
+        "/api/v1/operations/{operation_id}": {
+            "get": _op(
+                "One operation",
+                {"200": _json(_ref("OperationOut"))},
+                params=[_path_param("operation_id")],
+            )
+        },
+        "/api/v1/catalogue": {
+            "get": _op("Operation kinds and their defaults", {"200": _json(array)})
+        },
+        "/api/v1/documents/{vm}": {
+            "get": _op(
+                "The Scheduled Events document a VM sees",
+                {"200": _json({})},
+                params=[_path_param("vm"), _query("api-version")],
+            )
+        },
+        "/api/v1/clock": {"get": _op("The platform clock", {"200": _json(_ref("ClockOut"))})},
+        "/api/v1/clock/advance": {
+            "post": _op(
+                "Advance a virtual clock, firing due timers in order",
+                {"200": _json(_ref("ClockOut"))},
+                body="AdvanceBody",
+            )
+        },
+        "/api/v1/history": {
+            "get": _op(
+                "Append-only history",
+                {"200": _json(array)},
+                params=[
+                    _query("after", "integer"),
+                    _query("limit", "integer"),
+                    _query("event_id"),
+                    _query("operation_id"),
+                ],
+            )
+        },
+        "/metrics": {
+            "get": {"summary": "Prometheus metrics", "responses": {"200": {"description": "OK"}}}
+        },
+        "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "OK"}}}},
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "forewarn control API", "version": version},
+        "paths": paths,
+        "components": {
+            "schemas": schema_components(),
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }

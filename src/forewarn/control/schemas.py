@@ -1,0 +1,113 @@
+"""Request and response bodies of the control API (also the source of its OpenAPI)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+__all__ = [
+    "AdvanceBody",
+    "ClockOut",
+    "ErrorOut",
+    "EventOut",
+    "OperationBody",
+    "OperationOut",
+    "VmOut",
+]
+
+
+class OperationBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Create an operation. Name the target with exactly one of ``vms``, ``host``,
+    ``scope``, or ``target`` (a VM, host or scope name, resolved in that order)."""
+
+    kind: str
+    vms: list[str] | None = None
+    host: str | None = None
+    scope: str | None = None
+    target: str | None = None
+    notice_seconds: float | None = None
+    description: str | None = None
+    duration_seconds: int | None = None
+
+
+class AdvanceBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Advance a virtual clock."""
+
+    seconds: float
+
+
+class ErrorOut(msgspec.Struct):
+    """Every error answer."""
+
+    error: str
+
+
+class EventOut(msgspec.Struct):
+    """A live event with what the platform knows about it."""
+
+    id: str
+    operation_id: str
+    scope: str
+    type: str
+    source: str
+    status: str
+    resources: list[str]
+    description: str
+    duration_seconds: int
+    created_at: float
+    not_before: float | None
+    approved_by: str | None
+    started_at: float | None
+
+
+class OperationOut(msgspec.Struct):
+    """An operation and its events."""
+
+    id: str
+    kind: str
+    target: str
+    vms: list[str]
+    state: str
+    created_at: float
+    not_before: float
+    started_at: float | None
+    ended_at: float | None
+    remove_at: float | None
+    event_ids: list[str]
+    rollout_id: str | None
+
+
+class VmOut(msgspec.Struct):
+    """A VM, where it runs and what is happening to it."""
+
+    name: str
+    scope: str
+    host: str
+    zone: str
+    update_domain: int
+    fault_domain: int
+    address: str
+    port: int | None
+    spot: bool
+    vm_id: str
+    status: str
+
+
+class ClockOut(msgspec.Struct):
+    """The platform clock."""
+
+    now: float
+    iso: str
+    virtual: bool
+    time_scale: float
+    next_due: float | None
+
+
+def schema_components() -> dict[str, Any]:
+    """JSON Schemas of every body, for the OpenAPI document."""
+    _, components = msgspec.json.schema_components(
+        [OperationBody, AdvanceBody, ErrorOut, EventOut, OperationOut, VmOut, ClockOut],
+        ref_template="#/components/schemas/{name}",
+    )
+    return components

@@ -1,0 +1,85 @@
+"""Settings of ``forewarn serve``, in one place.
+
+Layers, lowest first: these defaults < a config file (``--config``, YAML) < environment
+(``FOREWARN_<OPTION>``) < command-line flags. The CLI applies the layers; this module
+holds the result and checks it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = ["ConfigError", "ServeConfig", "parse_bind"]
+
+DEFAULT_IMDS_BIND = "127.0.0.1:8169"
+DEFAULT_CONTROL_BIND = "127.0.0.1:8170"
+
+
+class ConfigError(ValueError):
+    """An invalid setting; the message names it."""
+
+
+def parse_bind(text: str) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port`` for IPv6) into its parts."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise ConfigError(f"bind address {text!r} must look like HOST:PORT")
+    host = host.strip("[]")
+    port = int(port_text)
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"port {port} is out of range")
+    return host, port
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """The effective configuration of a server."""
+
+    fleet: str | None = None
+    db: str = "forewarn.db"
+    clock: Literal["real", "virtual"] = "real"
+    time_scale: float = 1.0
+    imds_bind: tuple[str, ...] = (DEFAULT_IMDS_BIND,)
+    control_bind: str = DEFAULT_CONTROL_BIND
+    control_token: str | None = None
+    per_vm_ports: bool = True
+    rate_limit: float = 5.0
+    first_call_delay: float = 0.0
+    enablement: Literal["on-first-request", "always"] = "on-first-request"
+    log_format: Literal["console", "json"] = "console"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.time_scale > 0:
+            raise ConfigError("--time-scale must be a positive number")
+        if self.rate_limit < 0:
+            raise ConfigError("--rate-limit must be >= 0 (0 turns it off)")
+        if self.first_call_delay < 0:
+            raise ConfigError("--first-call-delay must be >= 0")
+        for bind in self.imds_bind:
+            parse_bind(bind)
+        host, _ = parse_bind(self.control_bind)
+        if not _is_loopback(host) and not self.control_token:
+            raise ConfigError(
+                f"the control API would listen on {host}, off loopback: set --control-token"
+            )
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data, for ``--print-config``."""
+        out = asdict(self)
+        out.pop("extra")
+        out["imds_bind"] = list(self.imds_bind)
+        if out["control_token"]:
+            out["control_token"] = "***"
+        return out

@@ -1,0 +1,289 @@
+"""The composition root: clock → store → fabric → apps, and the listeners that serve them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+import uvicorn
+from prometheus_client import CollectorRegistry, Counter
+
+from ..control import ControlApp
+from ..fabric import (
+    Clock,
+    Fabric,
+    FabricConfig,
+    FleetError,
+    FleetSpec,
+    Scheduler,
+    Topology,
+    build_topology,
+    demo_fleet,
+    fleet_from_builtins,
+    fleet_to_builtins,
+    load_fleet_file,
+)
+from ..imds import ImdsApp, ImdsSettings
+from ..store import SQLiteStore
+from .config import ServeConfig, parse_bind
+
+__all__ = ["Runtime", "build_runtime", "choose_fleet", "run_server"]
+
+log = structlog.get_logger("forewarn")
+
+
+@dataclass
+class Runtime:
+    """Everything one server process holds; tests build their own."""
+
+    config: ServeConfig
+    clock: Clock
+    store: SQLiteStore
+    topology: Topology
+    fabric: Fabric
+    imds: ImdsApp
+    control: ControlApp
+    registry: CollectorRegistry
+
+    def close(self) -> None:
+        """Release the database."""
+        self.store.close()
+
+
+def choose_fleet(config: ServeConfig, store: SQLiteStore) -> FleetSpec:
+    """``--fleet`` if given, else the fleet stored in the database, else the demo fleet.
+
+    A database keeps the fleet it was created with; serving it a different fleet would
+    orphan its events, so that is refused.
+    """
+    stored = store.stored_fleet()
+    if config.fleet is not None:
+        spec = load_fleet_file(config.fleet)
+        if stored is not None and stored != fleet_to_builtins(spec):
+            raise FleetError(
+                f"database {config.db} was created with a different fleet; "
+                "use another --db (or delete it) to serve this fleet"
+            )
+        return spec
+    if stored is not None:
+        return fleet_from_builtins(stored, origin=f"fleet stored in {config.db}")
+    return demo_fleet()
+
+
+def build_runtime(config: ServeConfig, *, clock: Clock | None = None) -> Runtime:
+    """Wire a server from its configuration (without opening any listener)."""
+    if clock is None:
+        clock = Clock.virtual() if config.clock == "virtual" else Clock.real()
+    store = SQLiteStore(config.db)
+    try:
+        spec = choose_fleet(config, store)
+        topology = build_topology(spec)
+        store.save_fleet(fleet_to_builtins(spec))
+    except Exception:
+        store.close()
+        raise
+    fabric = Fabric(
+        topology,
+        store,
+        clock,
+        FabricConfig(time_scale=config.time_scale, enablement=config.enablement),
+    )
+    registry = CollectorRegistry()
+    responses = Counter(
+        "forewarn_imds_responses",
+        "Metadata endpoint responses by path and status",
+        ["path", "status"],
+        registry=registry,
+    )
+
+    def count(path: str, status: int) -> None:
+        responses.labels(path, str(status)).inc()
+
+    imds = ImdsApp(
+        fabric,
+        ImdsSettings(
+            rate_limit=config.rate_limit or None, first_call_delay=config.first_call_delay
+        ),
+        on_response=count,
+    )
+    control = ControlApp(fabric, registry=registry, token=config.control_token)
+    return Runtime(config, clock, store, topology, fabric, imds, control, registry)
+
+
+class _QuietServer(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to ``run_server``."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _uvicorn(app: Any) -> _QuietServer:
+    config = uvicorn.Config(
+        app,
+        http="httptools",
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        server_header=False,
+        timeout_keep_alive=75,
+        backlog=4096,
+    )
+    return _QuietServer(config)
+
+
+@dataclass
+class Listeners:
+    """The sockets a server serves, opened before anything is announced."""
+
+    imds: list[socket.socket]
+    vm_ports: dict[int, str]
+    control: socket.socket
+
+    def close(self) -> None:
+        for sock in [*self.imds, self.control]:
+            sock.close()
+
+
+def open_listeners(runtime: Runtime) -> Listeners:
+    """Bind every socket (endpoint, per-VM ports, control); fail before serving if taken."""
+    imds: list[socket.socket] = []
+    vm_ports: dict[int, str] = {}
+    try:
+        for bind in runtime.config.imds_bind:
+            imds.append(_listen(*parse_bind(bind)))
+        if runtime.config.per_vm_ports:
+            host = parse_bind(runtime.config.imds_bind[0])[0]
+            for vm in runtime.topology.vms.values():
+                if vm.port is not None:
+                    imds.append(_listen(host, vm.port))
+                    vm_ports[vm.port] = vm.name
+        control = _listen(*parse_bind(runtime.config.control_bind))
+    except OSError:
+        for sock in imds:
+            sock.close()
+        raise
+    return Listeners(imds, vm_ports, control)
+
+
+def _address(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def banner(runtime: Runtime, listeners: Listeners) -> Iterator[str]:
+    """What ``forewarn serve`` prints on start: listeners, the default VM, a curl line."""
+    endpoint = _address(listeners.imds[0])
+    yield f"forewarn: metadata endpoint on http://{endpoint}"
+    for sock in listeners.imds[1:]:
+        port = sock.getsockname()[1]
+        name = listeners.vm_ports.get(port)
+        yield f"forewarn:   also http://{_address(sock)}" + (f" (VM {name})" if name else "")
+    yield f"forewarn: control API on http://{_address(listeners.control)} (OpenAPI: /openapi.json)"
+    fleet = runtime.topology
+    yield (
+        f"forewarn: {len(fleet.vms)} VMs in {len(fleet.scopes)} scopes; clock "
+        f"{runtime.config.clock}, time scale {runtime.config.time_scale:g}; db {runtime.config.db}"
+    )
+    default = fleet.default_vm
+    if default:
+        vm = fleet.vms[default]
+        yield f"forewarn: a plain request from 127.0.0.1 is VM {default!r} (scope {vm.scope_id})"
+    other = next((v for v in fleet.vms.values() if v.name != default), None)
+    yield (
+        "forewarn: try  curl -s -H Metadata:true "
+        f"'http://{endpoint}/metadata/scheduledevents?api-version=2020-07-01'"
+    )
+    if other is not None:
+        yield (
+            f"forewarn: as VM {other.name!r}:  curl -s --interface {other.address} "
+            f"-H Metadata:true 'http://{endpoint}/metadata/scheduledevents?api-version=2020-07-01'"
+        )
+
+
+def configure_logging(fmt: str) -> None:
+    """structlog to stderr, as console lines or JSON."""
+    renderer: Any = (
+        structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer()
+    )
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            renderer,
+        ],
+        logger_factory=structlog.PrintLoggerFactory(file=__import__("sys").stderr),
+    )
+    logging.basicConfig(level=logging.WARNING)
+
+
+async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], None] | None) -> None:
+    imds_server = _uvicorn(runtime.imds)
+    control_server = _uvicorn(runtime.control.asgi)
+    servers = (imds_server, control_server)
+    scheduler = Scheduler(runtime.fabric, runtime.clock)
+    loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        for server in servers:
+            server.should_exit = True
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop)
+    scheduler_task = asyncio.create_task(scheduler.run(), name="forewarn-scheduler")
+    tasks = [
+        asyncio.create_task(imds_server.serve(sockets=listeners.imds)),
+        asyncio.create_task(control_server.serve(sockets=[listeners.control])),
+    ]
+    while not all(s.started for s in servers):
+        if any(t.done() for t in tasks):
+            break
+        await asyncio.sleep(0.01)
+    if ready is not None:
+        ready()
+    log.info("serving", scopes=len(runtime.topology.scopes), vms=len(runtime.topology.vms))
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        stop()
+        scheduler_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await scheduler_task
+
+
+def run_server(
+    runtime: Runtime,
+    listeners: Listeners,
+    *,
+    ready: Callable[[], None] | None = None,
+) -> None:
+    """Serve until SIGINT/SIGTERM, on uvloop."""
+    import uvloop
+
+    try:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(_serve(runtime, listeners, ready))
+    finally:
+        listeners.close()
+        runtime.close()

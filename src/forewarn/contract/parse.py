@@ -41,10 +41,9 @@ def _int(value: Any, field: str) -> int:
 def _event(raw: Any) -> Event:
     if not isinstance(raw, dict):
         raise DocumentFormatError("each event must be an object")
-    try:
-        event_id = str(raw["EventId"])
-    except KeyError:
-        raise DocumentFormatError("event without EventId") from None
+    event_id = raw.get("EventId")
+    if not isinstance(event_id, str) or not event_id:
+        raise DocumentFormatError("event without a string EventId")
     resources = raw.get("Resources") or []
     if not isinstance(resources, list):
         raise DocumentFormatError("Resources must be a list")

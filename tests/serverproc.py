@@ -1,0 +1,119 @@
+"""Start a real ``forewarn serve`` process on free loopback ports, for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+__all__ = ["ServerProcess", "free_port"]
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class ServerProcess:
+    """``forewarn serve`` as a child process; ``start()`` waits until it answers."""
+
+    def __init__(self, db: Path, args: Sequence[str] = ()) -> None:
+        self.db = db
+        self.args = list(args)
+        self.imds_port = free_port()
+        self.control_port = free_port()
+        self.proc: subprocess.Popen[str] | None = None
+        self.banner: list[str] = []
+
+    @property
+    def imds_url(self) -> str:
+        return f"http://127.0.0.1:{self.imds_port}"
+
+    @property
+    def control_url(self) -> str:
+        return f"http://127.0.0.1:{self.control_port}"
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "forewarn", "serve",
+            "--db", str(self.db),
+            "--imds-bind", f"127.0.0.1:{self.imds_port}",
+            "--control-bind", f"127.0.0.1:{self.control_port}",
+            *self.args,
+        ]  # fmt: skip
+
+    def start(self, timeout: float = 20.0) -> ServerProcess:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.proc = subprocess.Popen(
+            self.command(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+        )
+        deadline = time.monotonic() + timeout
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"server exited early: {self.banner}")
+            self.banner.append(line.rstrip("\n"))
+            if "control API on" in line:
+                self._drain()
+                return self
+        raise RuntimeError(f"server did not start in {timeout}s: {self.banner}")
+
+    def _drain(self) -> None:
+        """Keep reading output in the background so the child never blocks on a full pipe."""
+        import threading
+
+        proc = self.proc
+        assert proc is not None and proc.stdout is not None
+        stream = proc.stdout
+
+        def pump() -> None:
+            for line in stream:
+                self.banner.append(line.rstrip("\n"))
+
+        threading.Thread(target=pump, daemon=True).start()
+
+    def kill(self, sig: int = signal.SIGKILL) -> int:
+        """Send ``sig`` and wait for the process to end; returns its exit code."""
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+        return self.proc.wait(timeout=20)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill(signal.SIGTERM)
+
+    def control(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """Call the control API."""
+        with httpx.Client(base_url=self.control_url, timeout=10, trust_env=False) as client:
+            return client.request(method, path, **kwargs)
+
+    def imds(
+        self,
+        method: str = "GET",
+        path: str = "/metadata/scheduledevents",
+        *,
+        vm_address: str | None = None,
+        api_version: str | None = "2020-07-01",
+        headers: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> httpx.Response:
+        """Call the metadata endpoint as the VM at ``vm_address`` (source address)."""
+        transport = httpx.HTTPTransport(local_address=vm_address) if vm_address else None
+        params = {"api-version": api_version} if api_version else {}
+        hdrs = {"Metadata": "true", **(headers or {})}
+        with httpx.Client(transport=transport, timeout=10, trust_env=False) as client:
+            return client.request(
+                method, self.imds_url + path, params=params, headers=hdrs, **kwargs
+            )

@@ -42,7 +42,7 @@ def _event(raw: Any) -> Event:
     if not isinstance(raw, dict):
         raise DocumentFormatError("each event must be an object")
     event_id = raw.get("EventId")
-    if not isinstance(event_id, str) or not event_id:
+    if not isinstance(event_id, str):
         raise DocumentFormatError("event without a string EventId")
     resources = raw.get("Resources") or []
     if not isinstance(resources, list):

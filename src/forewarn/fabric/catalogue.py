@@ -54,7 +54,13 @@ class OperationSpec:
     auto_approve_policy: str | None = None
     needs_spot: bool = False
     needs_scale_set: bool = False
+    min_notice: float | None = None
     max_notice: float | None = None
+
+    @property
+    def minimum_notice(self) -> float:
+        """The least notice an override may give (the default notice unless stated)."""
+        return self.notice if self.min_notice is None else self.min_notice
 
     @property
     def user_initiated(self) -> bool:
@@ -137,10 +143,11 @@ CATALOGUE: dict[OperationKind, OperationSpec] = {
             EventType.REDEPLOY,
             _P,
             "Host server hardware is degraded and is predicted to fail.",
-            notice=7 * DAY,
+            notice=3 * DAY,
             wire_duration=-1,
             impact=5 * MINUTE,
             hold=10 * MINUTE,
+            min_notice=10 * MINUTE,
             max_notice=7 * DAY,
         ),
         OperationSpec(

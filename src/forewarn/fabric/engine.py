@@ -136,6 +136,9 @@ class Fabric:
         self._views: dict[str, ScopeView] = {}
         for scope_id in topology.scopes:
             self._refresh_view(scope_id)
+        self._pending: dict[str, OperationRecord] = {}
+        self._next_due: float | None = None
+        self._track_pending(self._operations.values())
 
     # ----------------------------------------------------------------- reading
 
@@ -144,14 +147,16 @@ class Fabric:
         self._listeners.append(listener)
 
     def view(self, scope_id: str) -> ScopeView:
-        """The current document of a scope."""
+        """The current document of a scope (late timers fired first)."""
+        self.catch_up()
         try:
             return self._views[scope_id]
         except KeyError:
             raise NotFoundError(f"no scope named {scope_id!r}") from None
 
     def events(self) -> list[EventRecord]:
-        """Every live (visible) event, in creation order."""
+        """Every live (visible) event, in creation order (late timers fired first)."""
+        self.catch_up()
         return list(self._events.values())
 
     def event(self, event_id: str) -> EventRecord:
@@ -199,7 +204,7 @@ class Fabric:
         if vm_name in self._deleted:
             return "deleted"
         now = self.clock.now()
-        for op in self._operations.values():
+        for op in self._pending.values():
             if (
                 op.state is OperationState.STARTED
                 and op.started_at is not None
@@ -215,8 +220,13 @@ class Fabric:
 
     def next_due(self) -> float | None:
         """The earliest instant at which a timer fires, or None when nothing is pending."""
-        due = [t for t in (self._due_at(op) for op in self._operations.values()) if t is not None]
-        return min(due) if due else None
+        return self._next_due
+
+    def catch_up(self) -> None:
+        """Fire due timers now if any is late (cheap when none is): readers never see a
+        Scheduled event past its NotBefore just because the scheduler has not woken yet."""
+        if self._next_due is not None and self.clock.now() >= self._next_due:
+            self.run_due()
 
     # ------------------------------------------------------------- the endpoint
 
@@ -310,7 +320,12 @@ class Fabric:
         next_event_phase(EventPhase(event.status.value), Step.CANCEL, f"event {event.id}")
         tx = _Tx(self.clock.now())
         self._remove_events(tx, [event], "event.canceled")
-        self._settle_operation(tx, self._operations[event.operation_id])
+        op = self._operations[event.operation_id]
+        tx.operations[op.id] = msgspec.structs.replace(
+            op, spared_vms=(*op.spared_vms, *event.resources)
+        )
+        self._settle_operation(tx, op)
+        self._start_if_approved(tx, op)
         self._commit(tx)
         return event
 
@@ -331,30 +346,42 @@ class Fabric:
         return self.clock.now()
 
     def run_due(self) -> int:
-        """Fire every timer due by now, each at its own instant; returns how many fired."""
+        """Fire every timer due by now, in order; timers due at the same instant fire in one
+        transition (one incarnation step). Returns how many timers fired."""
         fired = 0
         now = self.clock.now()
-        while True:
-            due = self._earliest_due()
-            if due is None or due[0] > now:
-                return fired
-            at, op = due
+        while self._next_due is not None and self._next_due <= now:
+            at = self._next_due
             tx = _Tx(at)
-            if op.state is OperationState.SCHEDULED:
-                self._start_operation(tx, op, reason="not_before")
-            else:
-                self._finish_operation(tx, op)
+            for op in [op for op in self._pending.values() if self._due_at(op) == at]:
+                op = tx.operations.get(op.id, op)
+                if op.state is OperationState.SCHEDULED:
+                    self._start_operation(tx, op, reason="not_before")
+                elif op.state is OperationState.STARTED:
+                    self._finish_operation(tx, op)
+                fired += 1
             self._commit(tx)
-            fired += 1
+        return fired
 
     # ----------------------------------------------------------------- internals
 
+    def _terminate_notice(self, vms: list[VM]) -> float:
+        """A scale set's configured Terminate notice (the planner allows one set per request)."""
+        minutes = max(
+            self.topology.scopes[vm.scope_id].policy.terminate_timeout_minutes for vm in vms
+        )
+        return self.config.scaled(minutes * 60.0)
+
     def _min_notice(self, spec: OperationSpec, vms: list[VM]) -> float:
         if spec.needs_scale_set:
-            minutes = min(
-                self.topology.scopes[vm.scope_id].policy.terminate_timeout_minutes for vm in vms
-            )
-            return self.config.scaled(minutes * 60.0)
+            return self._terminate_notice(vms)
+        return self.config.scaled(spec.minimum_notice)
+
+    def _default_notice(self, spec: OperationSpec, vms: list[VM]) -> float:
+        if spec.created_started:
+            return 0.0
+        if spec.needs_scale_set:
+            return self._terminate_notice(vms)
         return self.config.scaled(spec.notice)
 
     def _check_preview_limit(self, plan: Plan) -> None:
@@ -389,7 +416,7 @@ class Fabric:
         vms = [self.topology.vms[n] for n in vm_names if n not in self._deleted]
         notice = request.notice_seconds
         if notice is None:
-            notice = 0.0 if spec.created_started else self._min_notice(spec, vms)
+            notice = self._default_notice(spec, vms)
         groups: dict[tuple[str, str, int], list[str]] = {}
         silent: list[str] = []
         for vm in vms:
@@ -492,14 +519,17 @@ class Fabric:
                 )
             out.append(event)
         for op_id in dict.fromkeys(e.operation_id for e in out):
-            op = self._operations[op_id]
-            pending = [self._current(tx, eid) for eid in op.event_ids]
-            live = [e for e in pending if e is not None]
-            if op.state is OperationState.SCHEDULED and live and all(e.approved_by for e in live):
-                self._start_operation(tx, op, reason="approved")
+            self._start_if_approved(tx, self._operations[op_id])
         if tx.history:
             self._commit(tx)
         return out
+
+    def _start_if_approved(self, tx: _Tx, op: OperationRecord) -> None:
+        """Start a Scheduled operation once every event it still has is approved."""
+        op = tx.operations.get(op.id, op)
+        live = [e for e in (self._current(tx, eid) for eid in op.event_ids) if e is not None]
+        if op.state is OperationState.SCHEDULED and live and all(e.approved_by for e in live):
+            self._start_operation(tx, op, reason="approved")
 
     def _current(self, tx: _Tx, event_id: str) -> EventRecord | None:
         if event_id in tx.removed:
@@ -553,6 +583,8 @@ class Fabric:
         tx.log(f"operation.{state.value}", operation_id=op.id)
         if state is OperationState.COMPLETED and op.deletes_vms:
             for name in op.vms:
+                if name in op.spared_vms:
+                    continue
                 if name not in self._deleted and name not in tx.deleted_vms:
                     tx.deleted_vms.append(name)
                     tx.log(
@@ -594,14 +626,6 @@ class Fabric:
             return op.remove_at
         return None
 
-    def _earliest_due(self) -> tuple[float, OperationRecord] | None:
-        best: tuple[float, OperationRecord] | None = None
-        for op in self._operations.values():
-            due = self._due_at(op)
-            if due is not None and (best is None or due < best[0]):
-                best = (due, op)
-        return best
-
     def _commit(self, tx: _Tx) -> None:
         touched = {e.scope_id for e in tx.events.values()} | {
             e.scope_id for e in tx.removed.values()
@@ -628,6 +652,7 @@ class Fabric:
             return
         self._store.apply(changes)
         self._operations.update(tx.operations)
+        self._track_pending(tx.operations.values())
         self._events.update(tx.events)
         for event_id in tx.removed:
             self._events.pop(event_id, None)
@@ -638,6 +663,15 @@ class Fabric:
             self._refresh_view(scope_id)
         for listener in list(self._listeners):
             listener()
+
+    def _track_pending(self, operations: Iterable[OperationRecord]) -> None:
+        for op in operations:
+            if self._due_at(op) is None:
+                self._pending.pop(op.id, None)
+            else:
+                self._pending[op.id] = op
+        due = [t for t in (self._due_at(op) for op in self._pending.values()) if t is not None]
+        self._next_due = min(due) if due else None
 
     def _render_scope(self, scope_id: str, tx: _Tx | None = None) -> tuple[RenderableEvent, ...]:
         events: dict[str, EventRecord] = {

@@ -190,6 +190,10 @@ def build_topology(spec: FleetSpec) -> Topology:
     scopes: list[Scope] = []
     vms: list[VM] = []
     for scope, vm_specs in zip(spec.scopes, vm_lists, strict=True):
+        if scope.kind == "standalone" and len(vm_specs) != 1:
+            raise FleetError(f"standalone scope {scope.name!r} holds exactly one VM")
+        if not vm_specs:
+            raise FleetError(f"scope {scope.name!r} needs at least one VM")
         if scope.update_domains < 1 or scope.fault_domains < 1:
             raise FleetError(f"scope {scope.name!r}: domain counts must be at least 1")
         kind = ScopeKind(scope.kind)

@@ -104,6 +104,11 @@ def _check_spec(spec: OperationSpec, vms: list[VM], rolling: bool, topology: Top
         if not_spot:
             raise InvalidOperation(f"{spec.kind.value} needs Spot VMs; {not_spot[0]!r} is not")
     if spec.needs_scale_set:
+        sets = sorted({vm.scale_set for vm in vms if vm.scale_set})
+        if len(sets) > 1:
+            raise InvalidOperation(
+                f"{spec.kind.value} applies to one scale set at a time; got {', '.join(sets)}"
+            )
         outside = [
             vm.name for vm in vms if topology.scopes[vm.scope_id].kind != ScopeKind.SCALE_SET
         ]

@@ -67,7 +67,10 @@ class EventRecord(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class OperationRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """One atomic piece of work on some VMs; its events start together."""
+    """One atomic piece of work on some VMs; its events start together.
+
+    ``spared_vms`` lists VMs whose event was canceled: the operation has no impact on them.
+    """
 
     id: str
     kind: str
@@ -80,6 +83,7 @@ class OperationRecord(msgspec.Struct, frozen=True, kw_only=True):
     hold_seconds: float
     deletes_vms: bool
     event_ids: tuple[str, ...] = ()
+    spared_vms: tuple[str, ...] = ()
     rollout_id: str | None = None
     started_at: float | None = None
     ended_at: float | None = None

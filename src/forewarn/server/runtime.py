@@ -242,6 +242,7 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
     control_server = _uvicorn(runtime.control.asgi)
     servers = (imds_server, control_server)
     scheduler = Scheduler(runtime.fabric, runtime.clock)
+    runtime.fabric.run_due()  # timers that came due while the server was down
     loop = asyncio.get_running_loop()
 
     def stop() -> None:

@@ -55,7 +55,14 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
         raise click.BadParameter(f"cannot read {value}: {exc}") from None
     if not isinstance(data, dict):
         raise click.BadParameter(f"{value} must hold a mapping of option: value")
-    ctx.default_map = {str(k).replace("-", "_"): v for k, v in data.items()}
+    settings = {str(k).replace("-", "_"): v for k, v in data.items()}
+    known = {p.name for p in ctx.command.params if p.name and p.name not in ("config",)}
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise click.BadParameter(
+            f"{value}: unknown setting {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    ctx.default_map = settings
 
 
 @click.group(context_settings={"auto_envvar_prefix": ENV_PREFIX, "show_default": True})

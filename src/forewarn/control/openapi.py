@@ -127,6 +127,9 @@ def openapi_document(version: str) -> dict[str, Any]:
             "get": {"summary": "Prometheus metrics", "responses": {"200": {"description": "OK"}}}
         },
         "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "OK"}}}},
+        "/openapi.json": {
+            "get": {"summary": "This document", "responses": {"200": {"description": "OK"}}}
+        },
     }
     return {
         "openapi": "3.1.0",

@@ -4,7 +4,7 @@ Pure domain logic over a Store; never sees HTTP, JSON bodies or status codes.
 """
 
 from .catalogue import CATALOGUE, OperationKind, OperationSpec, spec_for
-from .clock import Clock, monotonic
+from .clock import Clock, monotonic, wall_time
 from .engine import Fabric, FabricConfig, ScopeView
 from .errors import (
     ClockError,
@@ -77,4 +77,5 @@ __all__ = [
     "load_fleet_file",
     "monotonic",
     "spec_for",
+    "wall_time",
 ]

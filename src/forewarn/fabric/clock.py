@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from .errors import ClockError
 
-__all__ = ["Clock", "monotonic"]
+__all__ = ["Clock", "monotonic", "wall_time"]
 
 TimeSource = Callable[[], float]
 
@@ -21,6 +21,11 @@ TimeSource = Callable[[], float]
 def monotonic() -> float:
     """Real monotonic seconds, for rate limiting and latency (never for event times)."""
     return time.monotonic()
+
+
+def wall_time() -> float:
+    """Real POSIX seconds, for transport concerns such as the HTTP Date header."""
+    return time.time()
 
 
 class Clock:

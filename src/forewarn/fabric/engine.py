@@ -340,8 +340,11 @@ class Fabric:
         return event
 
     def advance(self, seconds: float) -> float:
-        """Move a virtual clock forward and run every timer that came due, in order."""
+        """Move a virtual clock forward and run every timer that came due, in order.
+
+        The new position is saved first, so a restart never moves virtual time back."""
         self.clock.jump(seconds)
+        self._store.save_clock_position(self.clock.now())
         self.run_due()
         return self.clock.now()
 

@@ -88,8 +88,17 @@ def load_fleet_file(path: str | Path) -> FleetSpec:
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise FleetError(f"fleet file {path} is not valid YAML: {exc}") from None
+        raise FleetError(f"fleet file {path} is not valid YAML: {_one_line(exc)}") from None
     return fleet_from_builtins(raw, origin=str(path))
+
+
+def _one_line(exc: yaml.YAMLError) -> str:
+    """PyYAML's multi-line message as one line: the problem and where it is."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is not None:
+        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return " ".join(str(exc).split())
 
 
 def fleet_from_builtins(raw: Any, origin: str = "fleet") -> FleetSpec:

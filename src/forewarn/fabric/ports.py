@@ -39,6 +39,14 @@ class Store(Protocol):
         """Remember the fleet this database serves."""
         ...
 
+    def clock_position(self) -> float | None:
+        """Where a virtual clock stood when last advanced (it must never go back)."""
+        ...
+
+    def save_clock_position(self, position: float) -> None:
+        """Remember a virtual clock's position."""
+        ...
+
     def close(self) -> None:
         """Release the database."""
         ...

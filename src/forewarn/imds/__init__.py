@@ -1,8 +1,20 @@
 """The metadata endpoint (HTTP): request rules, VM identity, rate limit, document cache."""
 
-from .app import ImdsApp, ImdsSettings
+from .app import ImdsApp
+from .endpoint import Endpoint, ImdsSettings, Reply, Request
 from .identity import VmResolver
 from .instance import INSTANCE_VERSIONS
+from .protocol import serve_endpoint
 from .ratelimit import RateLimiter
 
-__all__ = ["INSTANCE_VERSIONS", "ImdsApp", "ImdsSettings", "RateLimiter", "VmResolver"]
+__all__ = [
+    "INSTANCE_VERSIONS",
+    "Endpoint",
+    "ImdsApp",
+    "ImdsSettings",
+    "RateLimiter",
+    "Reply",
+    "Request",
+    "VmResolver",
+    "serve_endpoint",
+]

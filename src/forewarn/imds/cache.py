@@ -17,12 +17,12 @@ class DocumentCache:
     __slots__ = ("_entries",)
 
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[int, dict[str, bytes]]] = {}
+        self._entries: dict[tuple[str, str], tuple[int, dict[str, bytes]]] = {}
 
     def document(self, view: ScopeView, vm: VM, version: ApiVersion) -> bytes:
         """The document ``vm`` gets for ``version``."""
         per_vm = view.scope.policy.per_vm_visibility
-        key = vm.name if per_vm else view.scope.id
+        key = ("vm", vm.name) if per_vm else ("scope", view.scope.id)
         entry = self._entries.get(key)
         if entry is None or entry[0] != view.incarnation:
             entry = (view.incarnation, {})

@@ -24,7 +24,7 @@ class ConfigError(ValueError):
 def parse_bind(text: str) -> tuple[str, int]:
     """``host:port`` (``[v6]:port`` for IPv6) into its parts."""
     host, sep, port_text = text.rpartition(":")
-    if not sep or not port_text.isdigit():
+    if not sep or not (port_text.isascii() and port_text.isdigit()):
         raise ConfigError(f"bind address {text!r} must look like HOST:PORT")
     host = host.strip("[]")
     port = int(port_text)

@@ -30,7 +30,7 @@ from ..fabric import (
     fleet_to_builtins,
     load_fleet_file,
 )
-from ..imds import ImdsApp, ImdsSettings
+from ..imds import Endpoint, ImdsSettings, serve_endpoint
 from ..store import SQLiteStore
 from .config import ServeConfig, parse_bind
 
@@ -48,7 +48,7 @@ class Runtime:
     store: SQLiteStore
     topology: Topology
     fabric: Fabric
-    imds: ImdsApp
+    endpoint: Endpoint
     control: ControlApp
     registry: CollectorRegistry
 
@@ -79,9 +79,12 @@ def choose_fleet(config: ServeConfig, store: SQLiteStore) -> FleetSpec:
 
 def build_runtime(config: ServeConfig, *, clock: Clock | None = None) -> Runtime:
     """Wire a server from its configuration (without opening any listener)."""
-    if clock is None:
-        clock = Clock.virtual() if config.clock == "virtual" else Clock.real()
     store = SQLiteStore(config.db)
+    if clock is None and config.clock == "virtual":
+        clock = Clock.virtual(start=store.clock_position())
+        store.save_clock_position(clock.now())  # virtual time resumes here after a restart
+    elif clock is None:
+        clock = Clock.real()
     try:
         spec = choose_fleet(config, store)
         topology = build_topology(spec)
@@ -106,7 +109,7 @@ def build_runtime(config: ServeConfig, *, clock: Clock | None = None) -> Runtime
     def count(path: str, status: int) -> None:
         responses.labels(path, str(status)).inc()
 
-    imds = ImdsApp(
+    endpoint = Endpoint(
         fabric,
         ImdsSettings(
             rate_limit=config.rate_limit or None, first_call_delay=config.first_call_delay
@@ -114,7 +117,7 @@ def build_runtime(config: ServeConfig, *, clock: Clock | None = None) -> Runtime
         on_response=count,
     )
     control = ControlApp(fabric, registry=registry, token=config.control_token)
-    return Runtime(config, clock, store, topology, fabric, imds, control, registry)
+    return Runtime(config, clock, store, topology, fabric, endpoint, control, registry)
 
 
 class _QuietServer(uvicorn.Server):
@@ -238,36 +241,36 @@ def configure_logging(fmt: str) -> None:
 
 
 async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], None] | None) -> None:
-    imds_server = _uvicorn(runtime.imds)
     control_server = _uvicorn(runtime.control.asgi)
-    servers = (imds_server, control_server)
     scheduler = Scheduler(runtime.fabric, runtime.clock)
     runtime.fabric.run_due()  # timers that came due while the server was down
     loop = asyncio.get_running_loop()
+    done = asyncio.Event()
 
     def stop() -> None:
-        for server in servers:
-            server.should_exit = True
+        control_server.should_exit = True
+        done.set()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop)
     scheduler_task = asyncio.create_task(scheduler.run(), name="forewarn-scheduler")
-    tasks = [
-        asyncio.create_task(imds_server.serve(sockets=listeners.imds)),
-        asyncio.create_task(control_server.serve(sockets=[listeners.control])),
-    ]
-    while not all(s.started for s in servers):
-        if any(t.done() for t in tasks):
-            break
+    endpoint_server = await serve_endpoint(runtime.endpoint, listeners.imds)
+    control_task = asyncio.create_task(control_server.serve(sockets=[listeners.control]))
+    control_task.add_done_callback(lambda _: done.set())
+    while not control_server.started and not control_task.done():
         await asyncio.sleep(0.01)
+    if control_task.done():
+        control_task.result()  # surfaces a failure to start
     if ready is not None:
         ready()
     log.info("serving", scopes=len(runtime.topology.scopes), vms=len(runtime.topology.vms))
     try:
-        await asyncio.gather(*tasks)
+        await done.wait()
     finally:
         stop()
+        await endpoint_server.close()
+        await control_task
         scheduler_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await scheduler_task

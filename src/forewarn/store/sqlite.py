@@ -180,6 +180,19 @@ class SQLiteStore:
             (msgspec.json.encode(fleet).decode(),),
         )
 
+    def clock_position(self) -> float | None:
+        """The last saved position of a virtual clock."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'clock'").fetchone()
+        return None if row is None else float(row[0])
+
+    def save_clock_position(self, position: float) -> None:
+        """Save a virtual clock's position (durably, before anyone sees the new time)."""
+        self._db.execute(
+            "INSERT INTO meta (key, value) VALUES ('clock', ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (repr(position),),
+        )
+
     def close(self) -> None:
         """Close the connection."""
         self._db.close()

@@ -1,0 +1,307 @@
+"""The metadata endpoint's request handling, independent of any HTTP server.
+
+``Endpoint.handle`` takes one parsed request and returns the reply: CONTRACT section 1
+(request rules) and section 3 (approvals). Two transports feed it: the fast HTTP/1.1
+protocol that ``forewarn serve`` runs (``protocol.py``) and an ASGI adapter for
+in-process use (``app.py``). The hot path (GET of a cached document) is a handful of
+dict look-ups, and every error body is pre-encoded. It reads the fabric and writes only
+approvals; it never exposes control operations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import unquote_plus
+
+import msgspec
+
+from ..contract import (
+    BAD_VERSION,
+    FORWARDED_NOT_ALLOWED,
+    METADATA_HEADER_MISSING,
+    METHOD_NOT_ALLOWED,
+    MISSING_VERSION,
+    NOT_FOUND,
+    TOO_MANY_REQUESTS,
+    ApiVersion,
+    StartRequestError,
+    error_body,
+    lookup_version,
+    parse_start_requests,
+    version_error_body,
+)
+from ..fabric import VM, EventNotVisible, Fabric, monotonic
+from .cache import DocumentCache
+from .identity import VmResolver
+from .instance import INSTANCE_VERSIONS, instance_document
+from .ratelimit import RateLimiter
+
+__all__ = ["MAX_BODY", "TOO_LARGE", "Endpoint", "ImdsSettings", "Reply", "Request"]
+
+Headers = tuple[tuple[bytes, bytes], ...]
+
+JSON = b"application/json; charset=utf-8"
+TEXT = b"text/plain; charset=utf-8"
+MAX_BODY = 64 * 1024
+
+SCHEDULED_EVENTS = "/metadata/scheduledevents"
+INSTANCE = "/metadata/instance"
+VERSIONS = "/metadata/versions"
+
+
+@dataclass(frozen=True, slots=True)
+class ImdsSettings:
+    """Endpoint behaviour; defaults are the faithful ones except the first-call delay."""
+
+    rate_limit: float | None = 5.0
+    first_call_delay: float = 0.0
+
+
+@dataclass(slots=True)
+class Request:
+    """One HTTP request as the endpoint needs it (header names lower-case)."""
+
+    method: str
+    path: str
+    query: bytes
+    headers: list[tuple[bytes, bytes]]
+    client: str | None
+    local_port: int | None
+    body: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The answer: status, body, extra headers, content type, and a delay before sending."""
+
+    status: int
+    body: bytes
+    headers: Headers = ()
+    content_type: bytes = JSON
+    delay: float = 0.0
+
+
+class _Abort(Exception):
+    """Carries an error reply out of deep request handling."""
+
+    def __init__(self, reply: Reply) -> None:
+        super().__init__(reply.status)
+        self.reply = reply
+
+
+_MISSING_VERSION = Reply(400, version_error_body(MISSING_VERSION))
+_BAD_VERSION = Reply(400, version_error_body(BAD_VERSION))
+_NO_HEADER = Reply(400, error_body(METADATA_HEADER_MISSING))
+_FORWARDED = Reply(400, error_body(FORWARDED_NOT_ALLOWED))
+_RATE_LIMITED = Reply(429, error_body(TOO_MANY_REQUESTS))
+_NOT_FOUND = Reply(404, error_body(NOT_FOUND))
+_NOT_ALLOWED = Reply(405, error_body(METHOD_NOT_ALLOWED), ((b"allow", b"GET, POST"),))
+_GET_ONLY = Reply(405, error_body(METHOD_NOT_ALLOWED), ((b"allow", b"GET"),))
+TOO_LARGE = Reply(413, error_body("Request body too large"))
+_APPROVED = Reply(200, b"")
+_VERSIONS = Reply(200, msgspec.json.encode({"apiVersions": list(INSTANCE_VERSIONS)}))
+
+
+def normalise_path(raw: str) -> str:
+    """Lower-case path without trailing slash; absolute-form targets lose scheme and host."""
+    if raw[:1] != "/":
+        scheme_end = raw.find("://")
+        if scheme_end != -1:
+            slash = raw.find("/", scheme_end + 3)
+            raw = raw[slash:] if slash != -1 else "/"
+    path = raw.lower()
+    if len(path) > 1 and path.endswith("/"):
+        path = path.rstrip("/")
+    return path
+
+
+def _query(query_string: bytes) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if not query_string:
+        return out
+    for part in query_string.decode("latin-1").split("&"):
+        key, _, value = part.partition("=")
+        if "%" in part or "+" in part:
+            key, value = unquote_plus(key), unquote_plus(value)
+        out.setdefault(key.lower(), value)
+    return out
+
+
+def _etag_matches(header: bytes, incarnation: int) -> bool:
+    wanted = str(incarnation)
+    for candidate in header.decode("latin-1").split(","):
+        tag = candidate.strip()
+        if tag.startswith(("W/", "w/")):
+            tag = tag[2:]
+        if tag == "*" or tag.strip('"') == wanted:
+            return True
+    return False
+
+
+def _version(name: str | None) -> ApiVersion:
+    if name is None or name == "":
+        raise _Abort(_MISSING_VERSION)
+    version = lookup_version(name)
+    if version is None:
+        raise _Abort(_BAD_VERSION)
+    return version
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """What a request line says, parsed once per distinct (path, query)."""
+
+    path: str
+    route: str | None
+    query: dict[str, str]
+    version: ApiVersion | None
+    version_error: Reply | None
+
+
+def _target(raw_path: str, query_string: bytes) -> _Target:
+    path = normalise_path(raw_path)
+    if path in (SCHEDULED_EVENTS, VERSIONS):
+        route: str | None = path
+    elif path == INSTANCE or path.startswith(INSTANCE + "/"):
+        route = INSTANCE
+    else:
+        route = None
+    query = _query(query_string)
+    version = error = None
+    try:
+        version = _version(query.get("api-version"))
+    except _Abort as abort:
+        error = abort.reply
+    return _Target(path, route, query, version, error)
+
+
+TARGET_CACHE_SIZE = 4096
+
+
+class Endpoint:
+    """The metadata service of one fabric."""
+
+    def __init__(
+        self,
+        fabric: Fabric,
+        settings: ImdsSettings | None = None,
+        *,
+        on_response: Callable[[str, int], None] | None = None,
+    ) -> None:
+        self.fabric = fabric
+        self.settings = settings or ImdsSettings()
+        self._resolver = VmResolver(fabric.topology)
+        self._cache = DocumentCache()
+        rate = self.settings.rate_limit
+        self._limiter = RateLimiter(rate, monotonic) if rate else None
+        self._on_response = on_response
+        self._targets: dict[tuple[str, bytes], _Target] = {}
+
+    def handle(self, request: Request) -> Reply:
+        """Answer one request (never raises for anything a client can send)."""
+        key = (request.path, request.query)
+        target = self._targets.get(key)
+        if target is None:
+            target = _target(request.path, request.query)
+            if len(self._targets) < TARGET_CACHE_SIZE:
+                self._targets[key] = target
+        try:
+            reply = self._handle(target, request)
+        except _Abort as abort:
+            reply = abort.reply
+        if self._on_response is not None:
+            self._on_response(target.path, reply.status)
+        return reply
+
+    def _handle(self, target: _Target, request: Request) -> Reply:
+        route = target.route
+        if route is None:
+            raise _Abort(_NOT_FOUND)
+        vm = self._resolver.resolve(request.client, request.local_port)
+        if vm is None or self.fabric.is_deleted(vm.name):
+            raise _Abort(_NOT_FOUND)
+        if self._limiter is not None and not self._limiter.allow(vm.name):
+            raise _Abort(_RATE_LIMITED)
+        method = request.method
+        if route == SCHEDULED_EVENTS:
+            if method != "GET" and method != "POST":
+                raise _Abort(_NOT_ALLOWED)
+        elif method != "GET":
+            raise _Abort(_GET_ONLY)
+        metadata_ok = False
+        if_none_match = None
+        for name, value in request.headers:
+            if name == b"metadata":
+                metadata_ok = value.strip().lower() == b"true"
+            elif name == b"x-forwarded-for":
+                raise _Abort(_FORWARDED)
+            elif name == b"if-none-match":
+                if_none_match = value
+        if route != SCHEDULED_EVENTS:
+            if not metadata_ok:
+                raise _Abort(_NO_HEADER)
+            if route == VERSIONS:
+                return _VERSIONS
+            return self._instance(target.path, vm, target.query)
+        version = target.version
+        if version is None:
+            raise _Abort(target.version_error or _MISSING_VERSION)
+        if not metadata_ok and (method == "GET" or version.post_needs_metadata_header):
+            raise _Abort(_NO_HEADER)
+        first = self.fabric.note_request(vm)
+        delay = self.settings.first_call_delay if first else 0.0
+        if method == "POST":
+            try:
+                self._approve(vm, request.body)
+            except _Abort as abort:
+                if not delay:
+                    raise
+                raise _Abort(replace(abort.reply, delay=delay)) from None
+            return Reply(200, b"", delay=delay) if delay else _APPROVED
+        view = self.fabric.view(vm.scope_id)
+        etag = ((b"etag", b'"%d"' % view.incarnation),)
+        if if_none_match is not None and _etag_matches(if_none_match, view.incarnation):
+            return Reply(304, b"", etag, delay=delay)
+        return Reply(200, self._cache.document(view, vm, version), etag, delay=delay)
+
+    def _approve(self, vm: VM, body: bytes) -> None:
+        try:
+            ids = parse_start_requests(body)
+            self.fabric.approve(vm, ids)
+        except (StartRequestError, EventNotVisible) as exc:
+            raise _Abort(Reply(400, error_body(str(exc)))) from None
+
+    @staticmethod
+    def _instance(path: str, vm: VM, query: dict[str, str]) -> Reply:
+        version_name = query.get("api-version")
+        if not version_name:
+            raise _Abort(_MISSING_VERSION)
+        if version_name not in INSTANCE_VERSIONS:
+            raise _Abort(_BAD_VERSION)
+        node: Any = instance_document(vm)
+        for part in path[len(INSTANCE) :].strip("/").split("/"):
+            if not part:
+                continue
+            if isinstance(node, dict):
+                match = next((k for k in node if k.lower() == part), None)
+                if match is None:
+                    raise _Abort(_NOT_FOUND)
+                node = node[match]
+            elif (
+                isinstance(node, list)
+                and part.isascii()
+                and part.isdigit()
+                and int(part) < len(node)
+            ):
+                node = node[int(part)]
+            else:
+                raise _Abort(_NOT_FOUND)
+        if query.get("format", "json").lower() == "text":
+            if isinstance(node, dict | list):
+                raise _Abort(
+                    Reply(400, error_body("Bad request. Format text is only for leaf nodes"))
+                )
+            return Reply(200, str(node).encode(), content_type=TEXT)
+        return Reply(200, msgspec.json.encode(node))

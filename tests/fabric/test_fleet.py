@@ -90,7 +90,9 @@ def test_vm_lookup_ignores_case_and_unknowns_raise(demo: Topology) -> None:
 
 
 def test_placement_groups_split_a_scale_set_into_scopes() -> None:
-    topo = build_topology(fleet({"kind": "scale_set", "name": "set", "vms": 5, "placement_groups": 3}))
+    topo = build_topology(
+        fleet({"kind": "scale_set", "name": "set", "vms": 5, "placement_groups": 3})
+    )
     assert list(topo.scopes) == ["set/pg0", "set/pg1", "set/pg2"]
     assert topo.scopes["set/pg0"].vm_names == ("set_0", "set_3")
     assert topo.scopes["set/pg1"].vm_names == ("set_1", "set_4")
@@ -100,12 +102,20 @@ def test_placement_groups_split_a_scale_set_into_scopes() -> None:
 
 def test_explicit_vm_list_is_honoured() -> None:
     vms = [
-        {"name": "alpha", "host": "rack-7", "update_domain": 2, "fault_domain": 1,
-         "address": "10.0.0.5", "port": 8101, "zone": "2"},
+        {
+            "name": "alpha",
+            "host": "rack-7",
+            "update_domain": 2,
+            "fault_domain": 1,
+            "address": "10.0.0.5",
+            "port": 8101,
+            "zone": "2",
+        },
         {"name": "beta"},
     ]
-    topo = build_topology(fleet({"kind": "availability_set", "name": "app", "vms": vms,
-                                 "update_domains": 3}))
+    topo = build_topology(
+        fleet({"kind": "availability_set", "name": "app", "vms": vms, "update_domains": 3})
+    )
     alpha, beta = topo.vms["alpha"], topo.vms["beta"]
     assert (alpha.host, alpha.update_domain, alpha.fault_domain) == ("rack-7", 2, 1)
     assert (alpha.address, alpha.port, alpha.zone) == ("10.0.0.5", 8101, "2")
@@ -146,14 +156,26 @@ def _set(**extra: Any) -> dict[str, Any]:
             id="duplicate-name-case-insensitive",
         ),
         pytest.param(
-            {"scopes": [_app(vms=[{"name": "a", "address": "10.0.0.1"},
-                                  {"name": "b", "address": "10.0.0.1"}])]},
+            {
+                "scopes": [
+                    _app(
+                        vms=[
+                            {"name": "a", "address": "10.0.0.1"},
+                            {"name": "b", "address": "10.0.0.1"},
+                        ]
+                    )
+                ]
+            },
             r"'a' and 'b' share address 10\.0\.0\.1",
             id="duplicate-address",
         ),
         pytest.param(
-            {"scopes": [_app(vms=[{"name": "a"}]), _app(name="z", vms=[{"name": "b",
-                                                                       "address": "127.1.0.1"}])]},
+            {
+                "scopes": [
+                    _app(vms=[{"name": "a"}]),
+                    _app(name="z", vms=[{"name": "b", "address": "127.1.0.1"}]),
+                ]
+            },
             r"share address 127\.1\.0\.1",
             id="explicit-address-collides-with-assigned",
         ),
@@ -232,13 +254,10 @@ def test_invalid_fleets_raise_fleet_error_naming_the_problem(raw: Any, message: 
         build_topology(fleet_from_builtins(raw))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: fleetfile.build_topology accepts a standalone scope with an explicit list of "
-    "several VMs (the one-VM check in _generated_names only runs for counts)",
-)
 def test_standalone_scope_with_explicit_list_holds_exactly_one_vm() -> None:
-    raw = {"scopes": [{"kind": "standalone", "name": "solo", "vms": [{"name": "a"}, {"name": "b"}]}]}
+    raw = {
+        "scopes": [{"kind": "standalone", "name": "solo", "vms": [{"name": "a"}, {"name": "b"}]}]
+    }
     with pytest.raises(FleetError, match="exactly one VM"):
         build_topology(fleet_from_builtins(raw))
 

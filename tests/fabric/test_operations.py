@@ -10,7 +10,7 @@ from forewarn.contract import EventSource, EventStatus, EventType
 from forewarn.fabric import Fabric, InvalidOperation, NotFoundError, OperationRequest
 
 from .conftest import FabricFactory
-from .helpers import DAY, MINUTE, T0, fleet, incarnations, observable, only_event, submit
+from .helpers import DAY, MINUTE, T0, fleet, incarnations, live, observable, only_event, submit
 
 #: kind, VM, event type, source, notice (s), DurationInSeconds.
 CATALOGUE_ROWS = [
@@ -20,7 +20,6 @@ CATALOGUE_ROWS = [
     ("host-update", "web-0", EventType.FREEZE, EventSource.PLATFORM, 15 * MINUTE, 9),
     ("platform-reboot", "web-0", EventType.REBOOT, EventSource.PLATFORM, 15 * MINUTE, -1),
     ("platform-redeploy", "web-0", EventType.REDEPLOY, EventSource.PLATFORM, 10 * MINUTE, -1),
-    ("degraded-hardware", "web-0", EventType.REDEPLOY, EventSource.PLATFORM, 7 * DAY, -1),
     ("spot-eviction", "workers_0", EventType.PREEMPT, EventSource.PLATFORM, 30, -1),
     ("scale-in", "workers_0", EventType.TERMINATE, EventSource.USER, 5 * MINUTE, -1),
 ]
@@ -72,12 +71,7 @@ def test_scale_in_notice_is_the_scope_terminate_timeout(build: FabricFactory, ti
     assert only_event(fabric, op).not_before == T0 + timeout * MINUTE
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: engine._min_notice takes the min terminate timeout over all scale sets of a "
-    "scale-in, so a 15-min scope gets only 5 min notice when mixed with a 5-min one",
-)
-def test_scale_in_across_scale_sets_gives_each_its_own_minimum(build: FabricFactory) -> None:
+def test_scale_in_names_one_scale_set_at_a_time(build: FabricFactory) -> None:
     fabric = build(
         fleet(
             {"kind": "scale_set", "name": "a", "vms": 1, "terminate_notification": {}},
@@ -89,9 +83,29 @@ def test_scale_in_across_scale_sets_gives_each_its_own_minimum(build: FabricFact
             },
         )
     )
-    submit(fabric, "scale-in", "a_0", "b_0")
-    (event,) = fabric.view("b").events
-    assert event.not_before - T0 >= 15 * MINUTE
+    before = observable(fabric)
+    with pytest.raises(InvalidOperation, match="one scale set"):
+        submit(fabric, "scale-in", "a_0", "b_0")
+    assert observable(fabric) == before
+
+
+def test_scale_in_across_placement_groups_is_one_operation(build: FabricFactory) -> None:
+    fabric = build(
+        fleet(
+            {
+                "kind": "scale_set",
+                "name": "set",
+                "vms": 2,
+                "placement_groups": 2,
+                "terminate_notification": {"timeout_minutes": 12},
+            }
+        )
+    )
+    op = submit(fabric, "scale-in", "set_0", "set_1")
+    assert [(e.scope_id, e.not_before) for e in live(fabric, op)] == [
+        ("set/pg0", T0 + 12 * MINUTE),
+        ("set/pg1", T0 + 12 * MINUTE),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -115,12 +129,14 @@ def test_time_scale_divides_freeze_duration_but_keeps_it_positive(build: FabricF
     assert only_event(fabric, op).duration_seconds == 1
 
 
-@pytest.mark.parametrize("notice", [1 * DAY, 3 * DAY, 7 * DAY - 1])
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: catalogue gives degraded-hardware notice=7 days and engine._min_notice uses it as "
-    "the minimum, so any override below exactly 7 days is rejected (L2: 'up to 7 days')",
-)
+def test_degraded_hardware_is_a_redeploy_days_ahead(fabric: Fabric) -> None:
+    event = only_event(fabric, submit(fabric, "degraded-hardware", "web-0"))
+    assert (event.event_type, event.source) == (EventType.REDEPLOY, EventSource.PLATFORM)
+    assert DAY <= event.not_before - T0 <= 7 * DAY
+    assert event.duration_seconds == -1
+
+
+@pytest.mark.parametrize("notice", [10 * MINUTE, DAY, 3 * DAY, 7 * DAY - 1, 7 * DAY])
 def test_degraded_hardware_accepts_notice_overrides_up_to_seven_days(
     fabric: Fabric, notice: float
 ) -> None:
@@ -128,13 +144,16 @@ def test_degraded_hardware_accepts_notice_overrides_up_to_seven_days(
     assert only_event(fabric, op).not_before == T0 + notice
 
 
-def test_degraded_hardware_is_days_ahead_and_at_most_seven(fabric: Fabric) -> None:
-    op = submit(fabric, "degraded-hardware", "web-1", notice_seconds=7 * DAY)
-    event = only_event(fabric, op)
-    assert (event.event_type, event.not_before) == (EventType.REDEPLOY, T0 + 7 * DAY)
+@pytest.mark.parametrize(
+    ("notice", "message"),
+    [(7 * DAY + 1, "more than 7 days"), (10 * MINUTE - 1, "below the minimum of 600")],
+)
+def test_degraded_hardware_rejects_notice_outside_its_bounds(
+    fabric: Fabric, notice: float, message: str
+) -> None:
     before = observable(fabric)
-    with pytest.raises(InvalidOperation, match="more than 7 days"):
-        submit(fabric, "degraded-hardware", "web-2", notice_seconds=7 * DAY + 1)
+    with pytest.raises(InvalidOperation, match=message):
+        submit(fabric, "degraded-hardware", "web-2", notice_seconds=notice)
     assert observable(fabric) == before
 
 
@@ -204,7 +223,7 @@ def test_scale_in_without_terminate_notification_deletes_with_no_event(
         ({"kind": "spot-eviction", "vms": ("web-0",)}, InvalidOperation, "needs Spot VMs"),
         ({"kind": "scale-in", "vms": ("web-0",)}, InvalidOperation, "scale-set instances"),
         ({"kind": "user-reboot", "vms": ("web-0", "web-1")}, InvalidOperation, "one VM"),
-        ({"kind": "user-reboot", "scope": "web"}, InvalidOperation, "not a scope"),
+        ({"kind": "user-reboot", "scope": "jumpbox"}, InvalidOperation, "not a scope"),
         ({"kind": "scale-in", "scope": "workers"}, InvalidOperation, "not a scope"),
         ({"kind": "reboot-please", "vms": ("web-0",)}, InvalidOperation, "unknown operation"),
         ({"kind": "user-reboot"}, InvalidOperation, "exactly one target"),

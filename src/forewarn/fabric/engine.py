@@ -88,6 +88,7 @@ class _Tx:
     rollouts: dict[str, RolloutRecord] = field(default_factory=dict)
     scopes: dict[str, ScopeState] = field(default_factory=dict)
     deleted_vms: list[str] = field(default_factory=list)
+    finished_rollout_batches: list[str] = field(default_factory=list)
     history: list[HistoryEntry] = field(default_factory=list)
 
     def log(self, kind: str, **fields: Any) -> None:
@@ -210,6 +211,7 @@ class Fabric:
                 and op.started_at is not None
                 and now < op.started_at + op.impact_seconds
                 and vm_name in op.vms
+                and vm_name not in op.spared_vms
             ):
                 return _IMPACT_STATUS.get(spec_for(op.kind).event_type.value, "impacted")
         return "running"
@@ -597,7 +599,7 @@ class Fabric:
                         detail={"vm": name},
                     )
         if op.rollout_id is not None:
-            self._advance_rollout(tx, op.rollout_id)
+            tx.finished_rollout_batches.append(op.rollout_id)
 
     def _advance_rollout(self, tx: _Tx, rollout_id: str) -> None:
         rollout = tx.rollouts.get(rollout_id) or self._rollouts[rollout_id]
@@ -630,6 +632,10 @@ class Fabric:
         return None
 
     def _commit(self, tx: _Tx) -> None:
+        # Rollouts move on last, once every VM this transition deletes is known, so a new
+        # batch never lists a VM that dies at the same instant.
+        for rollout_id in dict.fromkeys(tx.finished_rollout_batches):
+            self._advance_rollout(tx, rollout_id)
         touched = {e.scope_id for e in tx.events.values()} | {
             e.scope_id for e in tx.removed.values()
         }

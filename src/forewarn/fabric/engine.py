@@ -95,6 +95,15 @@ class _Tx:
         detail = fields.pop("detail", {})
         self.history.append(HistoryEntry(at=self.at, kind=kind, detail=detail, **fields))
 
+    def log_event(self, kind: str, event: EventRecord, **detail: Any) -> None:
+        self.log(
+            kind,
+            scope_id=event.scope_id,
+            operation_id=event.operation_id,
+            event_id=event.id,
+            detail=detail,
+        )
+
 
 def _new_event_id() -> str:
     return str(uuid.uuid4()).upper()
@@ -494,12 +503,11 @@ class Fabric:
             },
         )
         for event in events:
-            tx.log(
+            tx.log_event(
                 "event.scheduled",
-                scope_id=event.scope_id,
-                operation_id=op.id,
-                event_id=event.id,
-                detail={"type": event.event_type.value, "resources": list(event.resources)},
+                event,
+                type=event.event_type.value,
+                resources=list(event.resources),
             )
         if starts_now:
             reason = "auto_approved" if auto else ("no_notice" if not groups else "immediate")
@@ -515,13 +523,7 @@ class Fabric:
             if event.status is EventStatus.SCHEDULED and event.approved_by is None:
                 event = msgspec.structs.replace(event, approved_by=by, approved_at=now)
                 tx.events[event.id] = event
-                tx.log(
-                    "event.approved",
-                    scope_id=event.scope_id,
-                    operation_id=event.operation_id,
-                    event_id=event.id,
-                    detail={"by": by},
-                )
+                tx.log_event("event.approved", event, by=by)
             out.append(event)
         for op_id in dict.fromkeys(e.operation_id for e in out):
             self._start_if_approved(tx, self._operations[op_id])
@@ -554,13 +556,7 @@ class Fabric:
             next_event_phase(EventPhase(event.status.value), Step.START, f"event {event.id}")
             started = msgspec.structs.replace(event, status=EventStatus.STARTED, started_at=tx.at)
             tx.events[event.id] = started
-            tx.log(
-                "event.started",
-                scope_id=event.scope_id,
-                operation_id=op.id,
-                event_id=event.id,
-                detail={"reason": reason},
-            )
+            tx.log_event("event.started", event, reason=reason)
 
     def _finish_operation(self, tx: _Tx, op: OperationRecord) -> None:
         live = [e for e in (self._current(tx, eid) for eid in op.event_ids) if e is not None]
@@ -573,9 +569,7 @@ class Fabric:
             next_event_phase(EventPhase(event.status.value), step, f"event {event.id}")
             tx.events.pop(event.id, None)
             tx.removed[event.id] = event
-            tx.log(
-                kind, scope_id=event.scope_id, operation_id=event.operation_id, event_id=event.id
-            )
+            tx.log_event(kind, event)
 
     def _settle_operation(self, tx: _Tx, op: OperationRecord) -> None:
         """Close an operation once none of its events is left; then move its rollout on."""

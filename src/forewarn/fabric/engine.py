@@ -143,6 +143,8 @@ class Fabric:
             for sid, s in self._scope_states.items()
             if s.last_request_at is not None
         }
+        self._idle_window = self.config.scaled(self.config.idle_disable_seconds)
+        self._persist_every = self.config.last_request_persist_seconds
         self._views: dict[str, ScopeView] = {}
         for scope_id in topology.scopes:
             self._refresh_view(scope_id)
@@ -207,7 +209,7 @@ class Fabric:
         if last is None:
             return False
         now = self.clock.now() if now is None else now
-        return now - last < self.config.scaled(self.config.idle_disable_seconds)
+        return now - last < self._idle_window
 
     def vm_status(self, vm_name: str) -> str:
         """``running``, ``deleted``, or the impact under way (``frozen``, ``rebooting``...)."""
@@ -242,23 +244,23 @@ class Fabric:
     # ------------------------------------------------------------- the endpoint
 
     def note_request(self, vm: VM) -> bool:
-        """Record that a VM asked for its document; True when this enabled its scope."""
+        """Record that a VM asked for its document; True when this enabled its scope.
+
+        The common case (scope enabled, last request persisted recently) writes nothing."""
         now = self.clock.now()
         scope_id = vm.scope_id
-        was_enabled = self.is_enabled(scope_id, now)
+        last = self._last_seen.get(scope_id)
         self._last_seen[scope_id] = now
+        recent = last is not None and now - last < self._idle_window
         persisted = self._scope_states[scope_id].last_request_at
-        if (
-            was_enabled
-            and persisted is not None
-            and (now - persisted < self.config.last_request_persist_seconds)
-        ):
+        if recent and persisted is not None and now - persisted < self._persist_every:
             return False
+        was_enabled = recent or self.config.enablement == "always"
         tx = _Tx(now)
         tx.scopes[scope_id] = msgspec.structs.replace(
             self._scope_states[scope_id], last_request_at=now
         )
-        if not was_enabled and self.config.enablement != "always":
+        if not was_enabled:
             tx.log("scope.enabled", scope_id=scope_id, detail={"vm": vm.name})
         self._commit(tx)
         return not was_enabled

@@ -4,12 +4,14 @@ from .app import ImdsApp
 from .endpoint import Endpoint, ImdsSettings, Reply, Request
 from .identity import VmResolver
 from .instance import INSTANCE_VERSIONS
+from .metrics import EndpointMetrics
 from .protocol import serve_endpoint
 from .ratelimit import RateLimiter
 
 __all__ = [
     "INSTANCE_VERSIONS",
     "Endpoint",
+    "EndpointMetrics",
     "ImdsApp",
     "ImdsSettings",
     "RateLimiter",

@@ -190,6 +190,7 @@ class Endpoint:
         *,
         on_response: Callable[[str, int], None] | None = None,
     ) -> None:
+        """``on_response(route, status)`` sees every reply; route is a known path or "other"."""
         self.fabric = fabric
         self.settings = settings or ImdsSettings()
         self._resolver = VmResolver(fabric.topology)
@@ -212,7 +213,7 @@ class Endpoint:
         except _Abort as abort:
             reply = abort.reply
         if self._on_response is not None:
-            self._on_response(target.path, reply.status)
+            self._on_response(target.route or "other", reply.status)
         return reply
 
     def _handle(self, target: _Target, request: Request) -> Reply:

@@ -51,8 +51,31 @@ class _DateHeader:
         return self._line
 
 
-def _encode(reply: Reply, date: bytes, close: bool) -> bytes:
-    parts = [_STATUS_LINES[reply.status], date, b"content-type: ", reply.content_type, b"\r\n"]
+class _Encoder:
+    """Status line + date + the rest, where the rest is cached per distinct reply.
+
+    Cached documents are the same bytes object until their scope changes, and bytes cache
+    their hash, so the look-up costs far less than building the header block each time.
+    """
+
+    __slots__ = ("_date", "_rest")
+
+    def __init__(self, date: _DateHeader) -> None:
+        self._date = date
+        self._rest: dict[tuple[int, bytes, tuple[tuple[bytes, bytes], ...], bool], bytes] = {}
+
+    def encode(self, reply: Reply, close: bool) -> bytes:
+        key = (reply.status, reply.body, reply.headers, close)
+        rest = self._rest.get(key)
+        if rest is None:
+            if len(self._rest) >= 4096:
+                self._rest.clear()
+            rest = self._rest[key] = _rest(reply, close)
+        return _STATUS_LINES[reply.status] + self._date.line() + rest
+
+
+def _rest(reply: Reply, close: bool) -> bytes:
+    parts = [b"content-type: ", reply.content_type, b"\r\n"]
     for name, value in reply.headers:
         parts += (name, b": ", value, b"\r\n")
     if reply.status != 304:
@@ -68,8 +91,11 @@ def _encode(reply: Reply, date: bytes, close: bool) -> bytes:
 class _Connection(asyncio.Protocol):
     """One client connection: parse, hand to the endpoint, write replies in order."""
 
-    def __init__(self, endpoint: Endpoint, date: _DateHeader, live: set[_Connection]) -> None:
+    def __init__(
+        self, endpoint: Endpoint, encoder: _Encoder, date: _DateHeader, live: set[_Connection]
+    ) -> None:
         self._endpoint = endpoint
+        self._encoder = encoder
         self._date = date
         self._live = live
         self._parser = httptools.HttpRequestParser(self)
@@ -162,7 +188,7 @@ class _Connection(asyncio.Protocol):
                 )
             )
         close = not self._parser.should_keep_alive()
-        data = _encode(reply, self._date.line(), close)
+        data = self._encoder.encode(reply, close)
         if reply.delay > 0 or self._held:
             self._hold(reply.delay, data, close)
         else:
@@ -252,9 +278,12 @@ async def serve_endpoint(endpoint: Endpoint, sockets: list[socket.socket]) -> En
     """Start serving ``endpoint`` on already-bound ``sockets``."""
     loop = asyncio.get_running_loop()
     date = _DateHeader()
+    encoder = _Encoder(date)
     live: set[_Connection] = set()
     servers = [
-        await loop.create_server(lambda: _Connection(endpoint, date, live), sock=sock, backlog=4096)
+        await loop.create_server(
+            lambda: _Connection(endpoint, encoder, date, live), sock=sock, backlog=4096
+        )
         for sock in sockets
     ]
     return EndpointServer(servers, live, date)

@@ -13,7 +13,7 @@ from typing import Any
 
 import structlog
 import uvicorn
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry
 
 from ..control import ControlApp
 from ..fabric import (
@@ -30,7 +30,7 @@ from ..fabric import (
     fleet_to_builtins,
     load_fleet_file,
 )
-from ..imds import Endpoint, ImdsSettings, serve_endpoint
+from ..imds import Endpoint, EndpointMetrics, ImdsSettings, serve_endpoint
 from ..store import SQLiteStore
 from .config import ServeConfig, parse_bind
 
@@ -99,22 +99,13 @@ def build_runtime(config: ServeConfig, *, clock: Clock | None = None) -> Runtime
         FabricConfig(time_scale=config.time_scale, enablement=config.enablement),
     )
     registry = CollectorRegistry()
-    responses = Counter(
-        "forewarn_imds_responses",
-        "Metadata endpoint responses by path and status",
-        ["path", "status"],
-        registry=registry,
-    )
-
-    def count(path: str, status: int) -> None:
-        responses.labels(path, str(status)).inc()
-
+    metrics = EndpointMetrics(registry)
     endpoint = Endpoint(
         fabric,
         ImdsSettings(
             rate_limit=config.rate_limit or None, first_call_delay=config.first_call_delay
         ),
-        on_response=count,
+        on_response=metrics.observe,
     )
     control = ControlApp(fabric, registry=registry, token=config.control_token)
     return Runtime(config, clock, store, topology, fabric, endpoint, control, registry)

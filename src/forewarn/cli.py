@@ -65,7 +65,26 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
     ctx.default_map = settings
 
 
-@click.group(context_settings={"auto_envvar_prefix": ENV_PREFIX, "show_default": True})
+class _OneLineErrors(click.Group):
+    """Usage mistakes end as one ``forewarn: error:`` line, like every other error."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.UsageError as exc:
+            _fail(exc.format_message(), exc.exit_code)
+        except click.ClickException as exc:
+            _fail(exc.format_message(), exc.exit_code)
+        except click.Abort:
+            _fail("aborted")
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+@click.group(
+    cls=_OneLineErrors,
+    context_settings={"auto_envvar_prefix": ENV_PREFIX, "show_default": True},
+)
 @click.version_option(__version__, prog_name="forewarn")
 @click.option(
     "--control",
@@ -301,7 +320,10 @@ def events(ctx: click.Context, as_vm: str | None, api_version: str, as_json: boo
 def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:
     table = Table(title=title)
     for column in columns:
-        table.add_column(column, overflow="fold")
+        if column.lower() in ("id", "eventid", "event"):
+            table.add_column(column, no_wrap=True, min_width=36)  # ids must stay copyable
+        else:
+            table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*[str(c) for c in row])
     Console().print(table)
@@ -365,7 +387,7 @@ def topology(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def history(ctx: click.Context, limit: int, as_json: bool) -> None:
     """The append-only history of every transition."""
-    entries = _Api(ctx).call("GET", "/api/v1/history", params={"limit": 100000})[-limit:]
+    entries = _Api(ctx).call("GET", "/api/v1/history", params={"last": limit})
     if as_json:
         _print_json(entries)
         return

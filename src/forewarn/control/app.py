@@ -44,6 +44,8 @@ __all__ = ["ControlApp"]
 T = TypeVar("T")
 Handler = Callable[[Request], Awaitable[Response]]
 
+MAX_HISTORY = 10_000
+
 _ERROR_STATUS: tuple[tuple[type[FabricError], int], ...] = (
     (NotFoundError, 404),
     (InvalidTransition, 409),
@@ -290,6 +292,8 @@ class ControlApp:
 
     async def document(self, request: Request) -> Response:
         vm = self.fabric.topology.vm(request.path_params["vm"])
+        if self.fabric.is_deleted(vm.name):
+            raise NotFoundError(f"VM {vm.name!r} has been deleted")
         name = request.query_params.get("api-version", SUPPORTED_VERSIONS[-1])
         version = lookup_version(name)
         if version is None:
@@ -322,11 +326,16 @@ class ControlApp:
         return _json(self._clock_out())
 
     async def history(self, request: Request) -> Response:
+        last = request.query_params.get("last")
+        limit = _int_param(request, "last" if last is not None else "limit", 1000)
+        if not 0 <= limit <= MAX_HISTORY:
+            raise _BadRequest(f"limit must be 0 to {MAX_HISTORY}")
         entries = self.fabric.history(
             after=_int_param(request, "after", 0),
-            limit=min(_int_param(request, "limit", 1000), 10000),
+            limit=limit,
             event_id=request.query_params.get("event_id"),
             operation_id=request.query_params.get("operation_id"),
+            newest=last is not None,
         )
         return _json(entries)
 

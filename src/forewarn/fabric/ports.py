@@ -27,8 +27,10 @@ class Store(Protocol):
         limit: int = 1000,
         event_id: str | None = None,
         operation_id: str | None = None,
+        newest: bool = False,
     ) -> list[HistoryEntry]:
-        """History entries with ``seq > after``, oldest first."""
+        """History entries with ``seq > after``, oldest first; ``newest``: the last
+        ``limit`` of them (still oldest first)."""
         ...
 
     def stored_fleet(self) -> dict[str, Any] | None:

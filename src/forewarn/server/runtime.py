@@ -79,6 +79,8 @@ def choose_fleet(config: ServeConfig, store: SQLiteStore) -> FleetSpec:
 
 def build_runtime(config: ServeConfig, *, clock: Clock | None = None) -> Runtime:
     """Wire a server from its configuration (without opening any listener)."""
+    if config.fleet is not None:
+        load_fleet_file(config.fleet)  # a bad fleet file fails before any database is made
     store = SQLiteStore(config.db)
     if clock is None and config.clock == "virtual":
         clock = Clock.virtual(start=store.clock_position())

@@ -138,8 +138,10 @@ class SQLiteStore:
         limit: int = 1000,
         event_id: str | None = None,
         operation_id: str | None = None,
+        newest: bool = False,
     ) -> list[HistoryEntry]:
-        """History entries after ``seq``, oldest first, optionally for one event/operation."""
+        """History entries after ``seq``, oldest first, optionally for one event/operation;
+        with ``newest``, the last ``limit`` such entries."""
         sql = "SELECT seq, at, kind, scope_id, operation_id, event_id, detail FROM history "
         sql += "WHERE seq > ?"
         args: list[Any] = [after]
@@ -149,9 +151,9 @@ class SQLiteStore:
         if operation_id is not None:
             sql += " AND operation_id = ?"
             args.append(operation_id)
-        sql += " ORDER BY seq LIMIT ?"
+        sql += " ORDER BY seq DESC LIMIT ?" if newest else " ORDER BY seq LIMIT ?"
         args.append(limit)
-        return [
+        entries = [
             HistoryEntry(
                 seq=seq,
                 at=at,
@@ -163,6 +165,7 @@ class SQLiteStore:
             )
             for seq, at, kind, scope, op, ev, detail in self._db.execute(sql, args)
         ]
+        return entries[::-1] if newest else entries
 
     def stored_fleet(self) -> dict[str, Any] | None:
         """The fleet this database was created with."""

@@ -1,0 +1,80 @@
+"""Fixtures for the control API tests: the demo fleet on a virtual clock, in process."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from forewarn.control import ControlApp
+from forewarn.fabric import Clock, Fabric, FabricConfig, build_topology, demo_fleet
+from forewarn.store import SQLiteStore
+
+with warnings.catch_warnings():
+    # Starlette nudges towards httpx2 on import; the httpx it was installed with is fine.
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient
+
+T0 = 1_700_000_000.0
+API = "/api/v1"
+
+__all__ = ["API", "T0", "TestClient", "create", "make_fabric", "observe"]
+
+
+def make_fabric(clock: Clock | None = None, **config: Any) -> Fabric:
+    """The demo fleet over an in-memory store, every scope enabled unless told otherwise."""
+    config.setdefault("enablement", "always")
+    return Fabric(
+        build_topology(demo_fleet()),
+        SQLiteStore(":memory:"),
+        clock or Clock.virtual(start=T0),
+        FabricConfig(**config),
+    )
+
+
+def observe(fabric: Fabric) -> tuple[Any, ...]:
+    """Everything a request could change: events, operations, rollouts, documents, time."""
+    return (
+        fabric.events(),
+        fabric.operations(),
+        fabric.rollouts(),
+        {sid: fabric.view(sid) for sid in fabric.topology.scopes},
+        len(fabric.history(limit=1_000_000)),
+        fabric.clock.now(),
+    )
+
+
+def create(client: httpx.Client, **body: Any) -> dict[str, Any]:
+    """POST an operation that must be accepted; returns the operation."""
+    response = client.post(f"{API}/operations", json=body)
+    assert response.status_code == 201, response.text
+    op: dict[str, Any] = response.json()
+    return op
+
+
+@pytest.fixture
+def fabric() -> Fabric:
+    """The demo fleet at T0 on a frozen clock, every scope enabled."""
+    return make_fabric()
+
+
+@pytest.fixture
+def client(fabric: Fabric) -> TestClient:
+    """A client of ``ControlApp(fabric)`` (no token)."""
+    return TestClient(ControlApp(fabric).asgi)
+
+
+@pytest.fixture
+def submit(client: TestClient) -> Callable[..., dict[str, Any]]:
+    """Create an operation through the API: ``submit("user-reboot", "web-0", **extra)``."""
+
+    def run(kind: str, target: str | None = None, **extra: Any) -> dict[str, Any]:
+        body = {"kind": kind, **extra}
+        if target is not None:
+            body["target"] = target
+        return create(client, **body)
+
+    return run

@@ -18,6 +18,7 @@ from http import HTTPStatus
 
 import httptools
 
+from ..contract import error_body
 from ..fabric import wall_time
 from .endpoint import MAX_BODY, TOO_LARGE, Endpoint, Reply, Request
 
@@ -27,9 +28,10 @@ IDLE_TIMEOUT = 300.0
 IDLE_SWEEP = 30.0
 
 _STATUS_LINES = {s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n".encode() for s in HTTPStatus}
+_MALFORMED = error_body("Malformed request")
 _BAD_REQUEST = (
     b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\n"
-    b'content-length: 28\r\nconnection: close\r\n\r\n{"error":"Malformed request"}'
+    b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(_MALFORMED), _MALFORMED)
 )
 
 

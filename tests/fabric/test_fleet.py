@@ -297,3 +297,33 @@ def test_load_fleet_file_missing_file(tmp_path: Path) -> None:
     path = tmp_path / "absent.yaml"
     with pytest.raises(FleetError, match=r"cannot read fleet file .*absent\.yaml"):
         load_fleet_file(path)
+
+
+def test_port_base_gives_every_vm_without_a_port_its_own() -> None:
+    topology = build_topology(
+        fleet_from_builtins(
+            {
+                "port_base": 9100,
+                "scopes": [
+                    {"kind": "availability_set", "name": "a", "vms": 2},
+                    {"kind": "standalone", "name": "s"},
+                    {"kind": "scale_set", "name": "set", "vms": [{"name": "set_7", "port": 9999}]},
+                ],
+            }
+        )
+    )
+    assert {n: vm.port for n, vm in topology.vms.items()} == {
+        "a-0": 9100,
+        "a-1": 9101,
+        "s": 9102,
+        "set_7": 9999,
+    }
+    assert topology.vm_by_port(9101) is topology.vms["a-1"]
+
+
+def test_port_base_must_leave_room_for_every_vm() -> None:
+    spec = fleet_from_builtins(
+        {"port_base": 65534, "scopes": [{"kind": "availability_set", "name": "a", "vms": 3}]}
+    )
+    with pytest.raises(FleetError, match="port_base 65534 leaves no room for 3 ports"):
+        build_topology(spec)

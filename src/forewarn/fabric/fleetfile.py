@@ -77,6 +77,7 @@ class FleetSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     hosts: int | None = None
     default_vm: str | None = None
     address_prefix: str = "127.1"
+    port_base: int | None = None
 
 
 def load_fleet_file(path: str | Path) -> FleetSpec:
@@ -134,14 +135,19 @@ class _Assigner:
         except ValueError:
             raise FleetError(f"address_prefix {self.prefix!r} must be like '127.1'") from None
         self.index = 0
+        self.port_base = spec.port_base
+        if self.port_base is not None and not 1 <= self.port_base <= 65535 - total_vms:
+            raise FleetError(f"port_base {self.port_base} leaves no room for {total_vms} ports")
 
-    def next(self) -> tuple[str, str]:
+    def next(self) -> tuple[str, str, int | None]:
+        """Host, address and (with ``port_base``) dedicated port of the next VM."""
         i = self.index
         self.index += 1
         if i >= MAX_AUTO_ADDRESSES:
             raise FleetError(f"at most {MAX_AUTO_ADDRESSES} VMs get automatic addresses")
         address = f"{self.prefix}.{i // 250}.{i % 250 + 1}"
-        return f"host-{i % self.host_count + 1}", address
+        port = None if self.port_base is None else self.port_base + i
+        return f"host-{i % self.host_count + 1}", address, port
 
 
 def _generated_names(scope: ScopeSpec) -> list[VmSpec]:
@@ -211,7 +217,7 @@ def build_topology(spec: FleetSpec) -> Topology:
         members: dict[str, list[str]] = {sid: [] for sid in scope_ids}
         for i, vm_spec in enumerate(vm_specs):
             scope_id = scope_ids[i % len(scope_ids)]
-            host, address = assigner.next()
+            host, address, port = assigner.next()
             zones = scope.zones or [""]
             vms.append(
                 VM(
@@ -222,7 +228,7 @@ def build_topology(spec: FleetSpec) -> Topology:
                     update_domain=_domain(vm_spec.update_domain, i, scope.update_domains, "update"),
                     fault_domain=_domain(vm_spec.fault_domain, i, scope.fault_domains, "fault"),
                     zone=vm_spec.zone if vm_spec.zone is not None else zones[i % len(zones)],
-                    port=vm_spec.port,
+                    port=vm_spec.port if vm_spec.port is not None else port,
                     spot=vm_spec.spot if vm_spec.spot is not None else scope.spot,
                     scale_set=scope.name if kind is ScopeKind.SCALE_SET else "",
                     location=spec.location,

@@ -127,6 +127,7 @@ class Fabric:
         self._store = store
         self._new_id = new_id
         self._listeners: list[Callable[[], None]] = []
+        self._history_listeners: list[Callable[[list[HistoryEntry]], None]] = []
         snapshot = store.load()
         self._operations: dict[str, OperationRecord] = {o.id: o for o in snapshot.operations}
         self._events: dict[str, EventRecord] = {e.id: e for e in snapshot.events}
@@ -157,6 +158,10 @@ class Fabric:
     def on_change(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` after every committed change (the scheduler wakes on it)."""
         self._listeners.append(listener)
+
+    def on_history(self, listener: Callable[[list[HistoryEntry]], None]) -> None:
+        """Call ``listener`` with the history entries of every committed change (logging)."""
+        self._history_listeners.append(listener)
 
     def view(self, scope_id: str) -> ScopeView:
         """The current document of a scope (late timers fired first)."""
@@ -668,6 +673,9 @@ class Fabric:
             self._refresh_view(scope_id)
         for listener in list(self._listeners):
             listener()
+        if tx.history:
+            for history_listener in list(self._history_listeners):
+                history_listener(tx.history)
 
     def _track_pending(self, operations: Iterable[OperationRecord]) -> None:
         for op in operations:

@@ -22,6 +22,7 @@ from ..fabric import (
     FabricConfig,
     FleetError,
     FleetSpec,
+    HistoryEntry,
     Scheduler,
     Topology,
     build_topology,
@@ -100,6 +101,7 @@ def build_runtime(config: ServeConfig, *, clock: Clock | None = None) -> Runtime
         clock,
         FabricConfig(time_scale=config.time_scale, enablement=config.enablement),
     )
+    fabric.on_history(_log_history)
     registry = CollectorRegistry()
     metrics = EndpointMetrics(registry)
     endpoint = Endpoint(
@@ -111,6 +113,15 @@ def build_runtime(config: ServeConfig, *, clock: Clock | None = None) -> Runtime
     )
     control = ControlApp(fabric, registry=registry, token=config.control_token)
     return Runtime(config, clock, store, topology, fabric, endpoint, control, registry)
+
+
+def _log_history(entries: list[HistoryEntry]) -> None:
+    """Every transition as one structured log line."""
+    for entry in entries:
+        ids = {"scope": entry.scope_id, "operation_id": entry.operation_id,
+               "event_id": entry.event_id}  # fmt: skip
+        fields = {k: v for k, v in {**ids, **entry.detail}.items() if v not in (None, [], {})}
+        log.info(entry.kind, **fields)
 
 
 class _QuietServer(uvicorn.Server):

@@ -64,10 +64,12 @@ class _Encoder:
 
     def __init__(self, date: _DateHeader) -> None:
         self._date = date
-        self._rest: dict[tuple[int, bytes, tuple[tuple[bytes, bytes], ...], bool], bytes] = {}
+        self._rest: dict[
+            tuple[int, bytes, bytes, tuple[tuple[bytes, bytes], ...], bool], bytes
+        ] = {}
 
     def encode(self, reply: Reply, close: bool) -> bytes:
-        key = (reply.status, reply.body, reply.headers, close)
+        key = (reply.status, reply.content_type, reply.body, reply.headers, close)
         rest = self._rest.get(key)
         if rest is None:
             if len(self._rest) >= 4096:
@@ -110,7 +112,9 @@ class _Connection(asyncio.Protocol):
         self._body_size = 0
         self._held: deque[tuple[float, bytes, bool]] = deque()
         self._release_timer: asyncio.TimerHandle | None = None
-        self._closing = False
+        self._closing = False  # the transport is closed or closing
+        self._finished = False  # a last reply (connection: close) is sent or queued
+        self._eof = False  # the client half-closed; close once held replies are out
         self.last_active = 0.0
 
     # -- asyncio.Protocol
@@ -133,13 +137,25 @@ class _Connection(asyncio.Protocol):
             self._release_timer.cancel()
 
     def data_received(self, data: bytes) -> None:
+        if self._finished:
+            return
         self.last_active = self._date.second
         try:
             self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._fail()
+        except httptools.HttpParserUpgrade as upgrade:
+            # The request was answered; HTTP lets a server ignore Upgrade (curl --http2
+            # sends one), so read on with a fresh parser from where the request ended.
+            offset = upgrade.args[0] if upgrade.args else len(data)
+            self._parser = httptools.HttpRequestParser(self)
+            if offset < len(data):
+                self.data_received(data[offset:])
         except httptools.HttpParserError:
-            self._fail()
+            self._send(_BAD_REQUEST, close=True)
+
+    def eof_received(self) -> bool:
+        """A half-close still gets the replies that are held back; then we close."""
+        self._eof = True
+        return bool(self._held)
 
     def pause_writing(self) -> None:
         if self._transport is not None:
@@ -168,12 +184,12 @@ class _Connection(asyncio.Protocol):
             self._body.append(body)
 
     def on_message_complete(self) -> None:
-        if self._closing:
+        if self._finished or self._closing:
             return
         try:
             url = httptools.parse_url(self._url)
         except httptools.HttpParserInvalidURLError:
-            self._fail()
+            self._send(_BAD_REQUEST, close=True)
             return
         if self._body_size > MAX_BODY:
             reply = TOO_LARGE
@@ -190,13 +206,18 @@ class _Connection(asyncio.Protocol):
                 )
             )
         close = not self._parser.should_keep_alive()
-        data = self._encoder.encode(reply, close)
-        if reply.delay > 0 or self._held:
-            self._hold(reply.delay, data, close)
+        self._send(self._encoder.encode(reply, close), close=close, delay=reply.delay)
+
+    # -- internals
+    def _send(self, data: bytes, *, close: bool, delay: float = 0.0) -> None:
+        """Write now, or behind replies that are held back, keeping request order."""
+        if close:
+            self._finished = True
+        if delay > 0 or self._held:
+            self._hold(delay, data, close)
         else:
             self._write(data, close)
 
-    # -- internals
     def _write(self, data: bytes, close: bool) -> None:
         transport = self._transport
         if transport is None or self._closing:
@@ -228,17 +249,13 @@ class _Connection(asyncio.Protocol):
             _, data, close = self._held.popleft()
             self._write(data, close)
         self._schedule_release()
+        if self._eof and not self._held:
+            self.close()
 
     def close_if_idle(self, now: float) -> None:
         """Close a connection that has been silent for ``IDLE_TIMEOUT`` (nothing pending)."""
         if not self._held and now - self.last_active > IDLE_TIMEOUT:
             self.close()
-
-    def _fail(self) -> None:
-        if self._transport is not None and not self._closing:
-            self._closing = True
-            self._transport.write(_BAD_REQUEST)
-            self._transport.close()
 
     def close(self) -> None:
         """Close now (server shutdown)."""

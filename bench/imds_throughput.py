@@ -1,7 +1,8 @@
 """Throughput of the metadata endpoint against a bare asyncio server, in one run.
 
 Both servers run as child processes on loopback, each loaded by ``wrk`` with the same
-connections and duration; the result is printed as a ratio (goal: endpoint >= 40 % of
+connections and duration (server pinned to CPU 0, wrk to CPU 1 when taskset exists); the
+result is printed as a ratio (goal: endpoint >= 40 % of
 the bare server). The bare server answers every request with canned bytes; the endpoint
 serves a real fleet's cached document with every request rule applied.
 
@@ -73,10 +74,15 @@ def wait_for_port(port: int, timeout: float = 30.0) -> None:
     raise RuntimeError(f"nothing listens on port {port}")
 
 
+def pinned(cpu: int, command: list[str]) -> list[str]:
+    """Run on one CPU when taskset exists: server and load generator never share a core."""
+    return ["taskset", "-c", str(cpu), *command] if shutil.which("taskset") else command
+
+
 def wrk(port: int, seconds: int, connections: int) -> float:
     out = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-H", "Metadata: true",
-         f"http://127.0.0.1:{port}{PATH}"],
+        pinned(1, ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-H", "Metadata: true",
+         f"http://127.0.0.1:{port}{PATH}"]),
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     match = re.search(r"Requests/sec:\s+([\d.]+)", out)
@@ -101,7 +107,9 @@ def fleet_file(directory: Path, vms: int) -> Path:
 
 
 def measure(command: list[str], port: int, seconds: int, connections: int) -> float:
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        pinned(0, command), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         wait_for_port(port)
         wrk(port, 1, connections)  # warm-up

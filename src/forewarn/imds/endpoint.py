@@ -38,13 +38,16 @@ from .identity import VmResolver
 from .instance import INSTANCE_VERSIONS, instance_document
 from .ratelimit import RateLimiter
 
-__all__ = ["MAX_BODY", "TOO_LARGE", "Endpoint", "ImdsSettings", "Reply", "Request"]
+__all__ = ["MAX_BODY", "RULE_HEADERS", "TOO_LARGE", "Endpoint", "ImdsSettings", "Reply", "Request"]
 
 Headers = tuple[tuple[bytes, bytes], ...]
 
 JSON = b"application/json; charset=utf-8"
 TEXT = b"text/plain; charset=utf-8"
 MAX_BODY = 64 * 1024
+
+#: The only request headers the rules look at (lower-case).
+RULE_HEADERS = frozenset({b"metadata", b"x-forwarded-for", b"if-none-match"})
 
 SCHEDULED_EVENTS = "/metadata/scheduledevents"
 INSTANCE = "/metadata/instance"

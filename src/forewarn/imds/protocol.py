@@ -20,7 +20,7 @@ import httptools
 
 from ..contract import error_body
 from ..fabric import wall_time
-from .endpoint import MAX_BODY, TOO_LARGE, Endpoint, Reply, Request
+from .endpoint import MAX_BODY, RULE_HEADERS, TOO_LARGE, Endpoint, Reply, Request
 
 __all__ = ["serve_endpoint"]
 
@@ -176,7 +176,9 @@ class _Connection(asyncio.Protocol):
         self._url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._headers.append((name.lower(), value))
+        name = name.lower()
+        if name in RULE_HEADERS:  # the endpoint looks at no other header
+            self._headers.append((name, value))
 
     def on_body(self, body: bytes) -> None:
         self._body_size += len(body)

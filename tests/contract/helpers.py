@@ -18,16 +18,7 @@ from forewarn.contract import (
     render_document,
 )
 
-#: Every supported api-version, oldest first.
-VERSIONS = (
-    "2017-03-01",
-    "2017-08-01",
-    "2017-11-01",
-    "2019-01-01",
-    "2019-04-01",
-    "2019-08-01",
-    "2020-07-01",
-)
+from ..wire import VERSIONS as VERSIONS  # re-exported for the tests here
 
 #: The first api-version that shows each event type.
 TYPE_SINCE = {

@@ -32,6 +32,8 @@ from forewarn.fabric import (
 from forewarn.imds import ImdsApp, ImdsSettings
 from forewarn.store import SQLiteStore
 
+from ..wire import VERSIONS as VERSIONS  # re-exported for the tests here
+
 T0 = 1_700_000_000.0
 BASE_URL = "http://169.254.169.254"
 SE = "/metadata/scheduledevents"
@@ -40,16 +42,6 @@ VERSIONS_PATH = "/metadata/versions"
 NEWEST = "2020-07-01"
 INSTANCE_VERSION = "2021-02-01"
 
-#: Every supported Scheduled Events api-version, oldest first.
-VERSIONS = (
-    "2017-03-01",
-    "2017-08-01",
-    "2017-11-01",
-    "2019-01-01",
-    "2019-04-01",
-    "2019-08-01",
-    "2020-07-01",
-)
 
 JSON_TYPE = "application/json; charset=utf-8"
 TEXT_TYPE = "text/plain; charset=utf-8"

@@ -38,6 +38,6 @@ def error_body(message: str) -> bytes:
     return msgspec.json.encode({"error": message})
 
 
-def version_error_body(message: str) -> bytes:
-    """An api-version error, which also suggests the newest versions."""
-    return msgspec.json.encode({"error": message, "newest-versions": list(NEWEST_VERSIONS)})
+def version_error_body(message: str, newest: tuple[str, ...] = NEWEST_VERSIONS) -> bytes:
+    """An api-version error, which also suggests the newest versions (of this path)."""
+    return msgspec.json.encode({"error": message, "newest-versions": list(newest)})

@@ -99,9 +99,12 @@ def _int_param(request: Request, name: str, default: int) -> int:
     if value is None:
         return default
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise _BadRequest(f"query parameter {name} must be an integer") from None
+    if not 0 <= number < 2**63:
+        raise _BadRequest(f"query parameter {name} is out of range")
+    return number
 
 
 def event_out(event: EventRecord) -> EventOut:

@@ -17,6 +17,10 @@ __all__ = ["Clock", "monotonic", "wall_time"]
 
 TimeSource = Callable[[], float]
 
+#: The largest single jump of a virtual clock (10 years), and the end of time (9999-12-31).
+MAX_JUMP = 10 * 365.25 * 24 * 3600
+LATEST_TIME = 253402300799.0
+
 
 def monotonic() -> float:
     """Real monotonic seconds, for rate limiting and latency (never for event times)."""
@@ -31,7 +35,9 @@ def wall_time() -> float:
 class Clock:
     """Virtual time = ``base_virtual + (source() - base_real) * rate``.
 
-    ``source`` is the replaceable real time source (POSIX seconds by default).
+    ``source`` is the replaceable real time source (POSIX seconds by default). The server
+    uses rate 1 (real) or 0 (virtual); ``--time-scale`` divides durations in the fabric
+    instead, so NotBefore always agrees with the wall clock a client reads.
     """
 
     def __init__(
@@ -69,12 +75,20 @@ class Clock:
         """Current time in POSIX seconds, as the platform sees it."""
         return self._base_virtual + (self._source() - self._base_real) * self._rate
 
-    def jump(self, seconds: float) -> float:
-        """Move a virtual clock forward; refuses to go backwards or to move a real clock."""
+    def check_jump(self, seconds: float) -> None:
+        """Raise ClockError unless ``jump(seconds)`` would be allowed."""
         if not self.is_virtual:
             raise ClockError("only a virtual clock can be advanced (start with --clock virtual)")
         if not math.isfinite(seconds) or seconds < 0:
             raise ClockError(f"a clock only moves forward; cannot advance by {seconds!r} s")
+        if seconds > MAX_JUMP:
+            raise ClockError(f"advance at most {MAX_JUMP:.0f} s (10 years) at a time")
+        if self.now() + seconds >= LATEST_TIME:
+            raise ClockError("the clock cannot go past the year 9999")
+
+    def jump(self, seconds: float) -> float:
+        """Move a virtual clock forward; refuses to go backwards or to move a real clock."""
+        self.check_jump(seconds)
         self._base_virtual += seconds
         for listener in list(self._listeners):
             listener()

@@ -9,13 +9,13 @@ point leaves either the old state or the new one on disk, never half of each.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
 
-from ..contract import EventStatus, RenderableEvent
+from ..contract import EventStatus, EventType, RenderableEvent
 from .catalogue import OperationSpec, spec_for
 from .clock import Clock
 from .errors import EventNotVisible, InvalidOperation, NotFoundError
@@ -255,10 +255,10 @@ class Fabric:
         now = self.clock.now()
         scope_id = vm.scope_id
         last = self._last_seen.get(scope_id)
-        self._last_seen[scope_id] = now
         recent = last is not None and now - last < self._idle_window
         persisted = self._scope_states[scope_id].last_request_at
         if recent and persisted is not None and now - persisted < self._persist_every:
+            self._last_seen[scope_id] = now
             return False
         was_enabled = recent or self.config.enablement == "always"
         tx = _Tx(now)
@@ -268,17 +268,33 @@ class Fabric:
         if not was_enabled:
             tx.log("scope.enabled", scope_id=scope_id, detail={"vm": vm.name})
         self._commit(tx)
+        self._last_seen[scope_id] = now  # only once it is on disk
         return not was_enabled
 
-    def approve(self, vm: VM, event_ids: Iterable[str]) -> list[EventRecord]:
-        """Approve events on behalf of ``vm``: all ids must be visible to it, or none count."""
+    def approve(
+        self,
+        vm: VM,
+        event_ids: Iterable[str],
+        *,
+        event_types: Collection[EventType] | None = None,
+    ) -> list[EventRecord]:
+        """Approve events on behalf of ``vm``: all ids must be visible to it, or none count.
+
+        ``event_types`` limits what is visible to the types the client's api-version shows.
+        """
+        self.catch_up()
         view = self._views[vm.scope_id]
-        visible = {e.event_id.upper(): e.event_id for e in view.events_for(vm.name)}
+        visible = {
+            e.event_id.upper(): e.event_id
+            for e in view.events_for(vm.name)
+            if event_types is None or e.event_type in event_types
+        }
         wanted: list[str] = []
         for raw in event_ids:
             event_id = visible.get(raw.upper())
             if event_id is None:
-                raise EventNotVisible(f"EventId {raw} is not a scheduled event of this VM")
+                shown = raw if len(raw) <= 64 else raw[:64] + "..."
+                raise EventNotVisible(f"EventId {shown} is not a scheduled event of this VM")
             if event_id not in wanted:
                 wanted.append(event_id)
         return self._approve(wanted, by=vm.name)
@@ -287,6 +303,7 @@ class Fabric:
 
     def submit(self, request: OperationRequest) -> OperationRecord:
         """Carry out an operation request; returns its (first) operation."""
+        self.catch_up()  # timers that are due fire first
         now = self.clock.now()
         plan = plan_request(request, self.topology, self.is_deleted, self._min_notice)
         self._check_preview_limit(plan)
@@ -319,12 +336,14 @@ class Fabric:
 
     def approve_event(self, event_id: str, by: str = "control") -> EventRecord:
         """Approve one event from the control plane."""
+        self.catch_up()  # timers that are due fire first
         event = self.event(event_id)
         self._approve([event.id], by=by)
         return self._events.get(event.id, event)
 
     def start_event(self, event_id: str) -> OperationRecord:
         """Start an event's operation now, without waiting for approvals or NotBefore."""
+        self.catch_up()  # timers that are due fire first
         event = self.event(event_id)
         next_event_phase(EventPhase(event.status.value), Step.START, f"event {event.id}")
         tx = _Tx(self.clock.now())
@@ -334,6 +353,7 @@ class Fabric:
 
     def cancel_event(self, event_id: str) -> EventRecord:
         """Cancel a Scheduled event: it disappears with no impact on its VMs."""
+        self.catch_up()  # timers that are due fire first
         event = self.event(event_id)
         next_event_phase(EventPhase(event.status.value), Step.CANCEL, f"event {event.id}")
         tx = _Tx(self.clock.now())
@@ -349,6 +369,7 @@ class Fabric:
 
     def complete_event(self, event_id: str) -> EventRecord:
         """End a Started event now (its impact is over); it disappears."""
+        self.catch_up()  # timers that are due fire first
         event = self.event(event_id)
         next_event_phase(EventPhase(event.status.value), Step.REMOVE, f"event {event.id}")
         tx = _Tx(self.clock.now())
@@ -361,8 +382,9 @@ class Fabric:
         """Move a virtual clock forward and run every timer that came due, in order.
 
         The new position is saved first, so a restart never moves virtual time back."""
+        self.clock.check_jump(seconds)
+        self._store.save_clock_position(self.clock.now() + seconds)
         self.clock.jump(seconds)
-        self._store.save_clock_position(self.clock.now())
         self.run_due()
         return self.clock.now()
 
@@ -414,9 +436,8 @@ class Fabric:
                 continue
             active = sum(
                 1
-                for op in self._operations.values()
-                if op.state in (OperationState.SCHEDULED, OperationState.STARTED)
-                and spec_for(op.kind).user_initiated
+                for op in self._pending.values()
+                if spec_for(op.kind).user_initiated
                 and any(self.topology.vms[n].scope_id == scope_id for n in op.vms)
             )
             if active >= limit:
@@ -484,7 +505,7 @@ class Fabric:
                 scope_id=scope_id,
                 event_type=spec.event_type,
                 source=spec.source,
-                status=EventStatus.SCHEDULED,
+                status=EventStatus(next_event_phase(EventPhase.NEW, Step.CREATE).value),
                 resources=tuple(names),
                 description=spec.description
                 if request.description is None
@@ -493,7 +514,6 @@ class Fabric:
                 created_at=now,
                 not_before=op.not_before,
             )
-            next_event_phase(EventPhase.NEW, Step.CREATE)
             tx.events[event.id] = event
             events.append(event)
         op = msgspec.structs.replace(op, event_ids=tuple(e.id for e in events))
@@ -560,8 +580,12 @@ class Fabric:
             event = self._current(tx, event_id)
             if event is None:
                 continue
-            next_event_phase(EventPhase(event.status.value), Step.START, f"event {event.id}")
-            started = msgspec.structs.replace(event, status=EventStatus.STARTED, started_at=tx.at)
+            phase = next_event_phase(
+                EventPhase(event.status.value), Step.START, f"event {event.id}"
+            )
+            started = msgspec.structs.replace(
+                event, status=EventStatus(phase.value), started_at=tx.at
+            )
             tx.events[event.id] = started
             tx.log_event("event.started", event, reason=reason)
 

@@ -135,19 +135,40 @@ class _Assigner:
         except ValueError:
             raise FleetError(f"address_prefix {self.prefix!r} must be like '127.1'") from None
         self.index = 0
+        self.cursor = 0
+        self.domains: dict[tuple[int, str], int] = {}
         self.port_base = spec.port_base
         if self.port_base is not None and not 1 <= self.port_base <= 65535 - total_vms:
             raise FleetError(f"port_base {self.port_base} leaves no room for {total_vms} ports")
 
-    def next(self) -> tuple[str, str, int | None]:
-        """Host, address and (with ``port_base``) dedicated port of the next VM."""
+    def next(self) -> tuple[str, int | None]:
+        """Address and (with ``port_base``) dedicated port of the next VM."""
         i = self.index
         self.index += 1
         if i >= MAX_AUTO_ADDRESSES:
             raise FleetError(f"at most {MAX_AUTO_ADDRESSES} VMs get automatic addresses")
         address = f"{self.prefix}.{i // 250}.{i % 250 + 1}"
         port = None if self.port_base is None else self.port_base + i
-        return f"host-{i % self.host_count + 1}", address, port
+        return address, port
+
+    def host(self, scope_id: str, update_domain: int) -> str:
+        """The next host, round robin, that holds no other update domain of this scope.
+
+        A host never carries two update domains of one scope, so maintaining a host
+        never takes down more than one update domain of any scope. When no host of the
+        pool qualifies, the pool grows by one.
+        """
+        for step in range(self.host_count):
+            candidate = (self.cursor + step) % self.host_count
+            held = self.domains.get((candidate, scope_id))
+            if held is None or held == update_domain:
+                break
+        else:
+            candidate = self.host_count
+            self.host_count += 1
+        self.domains[(candidate, scope_id)] = update_domain
+        self.cursor = (candidate + 1) % self.host_count
+        return f"host-{candidate + 1}"
 
 
 def _generated_names(scope: ScopeSpec) -> list[VmSpec]:
@@ -217,15 +238,16 @@ def build_topology(spec: FleetSpec) -> Topology:
         members: dict[str, list[str]] = {sid: [] for sid in scope_ids}
         for i, vm_spec in enumerate(vm_specs):
             scope_id = scope_ids[i % len(scope_ids)]
-            host, address, port = assigner.next()
+            address, port = assigner.next()
+            update_domain = _domain(vm_spec.update_domain, i, scope.update_domains, "update")
             zones = scope.zones or [""]
             vms.append(
                 VM(
                     name=vm_spec.name,
                     scope_id=scope_id,
-                    host=vm_spec.host or host,
+                    host=vm_spec.host or assigner.host(scope_id, update_domain),
                     address=vm_spec.address or address,
-                    update_domain=_domain(vm_spec.update_domain, i, scope.update_domains, "update"),
+                    update_domain=update_domain,
                     fault_domain=_domain(vm_spec.fault_domain, i, scope.fault_domains, "fault"),
                     zone=vm_spec.zone if vm_spec.zone is not None else zones[i % len(zones)],
                     port=vm_spec.port if vm_spec.port is not None else port,
@@ -244,6 +266,7 @@ def build_topology(spec: FleetSpec) -> Topology:
                 )
             )
     _check_addresses(vms)
+    _check_hosts(vms)
     default = spec.default_vm or (vms[0].name if vms else None)
     return Topology(scopes, vms, default)
 
@@ -254,6 +277,19 @@ def _domain(explicit: int | None, index: int, count: int, what: str) -> int:
     if not 0 <= explicit < count:
         raise FleetError(f"{what} domain {explicit} is outside 0..{count - 1}")
     return explicit
+
+
+def _check_hosts(vms: list[VM]) -> None:
+    """Maintenance of one host must never span two update domains of one scope (S4)."""
+    seen: dict[tuple[str, str], VM] = {}
+    for vm in vms:
+        other = seen.setdefault((vm.host, vm.scope_id), vm)
+        if other.update_domain != vm.update_domain:
+            raise FleetError(
+                f"host {vm.host!r} carries {other.name!r} (update domain {other.update_domain}) "
+                f"and {vm.name!r} (update domain {vm.update_domain}) of scope {vm.scope_id!r}; "
+                "a host holds one update domain of a scope"
+            )
 
 
 def _check_addresses(vms: list[VM]) -> None:

@@ -29,10 +29,6 @@ class Scheduler:
         fabric.on_change(self._wake.set)
         clock.on_jump(self._wake.set)
 
-    def wake(self) -> None:
-        """Re-evaluate the next deadline now."""
-        self._wake.set()
-
     async def run(self) -> None:
         """Loop until cancelled."""
         while True:

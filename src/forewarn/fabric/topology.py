@@ -93,6 +93,8 @@ class Topology:
     def __init__(self, scopes: Iterable[Scope], vms: Iterable[VM], default_vm: str | None) -> None:
         self.scopes: dict[str, Scope] = {}
         self.vms: dict[str, VM] = {}
+        self._by_lower_name: dict[str, VM] = {}
+        self._hosts: dict[str, list[VM]] = {}
         self._by_address: dict[str, VM] = {}
         self._by_port: dict[int, VM] = {}
         for scope in scopes:
@@ -110,8 +112,7 @@ class Topology:
         self.default_vm = default_vm
 
     def _add_vm(self, vm: VM) -> None:
-        lowered = {n.lower() for n in self.vms}
-        if vm.name.lower() in lowered:
+        if vm.name.lower() in self._by_lower_name:
             raise FleetError(f"VM name {vm.name!r} is used twice (names are case-insensitive)")
         if vm.scope_id not in self.scopes:
             raise FleetError(f"VM {vm.name!r} names unknown scope {vm.scope_id!r}")
@@ -124,14 +125,13 @@ class Topology:
                 raise FleetError(f"VMs {other!r} and {vm.name!r} share port {vm.port}")
             self._by_port[vm.port] = vm
         self.vms[vm.name] = vm
+        self._by_lower_name[vm.name.lower()] = vm
         self._by_address[vm.address] = vm
+        self._hosts.setdefault(vm.host, []).append(vm)
 
     def vm(self, name: str) -> VM:
         """The VM called ``name`` (exact match first, then ignoring case)."""
-        found = self.vms.get(name)
-        if found is None:
-            lowered = name.lower()
-            found = next((v for n, v in self.vms.items() if n.lower() == lowered), None)
+        found = self.vms.get(name) or self._by_lower_name.get(name.lower())
         if found is None:
             raise NotFoundError(f"no VM named {name!r}")
         return found
@@ -149,14 +149,11 @@ class Topology:
 
     def hosts(self) -> dict[str, list[VM]]:
         """Host name → the VMs on it, in fleet order."""
-        out: dict[str, list[VM]] = {}
-        for vm in self.vms.values():
-            out.setdefault(vm.host, []).append(vm)
-        return out
+        return {host: list(vms) for host, vms in self._hosts.items()}
 
     def vms_on_host(self, host: str) -> list[VM]:
         """The VMs on ``host``."""
-        vms = self.hosts().get(host)
+        vms = self._hosts.get(host)
         if not vms:
             raise NotFoundError(f"no host named {host!r}")
         return vms
@@ -170,7 +167,7 @@ class Topology:
             return ("vm", self.vm(name).name)
         except NotFoundError:
             pass
-        if name in self.hosts():
+        if name in self._hosts:
             return ("host", name)
         if name in self.scopes:
             return ("scope", name)

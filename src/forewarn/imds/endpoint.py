@@ -5,11 +5,13 @@
 protocol that ``forewarn serve`` runs (``protocol.py``) and an ASGI adapter for
 in-process use (``app.py``). The hot path (GET of a cached document) is a handful of
 dict look-ups, and every error body is pre-encoded. It reads the fabric and writes only
-approvals; it never exposes control operations.
+approvals and scope enablement (a scope's first request); it never exposes control
+operations.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -37,6 +39,8 @@ from .cache import DocumentCache
 from .identity import VmResolver
 from .instance import INSTANCE_VERSIONS, instance_document
 from .ratelimit import RateLimiter
+
+log = logging.getLogger(__name__)
 
 __all__ = ["MAX_BODY", "RULE_HEADERS", "TOO_LARGE", "Endpoint", "ImdsSettings", "Reply", "Request"]
 
@@ -96,6 +100,9 @@ class _Abort(Exception):
 
 _MISSING_VERSION = Reply(400, version_error_body(MISSING_VERSION))
 _BAD_VERSION = Reply(400, version_error_body(BAD_VERSION))
+_NEWEST_INSTANCE = INSTANCE_VERSIONS[:-4:-1]
+_INSTANCE_MISSING_VERSION = Reply(400, version_error_body(MISSING_VERSION, _NEWEST_INSTANCE))
+_INSTANCE_BAD_VERSION = Reply(400, version_error_body(BAD_VERSION, _NEWEST_INSTANCE))
 _NO_HEADER = Reply(400, error_body(METADATA_HEADER_MISSING))
 _FORWARDED = Reply(400, error_body(FORWARDED_NOT_ALLOWED))
 _RATE_LIMITED = Reply(429, error_body(TOO_MANY_REQUESTS))
@@ -104,6 +111,7 @@ _NOT_ALLOWED = Reply(405, error_body(METHOD_NOT_ALLOWED), ((b"allow", b"GET, POS
 _GET_ONLY = Reply(405, error_body(METHOD_NOT_ALLOWED), ((b"allow", b"GET"),))
 TOO_LARGE = Reply(413, error_body("Request body too large"))
 _APPROVED = Reply(200, b"")
+_INTERNAL_ERROR = Reply(500, error_body("Internal server error"))
 _VERSIONS = Reply(200, msgspec.json.encode({"apiVersions": list(INSTANCE_VERSIONS)}))
 
 
@@ -215,6 +223,9 @@ class Endpoint:
             reply = self._handle(target, request)
         except _Abort as abort:
             reply = abort.reply
+        except Exception:  # a server fault: clients retry 500 (and only 500) with back-off
+            log.exception("internal error answering %s %s", request.method, request.path)
+            reply = _INTERNAL_ERROR
         if self._on_response is not None:
             self._on_response(target.route or "other", reply.status)
         return reply
@@ -258,7 +269,7 @@ class Endpoint:
         delay = self.settings.first_call_delay if first else 0.0
         if method == "POST":
             try:
-                self._approve(vm, request.body)
+                self._approve(vm, request.body, version)
             except _Abort as abort:
                 if not delay:
                     raise
@@ -270,10 +281,10 @@ class Endpoint:
             return Reply(304, b"", etag, delay=delay)
         return Reply(200, self._cache.document(view, vm, version), etag, delay=delay)
 
-    def _approve(self, vm: VM, body: bytes) -> None:
+    def _approve(self, vm: VM, body: bytes, version: ApiVersion) -> None:
         try:
             ids = parse_start_requests(body)
-            self.fabric.approve(vm, ids)
+            self.fabric.approve(vm, ids, event_types=version.event_types)
         except (StartRequestError, EventNotVisible) as exc:
             raise _Abort(Reply(400, error_body(str(exc)))) from None
 
@@ -281,9 +292,9 @@ class Endpoint:
     def _instance(path: str, vm: VM, query: dict[str, str]) -> Reply:
         version_name = query.get("api-version")
         if not version_name:
-            raise _Abort(_MISSING_VERSION)
+            raise _Abort(_INSTANCE_MISSING_VERSION)
         if version_name not in INSTANCE_VERSIONS:
-            raise _Abort(_BAD_VERSION)
+            raise _Abort(_INSTANCE_BAD_VERSION)
         node: Any = instance_document(vm)
         for part in path[len(INSTANCE) :].strip("/").split("/"):
             if not part:

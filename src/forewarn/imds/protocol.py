@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections import deque
+from dataclasses import replace
 from email.utils import formatdate
 from http import HTTPStatus
 
@@ -25,10 +26,13 @@ from .endpoint import MAX_BODY, RULE_HEADERS, TOO_LARGE, Endpoint, Reply, Reques
 __all__ = ["serve_endpoint"]
 
 IDLE_TIMEOUT = 300.0
+MAX_HEAD = 64 * 1024
+ENCODER_CACHE_BYTES = 16 * 1024 * 1024
 IDLE_SWEEP = 30.0
 
 _STATUS_LINES = {s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n".encode() for s in HTTPStatus}
 _MALFORMED = error_body("Malformed request")
+_HEAD_TOO_LARGE = Reply(431, error_body("Request header fields too large"))
 _BAD_REQUEST = (
     b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\n"
     b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(_MALFORMED), _MALFORMED)
@@ -60,10 +64,11 @@ class _Encoder:
     their hash, so the look-up costs far less than building the header block each time.
     """
 
-    __slots__ = ("_date", "_rest")
+    __slots__ = ("_bytes", "_date", "_rest")
 
     def __init__(self, date: _DateHeader) -> None:
         self._date = date
+        self._bytes = 0
         self._rest: dict[
             tuple[int, bytes, bytes, tuple[tuple[bytes, bytes], ...], bool], bytes
         ] = {}
@@ -72,9 +77,12 @@ class _Encoder:
         key = (reply.status, reply.content_type, reply.body, reply.headers, close)
         rest = self._rest.get(key)
         if rest is None:
-            if len(self._rest) >= 4096:
+            rest = _rest(reply, close)
+            if self._bytes + len(rest) > ENCODER_CACHE_BYTES or len(self._rest) >= 4096:
                 self._rest.clear()
-            rest = self._rest[key] = _rest(reply, close)
+                self._bytes = 0
+            self._rest[key] = rest
+            self._bytes += len(rest) + len(reply.body)
         return _STATUS_LINES[reply.status] + self._date.line() + rest
 
 
@@ -115,6 +123,9 @@ class _Connection(asyncio.Protocol):
         self._closing = False  # the transport is closed or closing
         self._finished = False  # a last reply (connection: close) is sent or queued
         self._eof = False  # the client half-closed; close once held replies are out
+        self._in_head = True  # between the start of a request and the end of its headers
+        self._head_bytes = 0  # bytes read while in a request head (bounds its memory)
+        self._write_paused = False
         self.last_active = 0.0
 
     # -- asyncio.Protocol
@@ -137,20 +148,24 @@ class _Connection(asyncio.Protocol):
             self._release_timer.cancel()
 
     def data_received(self, data: bytes) -> None:
-        if self._finished:
-            return
         self.last_active = self._date.second
-        try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade as upgrade:
-            # The request was answered; HTTP lets a server ignore Upgrade (curl --http2
-            # sends one), so read on with a fresh parser from where the request ended.
-            offset = upgrade.args[0] if upgrade.args else len(data)
-            self._parser = httptools.HttpRequestParser(self)
-            if offset < len(data):
-                self.data_received(data[offset:])
-        except httptools.HttpParserError:
-            self._send(_BAD_REQUEST, close=True)
+        while data and not self._finished:
+            if self._in_head:
+                self._head_bytes += len(data)
+            try:
+                self._parser.feed_data(data)
+                data = b""
+            except httptools.HttpParserUpgrade as upgrade:
+                # The request was answered; HTTP lets a server ignore Upgrade (curl --http2
+                # sends one), so read on with a fresh parser from where the request ended.
+                offset = upgrade.args[0] if upgrade.args else len(data)
+                self._parser = httptools.HttpRequestParser(self)
+                data = data[offset:]
+            except httptools.HttpParserError:
+                self._send(_BAD_REQUEST, close=True)
+                return
+        if self._in_head and self._head_bytes > MAX_HEAD:
+            self._send(self._encoder.encode(_HEAD_TOO_LARGE, True), close=True)
 
     def eof_received(self) -> bool:
         """A half-close still gets the replies that are held back; then we close."""
@@ -158,15 +173,18 @@ class _Connection(asyncio.Protocol):
         return bool(self._held)
 
     def pause_writing(self) -> None:
+        self._write_paused = True
         if self._transport is not None:
             self._transport.pause_reading()
 
     def resume_writing(self) -> None:
-        if self._transport is not None and not self._closing:
+        self._write_paused = False
+        if self._transport is not None and not self._closing and not self._held:
             self._transport.resume_reading()
 
     # -- httptools callbacks
     def on_message_begin(self) -> None:
+        self._in_head = True
         self._url = b""
         self._headers = []
         self._body = []
@@ -179,6 +197,10 @@ class _Connection(asyncio.Protocol):
         name = name.lower()
         if name in RULE_HEADERS:  # the endpoint looks at no other header
             self._headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._head_bytes = 0
 
     def on_body(self, body: bytes) -> None:
         self._body_size += len(body)
@@ -193,12 +215,14 @@ class _Connection(asyncio.Protocol):
         except httptools.HttpParserInvalidURLError:
             self._send(_BAD_REQUEST, close=True)
             return
+        self._in_head = True
+        method = self._parser.get_method().decode("latin-1")
         if self._body_size > MAX_BODY:
             reply = TOO_LARGE
         else:
             reply = self._endpoint.handle(
                 Request(
-                    method=self._parser.get_method().decode("latin-1"),
+                    method=method,
                     path=url.path.decode("latin-1"),
                     query=url.query or b"",
                     headers=self._headers,
@@ -207,6 +231,8 @@ class _Connection(asyncio.Protocol):
                     body=b"".join(self._body),
                 )
             )
+        if method == "HEAD":
+            reply = replace(reply, body=b"")  # a HEAD answer never has a body
         close = not self._parser.should_keep_alive()
         self._send(self._encoder.encode(reply, close), close=close, delay=reply.delay)
 
@@ -236,6 +262,8 @@ class _Connection(asyncio.Protocol):
         if self._held:
             ready = max(ready, self._held[-1][0])
         self._held.append((ready, data, close))
+        if self._transport is not None:
+            self._transport.pause_reading()  # no more requests pile up behind a held one
         self._schedule_release()
 
     def _schedule_release(self) -> None:
@@ -251,8 +279,12 @@ class _Connection(asyncio.Protocol):
             _, data, close = self._held.popleft()
             self._write(data, close)
         self._schedule_release()
-        if self._eof and not self._held:
+        if self._held:
+            return
+        if self._eof:
             self.close()
+        elif self._transport is not None and not self._closing and not self._write_paused:
+            self._transport.resume_reading()
 
     def close_if_idle(self, now: float) -> None:
         """Close a connection that has been silent for ``IDLE_TIMEOUT`` (nothing pending)."""

@@ -8,7 +8,7 @@ holds the result and checks it.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 __all__ = ["ConfigError", "ServeConfig", "parse_bind"]
@@ -58,7 +58,6 @@ class ServeConfig:
     first_call_delay: float = 0.0
     enablement: Literal["on-first-request", "always"] = "on-first-request"
     log_format: Literal["console", "json"] = "console"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.time_scale > 0:
@@ -78,7 +77,6 @@ class ServeConfig:
     def as_dict(self) -> dict[str, Any]:
         """Plain data, for ``--print-config``."""
         out = asdict(self)
-        out.pop("extra")
         out["imds_bind"] = list(self.imds_bind)
         if out["control_token"]:
             out["control_token"] = "***"

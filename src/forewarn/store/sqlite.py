@@ -8,10 +8,11 @@ change survives a SIGKILL (and a power cut).
 
 from __future__ import annotations
 
+import fcntl
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 import msgspec
 
@@ -68,15 +69,20 @@ class SQLiteStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        self._lock = _exclusive_lock(self.path)
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.executescript(_SCHEMA)
+            self._check_schema()
         except sqlite3.DatabaseError as exc:
+            self._release_lock()
             raise StoreError(f"cannot open database {self.path}: {exc}") from None
-        self._check_schema()
+        except StoreError:
+            self._release_lock()
+            raise
 
     def _check_schema(self) -> None:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
@@ -126,10 +132,11 @@ class SQLiteStore:
                     for h in changes.history
                 ],
             )
+            db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:
+                db.execute("ROLLBACK")
             raise
-        db.execute("COMMIT")
 
     def history(
         self,
@@ -197,8 +204,30 @@ class SQLiteStore:
         )
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection and let another server open the database."""
         self._db.close()
+        self._release_lock()
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+
+def _exclusive_lock(path: str) -> IO[bytes] | None:
+    """One server per database: two would overwrite each other's counters.
+
+    The lock is on a ``<db>.lock`` file and ends with the process, even on SIGKILL.
+    """
+    if path == ":memory:" or path.startswith("file:"):
+        return None
+    lock = open(f"{path}.lock", "ab")  # noqa: SIM115 - held open for the store's lifetime
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.close()
+        raise StoreError(f"database {path} is in use by another forewarn server") from None
+    return lock
 
 
 def _pairs(

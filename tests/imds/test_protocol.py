@@ -623,3 +623,51 @@ async def test_rate_limit_applies_through_the_protocol(
     assert throttled.raw == expected_bytes(throttled, b"429 Too Many Requests", RATE_BODY)
     [other] = await (await served.connect(WORKERS0)).ask(get())
     assert other.status == 200
+
+
+# ------------------------------------------------------------ faults and limits
+
+
+async def test_many_pipelined_upgrade_requests_are_each_answered_once(web1: Client) -> None:
+    upgrade = get(NEWEST, ("Connection", "Upgrade"), ("Upgrade", "h2c"))
+    responses = await web1.ask(*[upgrade] * 600)
+    assert {(r.status, r.body) for r in responses} == {(200, EMPTY_WEB)}
+    await web1.assert_open()
+
+
+async def test_oversized_request_head_is_refused_with_431(web1: Client, served: Served) -> None:
+    huge = get(NEWEST, ("X-Padding", "a" * (protocol.MAX_HEAD + 1024)))
+    await web1.send(huge[: len(huge) - 4])  # the head never ends
+    raw = await web1.rest()
+    assert raw.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
+    assert b"connection: close\r\n" in raw
+    assert raw.endswith(b'{"error":"Request header fields too large"}')
+    other = await served.connect(WORKERS0)
+    [fine] = await other.ask(get())
+    assert fine.status == 200
+
+
+async def test_head_answers_carry_no_body_and_keep_framing(web1: Client) -> None:
+    await web1.send(request("HEAD") + get())
+    head = await asyncio.wait_for(web1.reader.readuntil(b"\r\n\r\n"), TIMEOUT)
+    status, headers = parse_head(head)
+    assert status == 405
+    assert (b"content-length", b"0") in headers
+    [after] = await web1.responses(1)
+    assert (after.status, after.body) == (200, EMPTY_WEB)
+
+
+async def test_a_server_fault_is_a_500_that_keeps_the_connection(
+    imds: Imds, web1: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(scope_id: str) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(imds.fabric, "view", broken)
+    [failed] = await web1.ask(get())
+    assert failed.raw == expected_bytes(
+        failed, b"500 Internal Server Error", b'{"error":"Internal server error"}'
+    )
+    monkeypatch.undo()
+    [recovered] = await web1.ask(get())
+    assert (recovered.status, recovered.body) == (200, EMPTY_WEB)

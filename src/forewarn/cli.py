@@ -229,7 +229,9 @@ def _print_json(data: Any) -> None:
 
 
 @main.command()
-@click.argument("operation", type=click.Choice([k.value for k in OperationKind]))
+@click.argument(
+    "operation", metavar="OPERATION", type=click.Choice([k.value for k in OperationKind])
+)
 @click.argument("target")
 @click.option("--notice", type=float, default=None, help="Notice in seconds (default: minimum).")
 @click.option("--description", default=None, help="Description shown in the event.")

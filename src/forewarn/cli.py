@@ -228,7 +228,10 @@ def _print_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2))
 
 
-@main.command()
+@main.command(
+    help="Start OPERATION on TARGET (a VM, a host, or a scope to walk its update domains).\n\n"
+    "OPERATION is one of: " + ", ".join(k.value for k in OperationKind) + "."
+)
 @click.argument(
     "operation", metavar="OPERATION", type=click.Choice([k.value for k in OperationKind])
 )

@@ -16,7 +16,7 @@ Submit = Callable[..., dict[str, Any]]
 
 @pytest.fixture
 def host_update(submit: Submit) -> dict[str, Any]:
-    """host-update on host-2: one event in each of web (x2), workers and shop."""
+    """host-update on host-2: one event in each of web (web-1 and web-4), workers and shop."""
     return submit("host-update", "host-2")
 
 
@@ -43,10 +43,9 @@ def test_events_list_every_live_event_in_creation_order(
     listed = events(client)
     assert [e["id"] for e in listed] == host_update["event_ids"] + reboot["event_ids"]
     assert [(e["scope"], e["resources"]) for e in listed] == [
-        ("web", ["web-1"]),
-        ("web", ["web-5"]),
-        ("workers", ["workers_3"]),
-        ("shop", ["BackEnd_IN_0"]),
+        ("web", ["web-1", "web-4"]),
+        ("workers", ["workers_2"]),
+        ("shop", ["FrontEnd_IN_1"]),
         ("web", ["web-0"]),
     ]
     first = listed[-1]
@@ -71,14 +70,14 @@ def test_events_list_every_live_event_in_creation_order(
 @pytest.mark.parametrize(
     ("params", "resources"),
     [
-        ({"scope": "web"}, [["web-1"], ["web-5"], ["web-0"]]),
-        ({"scope": "shop"}, [["BackEnd_IN_0"]]),
+        ({"scope": "web"}, [["web-1", "web-4"], ["web-0"]]),
+        ({"scope": "shop"}, [["FrontEnd_IN_1"]]),
         ({"scope": "jumpbox"}, []),
-        ({"vm": "workers_0"}, [["workers_3"]]),
-        ({"vm": "web-2"}, [["web-1"], ["web-5"], ["web-0"]]),
-        ({"vm": "WEB-2"}, [["web-1"], ["web-5"], ["web-0"]]),
+        ({"vm": "workers_0"}, [["workers_2"]]),
+        ({"vm": "web-2"}, [["web-1", "web-4"], ["web-0"]]),
+        ({"vm": "WEB-2"}, [["web-1", "web-4"], ["web-0"]]),
         ({"vm": "jumpbox"}, []),
-        ({"scope": "web", "vm": "web-3"}, [["web-1"], ["web-5"], ["web-0"]]),
+        ({"scope": "web", "vm": "web-3"}, [["web-1", "web-4"], ["web-0"]]),
         ({"scope": "shop", "vm": "web-3"}, []),
     ],
     ids=lambda v: "-".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else None,

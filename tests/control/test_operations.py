@@ -17,14 +17,14 @@ from .conftest import API, T0, TestClient, create
 TARGETS = [
     ({"kind": "user-reboot", "target": "web-0"}, ("vm web-0", ["web-0"], False)),
     ({"kind": "user-reboot", "target": "Web-0"}, ("vm web-0", ["web-0"], False)),
-    ({"kind": "host-update", "target": "host-2"}, ("host host-2", ["web-1", "web-5", "workers_3", "BackEnd_IN_0"], False)),
+    ({"kind": "host-update", "target": "host-2"}, ("host host-2", ["web-1", "web-4", "workers_2", "FrontEnd_IN_1"], False)),
     ({"kind": "platform-reboot", "target": "web"}, ("scope web", ["web-0", "web-3"], True)),
     ({"kind": "host-update", "target": "shop"}, ("scope shop", ["FrontEnd_IN_0", "BackEnd_IN_0"], True)),
     # "jumpbox" is a VM and a scope: VMs are looked up first.
     ({"kind": "host-update", "target": "jumpbox"}, ("vm jumpbox", ["jumpbox"], False)),
     ({"kind": "live-migration", "vms": ["web-0", "web-1"]}, ("vm web-0,web-1", ["web-0", "web-1"], False)),
     ({"kind": "spot-eviction", "vms": ["workers_0"]}, ("vm workers_0", ["workers_0"], False)),
-    ({"kind": "host-update", "host": "host-3"}, ("host host-3", ["web-2", "workers_0", "jumpbox"], False)),
+    ({"kind": "host-update", "host": "host-3"}, ("host host-3", ["web-2", "web-5", "workers_3", "BackEnd_IN_0"], False)),
     ({"kind": "platform-redeploy", "scope": "workers"}, ("scope workers", ["workers_0", "workers_2"], True)),
 ]  # fmt: skip
 

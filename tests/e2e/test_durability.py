@@ -51,8 +51,15 @@ def build_mixed_state(platform: Platform) -> dict[str, Any]:
     # workers_1 is evicted for real: Preempt, 30 s notice, 60 s hold, then deleted.
     ops["evicted"] = platform.trigger("spot-eviction", "workers_1")
     platform.advance(SPOT_NOTICE + SPOT_HOLD)
-    # Four events (web UD 0, web UD 1, workers, shop); only the shop's is approved.
-    ops["waiting"] = platform.trigger("host-update", "host-1")
+    # host-2 (not host-1: it carries the evicted workers_1) has one event per scope:
+    # web (web-1, web-4), workers (workers_2), shop (FrontEnd_IN_1); only the shop's is
+    # approved.
+    ops["waiting"] = platform.trigger("host-update", "host-2")
+    assert sorted((e["scope"], e["resources"]) for e in platform.events()) == [
+        ("shop", ["FrontEnd_IN_1"]),
+        ("web", ["web-1", "web-4"]),
+        ("workers", ["workers_2"]),
+    ]
     shop_event = next(e for e in platform.events() if e["scope"] == "shop")
     platform.approve("BackEnd_IN_0", shop_event["id"])
     ops["scheduled"] = platform.trigger("user-reboot", "jumpbox")

@@ -48,10 +48,10 @@ def test_first_request_of_any_vm_enables_its_whole_scope(lazy_fabric: Fabric) ->
 
 
 def test_host_maintenance_notifies_only_enabled_scopes(lazy_fabric: Fabric) -> None:
-    request(lazy_fabric, "FrontEnd_IN_0")
+    request(lazy_fabric, "FrontEnd_IN_1")  # enables shop from a VM not on host-1
     op = submit(lazy_fabric, "host-update", host="host-1")
     (event,) = lazy_fabric.events()
-    assert (event.scope_id, event.resources) == ("shop", ("FrontEnd_IN_1",))
+    assert (event.scope_id, event.resources) == ("shop", ("FrontEnd_IN_0",))
     assert lazy_fabric.view("shop").events[0].status is EventStatus.SCHEDULED
     lazy_fabric.approve(lazy_fabric.topology.vm("BackEnd_IN_0"), [event.id])
     assert lazy_fabric.operation(op.id).state.value == "started"

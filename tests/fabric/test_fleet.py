@@ -55,8 +55,95 @@ def test_demo_layout_hosts_and_update_domains(demo: Topology) -> None:
     layout = {n: (v.scope_id, v.host, v.update_domain) for n, v in demo.vms.items()}
     assert layout == DEMO_LAYOUT
     assert sorted(demo.hosts()) == ["host-1", "host-2", "host-3", "host-4"]
+    assert {h: sorted(v.name for v in demo.vms_on_host(h)) for h in demo.hosts()} == {
+        "host-1": sorted(["web-0", "workers_1", "FrontEnd_IN_0"]),
+        "host-2": sorted(["web-1", "web-4", "workers_2", "FrontEnd_IN_1"]),
+        "host-3": sorted(["web-2", "web-5", "workers_3", "BackEnd_IN_0"]),
+        "host-4": sorted(["web-3", "workers_0", "jumpbox"]),
+    }
     assert demo.scopes["web"].update_domains == 3
     assert {demo.vms[n].update_domain for n in demo.scopes["web"].vm_names} == {0, 1, 2}
+
+
+def test_demo_hosts_carry_one_update_domain_of_each_scope(demo: Topology) -> None:
+    """S4: maintaining a host never touches two update domains of one scope."""
+    domains: dict[tuple[str, str], set[int]] = {}
+    for vm in demo.vms.values():
+        domains.setdefault((vm.host, vm.scope_id), set()).add(vm.update_domain)
+    assert {pair: len(uds) for pair, uds in domains.items()} == dict.fromkeys(domains, 1)
+    assert {pair: uds.pop() for pair, uds in domains.items()} == {
+        ("host-1", "web"): 0,
+        ("host-2", "web"): 1,
+        ("host-3", "web"): 2,
+        ("host-4", "web"): 0,
+        ("host-4", "workers"): 0,
+        ("host-1", "workers"): 1,
+        ("host-2", "workers"): 0,
+        ("host-3", "workers"): 1,
+        ("host-4", "jumpbox"): 0,
+        ("host-1", "shop"): 0,
+        ("host-2", "shop"): 1,
+        ("host-3", "shop"): 0,
+    }
+
+
+def test_explicit_fleet_with_two_update_domains_of_a_scope_on_one_host_is_rejected() -> None:
+    vms = [
+        {"name": "a", "host": "rack-7", "update_domain": 0},
+        {"name": "b", "host": "rack-8", "update_domain": 0},
+        {"name": "c", "host": "rack-7", "update_domain": 1},
+    ]
+    with pytest.raises(FleetError, match=r"host 'rack-7'") as info:
+        build_topology(fleet({"kind": "availability_set", "name": "app", "vms": vms}))
+    message = str(info.value)
+    assert "'a' (update domain 0)" in message
+    assert "'c' (update domain 1)" in message
+    assert "scope 'app'" in message
+
+
+def test_a_host_may_carry_one_update_domain_of_each_of_several_scopes() -> None:
+    topo = build_topology(
+        fleet(
+            {
+                "kind": "availability_set",
+                "name": "app",
+                "vms": [
+                    {"name": "a", "host": "rack-7", "update_domain": 1},
+                    {"name": "b", "host": "rack-7", "update_domain": 1},
+                ],
+            },
+            {
+                "kind": "availability_set",
+                "name": "db",
+                "vms": [{"name": "c", "host": "rack-7", "update_domain": 0}],
+            },
+        )
+    )
+    assert [(v.name, v.scope_id, v.update_domain) for v in topo.vms_on_host("rack-7")] == [
+        ("a", "app", 1),
+        ("b", "app", 1),
+        ("c", "db", 0),
+    ]
+
+
+def test_assigned_hosts_use_the_pool_and_grow_it_only_for_another_update_domain() -> None:
+    one_domain = build_topology(
+        fleet({"kind": "availability_set", "name": "app", "vms": 3, "update_domains": 1}, hosts=3)
+    )
+    assert {n: v.host for n, v in one_domain.vms.items()} == {
+        "app-0": "host-1",
+        "app-1": "host-2",
+        "app-2": "host-3",
+    }
+    three_domains = build_topology(
+        fleet({"kind": "availability_set", "name": "app", "vms": 4, "update_domains": 3}, hosts=2)
+    )
+    assert {n: (v.host, v.update_domain) for n, v in three_domains.vms.items()} == {
+        "app-0": ("host-1", 0),
+        "app-1": ("host-2", 1),
+        "app-2": ("host-3", 2),
+        "app-3": ("host-1", 0),
+    }
 
 
 def test_demo_scale_set_is_spot_with_five_minute_terminate_notification(demo: Topology) -> None:
@@ -272,7 +359,12 @@ def test_load_fleet_file_reads_yaml(tmp_path: Path) -> None:
     topo = build_topology(load_fleet_file(path))
     assert topo.scopes["gpu"].vm_names == ("gpu_0", "gpu_1", "gpu_2")
     assert topo.scopes["gpu"].policy.per_vm_visibility
-    assert sorted(topo.hosts()) == ["host-1", "host-2"]
+    # Three update domains of one scope cannot share two hosts: the pool grows by one.
+    assert {n: (v.host, v.update_domain) for n, v in topo.vms.items()} == {
+        "gpu_0": ("host-1", 0),
+        "gpu_1": ("host-2", 1),
+        "gpu_2": ("host-3", 2),
+    }
 
 
 @pytest.mark.parametrize(
@@ -327,3 +419,24 @@ def test_port_base_must_leave_room_for_every_vm() -> None:
     )
     with pytest.raises(FleetError, match="port_base 65534 leaves no room for 3 ports"):
         build_topology(spec)
+
+
+def test_automatic_hosts_avoid_an_explicit_host_of_another_update_domain() -> None:
+    topology = build_topology(
+        fleet_from_builtins(
+            {
+                "scopes": [
+                    {
+                        "kind": "availability_set",
+                        "name": "s",
+                        "update_domains": 3,
+                        "vms": [{"name": "a", "host": "host-1", "update_domain": 0}, {"name": "b"}],
+                    }
+                ]
+            }
+        )
+    )
+    assert {n: (vm.host, vm.update_domain) for n, vm in topology.vms.items()} == {
+        "a": ("host-1", 0),
+        "b": ("host-2", 1),
+    }

@@ -35,7 +35,7 @@ def assert_well_formed(event: EventRecord) -> None:
 
 
 @pytest.mark.parametrize("host", ["host-1", "host-2", "host-3", "host-4"])
-def test_host_maintenance_gives_each_scope_events_listing_only_its_vms_on_that_host(
+def test_host_maintenance_gives_each_scope_one_event_listing_only_its_vms_on_that_host(
     fabric: Fabric, host: str
 ) -> None:
     op = submit(fabric, "host-update", host=host)
@@ -45,25 +45,55 @@ def test_host_maintenance_gives_each_scope_events_listing_only_its_vms_on_that_h
         assert_well_formed(event)
         covered[event.scope_id].update(event.resources)
     assert covered == on_host(host)
+    # A host never holds two update domains of one scope (S4): one event per scope.
+    assert sorted(e.scope_id for e in events) == sorted(on_host(host))
     for scope_id in fabric.topology.scopes:
         shown = {e.event_id for e in fabric.view(scope_id).events}
         assert shown == {e.id for e in events if e.scope_id == scope_id}
 
 
 def test_host_with_one_vm_per_scope_gets_exactly_one_event_per_scope(fabric: Fabric) -> None:
-    op = submit(fabric, "host-update", host="host-3")
+    op = submit(fabric, "host-update", host="host-4")
     assert sorted((e.scope_id, e.resources) for e in live(fabric, op)) == [
         ("jumpbox", ("jumpbox",)),
-        ("web", ("web-2",)),
+        ("web", ("web-3",)),
         ("workers", ("workers_0",)),
     ]
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        (
+            "host-2",
+            [
+                ("shop", ("FrontEnd_IN_1",)),
+                ("web", ("web-1", "web-4")),
+                ("workers", ("workers_2",)),
+            ],
+        ),
+        (
+            "host-3",
+            [
+                ("shop", ("BackEnd_IN_0",)),
+                ("web", ("web-2", "web-5")),
+                ("workers", ("workers_3",)),
+            ],
+        ),
+    ],
+)
+def test_vms_of_one_scope_on_a_host_share_that_scopes_single_event(
+    fabric: Fabric, host: str, expected: list[tuple[str, tuple[str, ...]]]
+) -> None:
+    op = submit(fabric, "host-update", host=host)
+    assert sorted((e.scope_id, e.resources) for e in live(fabric, op)) == expected
 
 
 @pytest.mark.parametrize("host", ["host-1", "host-3"])
 def test_host_operation_starts_only_when_every_event_is_approved(fabric: Fabric, host: str) -> None:
     op = submit(fabric, "host-update", host=host)
     events = live(fabric, op)
-    assert len(events) >= 3
+    assert len(events) == len(on_host(host)) == 3
     before = incarnations(fabric)
     for event in events[:-1]:
         approver = fabric.topology.vm(event.resources[0])
@@ -91,10 +121,10 @@ def test_partially_approved_host_operation_starts_at_not_before(fabric: Fabric) 
 
 
 def test_approving_one_event_from_another_scope_is_not_allowed(fabric: Fabric) -> None:
-    op = submit(fabric, "host-update", host="host-3")
+    op = submit(fabric, "host-update", host="host-4")
     jumpbox_event = next(e for e in live(fabric, op) if e.scope_id == "jumpbox")
     with pytest.raises(EventNotVisible):
-        fabric.approve(fabric.topology.vm("web-2"), [jumpbox_event.id])
+        fabric.approve(fabric.topology.vm("web-3"), [jumpbox_event.id])
 
 
 def test_force_starting_one_event_starts_the_whole_operation(fabric: Fabric) -> None:
@@ -107,6 +137,8 @@ def test_force_starting_one_event_starts_the_whole_operation(fabric: Fabric) -> 
 def test_canceling_one_scope_leaves_the_others_scheduled(fabric: Fabric) -> None:
     op = submit(fabric, "host-update", host="host-3")
     web, *others = live(fabric, op)
+    assert web.scope_id == "web"
+    assert sorted(e.scope_id for e in others) == ["shop", "workers"]
     fabric.cancel_event(web.id)
     assert fabric.view("web").events == ()
     assert {status(fabric, e.id) for e in others} == {EventStatus.SCHEDULED}
@@ -133,12 +165,12 @@ def test_canceled_scope_of_a_spot_eviction_keeps_its_vm(fabric: Fabric) -> None:
 
 
 def test_canceled_scope_of_host_maintenance_is_not_impacted(fabric: Fabric) -> None:
-    op = submit(fabric, "host-update", host="host-3")
+    op = submit(fabric, "host-update", host="host-4")
     web = next(e for e in live(fabric, op) if e.scope_id == "web")
     fabric.cancel_event(web.id)
     fabric.advance(15 * MINUTE)
     assert fabric.vm_status("jumpbox") == "frozen"
-    assert fabric.vm_status("web-2") == "running"
+    assert fabric.vm_status("web-3") == "running"
 
 
 # ------------------------------------------------------------------ rolling maintenance

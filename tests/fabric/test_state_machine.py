@@ -187,6 +187,10 @@ class FabricMachine(RuleBasedStateMachine):
         # test_maintenance.py::test_rollout_batch_never_lists_a_vm_deleted_at_the_same_instant.
         for rec in records.values():
             self.check_event(rec, self.records.get(rec.id), self.deleted)
+        for op in changes.operations:
+            if op.target.startswith("host "):  # S4: a host holds one update domain of a scope
+                scopes = [self.seen[e][0] for e in op.event_ids if e in self.seen]
+                assert len(scopes) == len(set(scopes)), f"{op.id}: two events in one scope"
         deleted = self.deleted | set(changes.deleted_vms)
         for name in set(changes.deleted_vms):
             assert name not in self.deleted, f"{name} deleted twice"

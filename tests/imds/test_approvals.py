@@ -78,11 +78,17 @@ async def test_several_ids_in_one_request(imds: Imds, two_event_op: tuple[str, s
 
 
 async def test_cross_scope_operation_starts_when_every_scope_approved(imds: Imds) -> None:
-    op = imds.submit("platform-reboot", host="host-1")
+    op = imds.submit("platform-reboot", host="host-2")
     by_scope: dict[str, list[str]] = {}
     for event in imds.events_of(op):
         by_scope.setdefault(event.scope_id, []).append(event.id)
-    assert {s: len(ids) for s, ids in by_scope.items()} == {"web": 2, "workers": 1, "shop": 1}
+    # One event per scope: a host holds one update domain of a scope (web-1, web-4: UD 1).
+    assert {s: len(ids) for s, ids in by_scope.items()} == {"web": 1, "workers": 1, "shop": 1}
+    assert {e.scope_id: e.resources for e in imds.events_of(op)} == {
+        "web": ("web-1", "web-4"),
+        "workers": ("workers_2",),
+        "shop": ("FrontEnd_IN_1",),
+    }
     before = {s: imds.incarnation(s) for s in by_scope}
     for vm, scope in (("web-5", "web"), ("workers_0", "workers")):
         assert_json_reply(await imds.post(vm, *by_scope[scope]), 200, b"")

@@ -11,13 +11,11 @@ import pytest
 from forewarn.imds import INSTANCE_VERSIONS
 
 from .conftest import (
-    BAD_VERSION_BODY,
     HEADER_BODY,
     INSTANCE,
     INSTANCE_VERSION,
     JSON_TYPE,
     METHOD_BODY,
-    MISSING_VERSION_BODY,
     NOT_FOUND_BODY,
     TEXT_TYPE,
     VERSIONS_PATH,
@@ -29,6 +27,20 @@ from .conftest import (
 )
 
 NAME_QUERY = b"api-version=" + INSTANCE_VERSION.encode() + b"&format=text"
+
+#: api-version errors of /metadata/instance suggest that endpoint's own newest versions
+#: (the Scheduled Events endpoint suggests its own: see conftest.MISSING_VERSION_BODY).
+INSTANCE_NEWEST = ["2024-03-15", "2023-11-15", "2023-07-01"]
+INSTANCE_MISSING_VERSION_BODY = (
+    b'{"error":"Bad request. api-version was not specified in the request. '
+    b'For more information refer to aka.ms/azureimds",'
+    b'"newest-versions":["2024-03-15","2023-11-15","2023-07-01"]}'
+)
+INSTANCE_BAD_VERSION_BODY = (
+    b'{"error":"Bad request. api-version is invalid or was not specified in the request. '
+    b'For more information refer to aka.ms/azureimds",'
+    b'"newest-versions":["2024-03-15","2023-11-15","2023-07-01"]}'
+)
 NAME_PATH = "/metadata/instance/compute/name"
 
 
@@ -232,13 +244,19 @@ async def test_every_instance_version_works(imds: Imds, version: str) -> None:
 
 async def test_instance_without_version(imds: Imds) -> None:
     response = await imds.get("web-1", path=INSTANCE, version=None)
-    assert_json_reply(response, 400, MISSING_VERSION_BODY)
+    assert_json_reply(response, 400, INSTANCE_MISSING_VERSION_BODY)
 
 
 @pytest.mark.parametrize("version", ["latest", "2016-01-01", "2020-07-01", "2017-11-01"])
 async def test_instance_bad_version(imds: Imds, version: str) -> None:
     response = await imds.get("web-1", path=NAME_PATH, version=version)
-    assert_json_reply(response, 400, BAD_VERSION_BODY)
+    assert_json_reply(response, 400, INSTANCE_BAD_VERSION_BODY)
+
+
+def test_instance_errors_suggest_the_newest_instance_versions() -> None:
+    assert sorted(INSTANCE_VERSIONS, reverse=True)[:3] == INSTANCE_NEWEST
+    for body in (INSTANCE_MISSING_VERSION_BODY, INSTANCE_BAD_VERSION_BODY):
+        assert json.loads(body)["newest-versions"] == INSTANCE_NEWEST
 
 
 @pytest.mark.parametrize(

@@ -109,8 +109,9 @@ def test_deleted_vms_stay_deleted(database: Database) -> None:
     again = database.restart()
     assert again.is_deleted("workers_0")
     assert again.vm_status("workers_0") == "deleted"
-    op = again.submit(OperationRequest(kind="host-update", host="host-3"))
+    op = again.submit(OperationRequest(kind="host-update", host="host-4"))  # workers_0's host
     assert "workers_0" not in op.vms
+    assert op.vms == ("web-3", "jumpbox")
 
 
 @pytest.mark.parametrize(("idle", "enabled"), [(10 * MINUTE, True), (25 * 3600.0, False)])

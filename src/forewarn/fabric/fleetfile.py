@@ -136,7 +136,7 @@ class _Assigner:
             raise FleetError(f"address_prefix {self.prefix!r} must be like '127.1'") from None
         self.index = 0
         self.cursor = 0
-        self.domains: dict[tuple[int, str], int] = {}
+        self.domains: dict[tuple[str, str], int] = {}
         self.port_base = spec.port_base
         if self.port_base is not None and not 1 <= self.port_base <= 65535 - total_vms:
             raise FleetError(f"port_base {self.port_base} leaves no room for {total_vms} ports")
@@ -156,19 +156,27 @@ class _Assigner:
 
         A host never carries two update domains of one scope, so maintaining a host
         never takes down more than one update domain of any scope. When no host of the
-        pool qualifies, the pool grows by one.
+        pool qualifies, the pool grows by one (``hosts`` is a minimum).
         """
         for step in range(self.host_count):
-            candidate = (self.cursor + step) % self.host_count
-            held = self.domains.get((candidate, scope_id))
-            if held is None or held == update_domain:
+            index = (self.cursor + step) % self.host_count
+            if self._fits(f"host-{index + 1}", scope_id, update_domain):
                 break
         else:
-            candidate = self.host_count
+            index = self.host_count
             self.host_count += 1
-        self.domains[(candidate, scope_id)] = update_domain
-        self.cursor = (candidate + 1) % self.host_count
-        return f"host-{candidate + 1}"
+        self.cursor = (index + 1) % self.host_count
+        name = f"host-{index + 1}"
+        self.place(name, scope_id, update_domain)
+        return name
+
+    def place(self, host: str, scope_id: str, update_domain: int) -> None:
+        """Record a VM on ``host`` (explicit hosts too, so automatic ones avoid clashes)."""
+        self.domains.setdefault((host, scope_id), update_domain)
+
+    def _fits(self, host: str, scope_id: str, update_domain: int) -> bool:
+        held = self.domains.get((host, scope_id))
+        return held is None or held == update_domain
 
 
 def _generated_names(scope: ScopeSpec) -> list[VmSpec]:
@@ -245,7 +253,7 @@ def build_topology(spec: FleetSpec) -> Topology:
                 VM(
                     name=vm_spec.name,
                     scope_id=scope_id,
-                    host=vm_spec.host or assigner.host(scope_id, update_domain),
+                    host=_host(assigner, vm_spec, scope_id, update_domain),
                     address=vm_spec.address or address,
                     update_domain=update_domain,
                     fault_domain=_domain(vm_spec.fault_domain, i, scope.fault_domains, "fault"),
@@ -269,6 +277,13 @@ def build_topology(spec: FleetSpec) -> Topology:
     _check_hosts(vms)
     default = spec.default_vm or (vms[0].name if vms else None)
     return Topology(scopes, vms, default)
+
+
+def _host(assigner: _Assigner, vm: VmSpec, scope_id: str, update_domain: int) -> str:
+    if vm.host is None:
+        return assigner.host(scope_id, update_domain)
+    assigner.place(vm.host, scope_id, update_domain)
+    return vm.host
 
 
 def _domain(explicit: int | None, index: int, count: int, what: str) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import resource
 import signal
 import socket
 from collections.abc import Callable, Generator, Iterator
@@ -280,6 +281,14 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
             await scheduler_task
 
 
+def _raise_open_file_limit() -> None:
+    """A fleet keeps a connection per VM open: allow as many descriptors as the host does."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def run_server(
     runtime: Runtime,
     listeners: Listeners,
@@ -289,6 +298,7 @@ def run_server(
     """Serve until SIGINT/SIGTERM, on uvloop."""
     import uvloop
 
+    _raise_open_file_limit()
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(_serve(runtime, listeners, ready))

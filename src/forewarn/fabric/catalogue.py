@@ -51,7 +51,6 @@ class OperationSpec:
     hold: float
     created_started: bool = False
     deletes_vm: bool = False
-    auto_approve_policy: str | None = None
     needs_spot: bool = False
     needs_scale_set: bool = False
     min_notice: float | None = None
@@ -84,7 +83,6 @@ CATALOGUE: dict[OperationKind, OperationSpec] = {
             wire_duration=-1,
             impact=2 * MINUTE,
             hold=10 * MINUTE,
-            auto_approve_policy="auto_approve_user_reboot",
         ),
         OperationSpec(
             OperationKind.USER_REDEPLOY,
@@ -95,7 +93,6 @@ CATALOGUE: dict[OperationKind, OperationSpec] = {
             wire_duration=-1,
             impact=5 * MINUTE,
             hold=10 * MINUTE,
-            auto_approve_policy="auto_approve_user_redeploy",
         ),
         OperationSpec(
             OperationKind.LIVE_MIGRATION,

@@ -109,6 +109,10 @@ def _new_event_id() -> str:
     return str(uuid.uuid4()).upper()
 
 
+def _new_token() -> str:
+    return uuid.uuid4().hex[:12]
+
+
 class Fabric:
     """The simulated platform over a store: create, approve, start, remove, cancel."""
 
@@ -120,12 +124,16 @@ class Fabric:
         config: FabricConfig | None = None,
         *,
         new_id: Callable[[], str] = _new_event_id,
+        new_token: Callable[[], str] = _new_token,
     ) -> None:
+        """``new_id`` makes event ids, ``new_token`` operation and rollout ids (tests
+        pass deterministic ones)."""
         self.topology = topology
         self.clock = clock
         self.config = config or FabricConfig()
         self._store = store
         self._new_id = new_id
+        self._new_token = new_token
         self._listeners: list[Callable[[], None]] = []
         self._history_listeners: list[Callable[[list[HistoryEntry]], None]] = []
         snapshot = store.load()
@@ -310,7 +318,7 @@ class Fabric:
         tx = _Tx(now)
         rollout_id = None
         if plan.rolling:
-            rollout_id = f"rollout-{uuid.uuid4().hex[:12]}"
+            rollout_id = f"rollout-{self._new_token()}"
             rollout = RolloutRecord(
                 id=rollout_id,
                 kind=plan.spec.kind.value,
@@ -471,16 +479,15 @@ class Fabric:
             else:
                 groups.setdefault(group_key(vm), []).append(vm.name)
         auto = (
-            spec.auto_approve_policy is not None
+            spec.user_initiated
             and bool(groups)
             and all(
-                getattr(self.topology.scopes[key[0]].policy, spec.auto_approve_policy)
-                for key in groups
+                self.topology.scopes[key[0]].policy.auto_approves(spec.event_type) for key in groups
             )
         )
         starts_now = spec.created_started or auto or not groups
         op = OperationRecord(
-            id=f"op-{uuid.uuid4().hex[:12]}",
+            id=f"op-{self._new_token()}",
             kind=spec.kind.value,
             target=request.target,
             vms=tuple(vm.name for vm in vms),

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from ..contract import EventType
 from .errors import FleetError, NotFoundError
 
 __all__ = ["VM", "Scope", "ScopeKind", "ScopePolicy", "Topology"]
@@ -38,6 +39,14 @@ class ScopePolicy:
     terminate_timeout_minutes: int = 5
     per_vm_visibility: bool = False
     preview_user_operation_limit: bool = False
+
+    def auto_approves(self, event_type: EventType) -> bool:
+        """Whether a user-initiated event of this type is created already Started (L9)."""
+        if event_type is EventType.REBOOT:
+            return self.auto_approve_user_reboot
+        if event_type is EventType.REDEPLOY:
+            return self.auto_approve_user_redeploy
+        return False
 
     def __post_init__(self) -> None:
         if not 5 <= self.terminate_timeout_minutes <= 15:

@@ -6,6 +6,7 @@ Errors a user can make end as one line on stderr and a non-zero exit, never a tr
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from rich.table import Table
 
 from . import __version__
 from .contract import SUPPORTED_VERSIONS
-from .fabric import FabricError, OperationKind
+from .fabric import FabricError, OperationKind, YamlError, read_yaml
 from .server import (
     ConfigError,
     ServeConfig,
@@ -39,6 +40,13 @@ __all__ = ["main"]
 ENV_PREFIX = "FOREWARN"
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """Refuse nan and inf, which no duration can be."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds")
+    return value
+
+
 def _fail(message: str, code: int = 1) -> NoReturn:
     click.echo(f"forewarn: error: {message}", err=True)
     sys.exit(code)
@@ -49,13 +57,18 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
     if value is None:
         return
     try:
-        with open(value, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise click.BadParameter(f"cannot read {value}: {exc}") from None
+        data = read_yaml(value) or {}
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {value}: {exc.strerror}") from None
+    except YamlError as exc:
+        raise click.BadParameter(str(exc)) from None
     if not isinstance(data, dict):
         raise click.BadParameter(f"{value} must hold a mapping of option: value")
     settings = {str(k).replace("-", "_"): v for k, v in data.items()}
+    multiple = {p.name for p in ctx.command.params if getattr(p, "multiple", False)}
+    for name in multiple & set(settings):
+        if isinstance(settings[name], str):
+            settings[name] = [settings[name]]
     known = {p.name for p in ctx.command.params if p.name and p.name not in ("config",)}
     unknown = sorted(set(settings) - known)
     if unknown:
@@ -89,10 +102,13 @@ class _OneLineErrors(click.Group):
 @click.option(
     "--control",
     "control_url",
+    envvar="FOREWARN_CONTROL",
     default=f"http://{DEFAULT_CONTROL_BIND}",
     help="Control API of a running server (for every command but serve).",
 )
-@click.option("--token", default=None, help="Bearer token of the control API.")
+@click.option(
+    "--token", envvar="FOREWARN_TOKEN", default=None, help="Bearer token of the control API."
+)
 @click.pass_context
 def main(ctx: click.Context, control_url: str, token: str | None) -> None:
     """forewarn: Azure Scheduled Events, runnable anywhere."""
@@ -212,6 +228,8 @@ class _Api:
                 message = response.json().get("error", response.text)
             except ValueError:
                 message = response.text
+            if response.status_code == 404 and message == "Not found":
+                _fail(f"{self.base} is not a forewarn control API (the metadata endpoint?)")
             _fail(f"{message} (HTTP {response.status_code})")
         if response.headers.get("content-type", "").startswith("application/json"):
             return response.json()
@@ -236,7 +254,13 @@ def _print_json(data: Any) -> None:
     "operation", metavar="OPERATION", type=click.Choice([k.value for k in OperationKind])
 )
 @click.argument("target")
-@click.option("--notice", type=float, default=None, help="Notice in seconds (default: minimum).")
+@click.option(
+    "--notice",
+    type=float,
+    default=None,
+    callback=_finite,
+    help="Notice in seconds (default: minimum).",
+)
 @click.option("--description", default=None, help="Description shown in the event.")
 @click.option("--duration", type=int, default=None, help="DurationInSeconds shown in the event.")
 @click.option("--json", "as_json", is_flag=True, help="Print the operation as JSON.")
@@ -268,19 +292,28 @@ def trigger(
         f"{op['id']}: {op['kind']} on {op['target']} ({op['state']}), "
         f"NotBefore {_when(op['not_before'])} UTC, events {', '.join(op['event_ids']) or 'none'}"
     )
+    if op["unnotified"]:
+        click.echo(
+            f"  no notice for {', '.join(op['unnotified'])}: Scheduled Events are off in their "
+            "scope (no request from it yet, or terminate notifications disabled)"
+        )
 
 
 @main.command()
 @click.option("--as", "as_vm", default=None, help="Show the document this VM gets.")
-@click.option("--api-version", default=SUPPORTED_VERSIONS[-1], help="With --as: api-version.")
+@click.option("--api-version", default=None, help=f"With --as (default {SUPPORTED_VERSIONS[-1]}).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-def events(ctx: click.Context, as_vm: str | None, api_version: str, as_json: bool) -> None:
+def events(ctx: click.Context, as_vm: str | None, api_version: str | None, as_json: bool) -> None:
     """List live events (or, with --as, the document one VM sees)."""
+    if api_version is not None and as_vm is None:
+        raise click.UsageError("--api-version needs --as VM (it picks how that VM sees events)")
     api = _Api(ctx)
     if as_vm is not None:
         document = api.call(
-            "GET", f"/api/v1/documents/{as_vm}", params={"api-version": api_version}
+            "GET",
+            f"/api/v1/documents/{as_vm}",
+            params={"api-version": api_version or SUPPORTED_VERSIONS[-1]},
         )
         if as_json:
             _print_json(document)
@@ -327,8 +360,10 @@ def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:
     for column in columns:
         if column.lower() in ("id", "eventid", "event"):
             table.add_column(column, no_wrap=True, min_width=36)  # ids must stay copyable
-        else:
+        elif column.lower() in ("resources", "detail", "vm"):
             table.add_column(column, overflow="fold")
+        else:
+            table.add_column(column, no_wrap=True)  # short words stay whole
     for row in rows:
         table.add_row(*[str(c) for c in row])
     Console().print(table)
@@ -351,8 +386,8 @@ _event_command("cancel", "Cancel a Scheduled EVENT_ID (no impact).")
 _event_command("complete", "End a Started EVENT_ID now.")
 
 
-@main.command()
-@click.argument("seconds", type=float)
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("seconds", type=float, callback=_finite)
 @click.pass_context
 def advance(ctx: click.Context, seconds: float) -> None:
     """Advance a virtual clock by SECONDS, firing every timer that comes due."""

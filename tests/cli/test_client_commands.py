@@ -213,7 +213,9 @@ def test_no_control_api_at_the_url_is_one_error_line(command: list[str]) -> None
 
 
 def test_a_url_that_is_not_the_control_api_is_one_error_line(server: ServerProcess) -> None:
-    run_cli(["events"], server.imds_url).assert_one_error_line("(HTTP 404)")
+    run_cli(["events"], server.imds_url).assert_one_error_line(
+        f"{server.imds_url} is not a forewarn control API"
+    )
 
 
 def test_advancing_a_real_clock_is_one_error_line(

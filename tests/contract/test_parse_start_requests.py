@@ -105,3 +105,7 @@ def test_rejects_with_a_message_naming_the_problem(body: bytes, match: str) -> N
 
 def test_start_request_error_is_a_value_error() -> None:
     assert issubclass(StartRequestError, ValueError)
+
+
+def test_a_utf8_byte_order_mark_is_ignored() -> None:
+    assert parse_start_requests(b'\xef\xbb\xbf{"StartRequests": [{"EventId": "A"}]}') == ["A"]

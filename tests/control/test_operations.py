@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from forewarn.contract import SUPPORTED_VERSIONS
+from forewarn.control import ControlApp
 from forewarn.fabric import Fabric
 
-from .conftest import API, T0, TestClient, create
+from .conftest import API, T0, TestClient, create, make_fabric
 
 #: body -> (target, vms, rolling).
 TARGETS = [
@@ -62,9 +63,11 @@ def test_create_answers_201_with_the_operation(client: TestClient) -> None:
         "ended_at",
         "remove_at",
         "event_ids",
+        "unnotified",
         "rollout_id",
     }
     assert (op["not_before"], op["started_at"], op["ended_at"]) == (T0 + 900, None, None)
+    assert op["unnotified"] == []
 
 
 def test_overrides_show_in_the_event_and_the_document(client: TestClient) -> None:
@@ -135,3 +138,12 @@ def test_operations_list_oldest_first_and_get_one(client: TestClient) -> None:
 
 def test_operations_list_is_empty_at_first(client: TestClient) -> None:
     assert client.get(f"{API}/operations").json() == []
+
+
+def test_vms_of_scopes_that_never_asked_are_listed_as_unnotified() -> None:
+    fabric = make_fabric(enablement="on-first-request")
+    fabric.note_request(fabric.topology.vms["web-1"])
+    client = TestClient(ControlApp(fabric).asgi)
+    op = create(client, kind="host-update", target="host-2")
+    assert op["unnotified"] == ["workers_2", "FrontEnd_IN_1"]
+    assert len(op["event_ids"]) == 1  # only scope web, which asked, gets an event

@@ -671,3 +671,18 @@ async def test_a_server_fault_is_a_500_that_keeps_the_connection(
     monkeypatch.undo()
     [recovered] = await web1.ask(get())
     assert (recovered.status, recovered.body) == (200, EMPTY_WEB)
+
+
+async def test_expect_100_continue_gets_its_interim_answer(
+    imds: Imds, web1: Client, reboot_web0: str
+) -> None:
+    body = start_requests(reboot_web0)
+    head = request("POST", headers=(("Metadata", "true"), ("Expect", "100-continue"),
+                                    ("Content-Length", str(len(body)))))  # fmt: skip
+    await web1.send(head)
+    interim = await asyncio.wait_for(web1.reader.readuntil(b"\r\n\r\n"), TIMEOUT)
+    assert interim == b"HTTP/1.1 100 Continue\r\n\r\n"
+    await web1.send(body)
+    [approved] = await web1.responses(1)
+    assert (approved.status, approved.body) == (200, b"")
+    assert imds.event(reboot_web0).approved_by == "web-1"

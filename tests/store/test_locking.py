@@ -27,3 +27,13 @@ def test_a_failed_write_is_rolled_back_and_the_next_one_works(tmp_path: Path) ->
     store.apply(Changes(history=[HistoryEntry(at=2.0, kind="fine")]))
     assert [h.kind for h in store.history()] == ["fine"]
     store.close()
+
+
+def test_a_symlink_to_a_database_in_use_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "f.db"
+    first = SQLiteStore(path)
+    link = tmp_path / "link.db"
+    link.symlink_to(path)
+    with pytest.raises(StoreError, match="in use"):
+        SQLiteStore(link)
+    first.close()

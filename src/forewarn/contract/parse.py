@@ -88,6 +88,7 @@ def parse_start_requests(body: bytes | str) -> list[str]:
     """
     if isinstance(body, str):
         body = body.encode()
+    body = body.removeprefix(b"\xef\xbb\xbf")  # Windows tools may prefix a UTF-8 BOM
     if not body.strip():
         raise StartRequestError('Request body is empty; expected {"StartRequests": [...]}')
     try:

@@ -140,6 +140,7 @@ def operation_out(op: OperationRecord) -> OperationOut:
         ended_at=op.ended_at,
         remove_at=op.remove_at,
         event_ids=list(op.event_ids),
+        unnotified=list(op.unnotified),
         rollout_id=op.rollout_id,
     )
 

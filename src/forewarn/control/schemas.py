@@ -75,6 +75,7 @@ class OperationOut(msgspec.Struct):
     ended_at: float | None
     remove_at: float | None
     event_ids: list[str]
+    unnotified: list[str]
     rollout_id: str | None
 
 

@@ -37,6 +37,7 @@ from .records import (
 )
 from .scheduler import Scheduler
 from .topology import VM, Scope, ScopeKind, ScopePolicy, Topology
+from .yamlfile import YamlError, read_yaml
 
 __all__ = [
     "CATALOGUE",
@@ -70,12 +71,14 @@ __all__ = [
     "Snapshot",
     "Store",
     "Topology",
+    "YamlError",
     "build_topology",
     "demo_fleet",
     "fleet_from_builtins",
     "fleet_to_builtins",
     "load_fleet_file",
     "monotonic",
+    "read_yaml",
     "spec_for",
     "wall_time",
 ]

@@ -42,7 +42,8 @@ DAY = 24 * 3600.0
 class FabricConfig:
     """Platform-wide settings.
 
-    ``time_scale`` divides every catalogue duration (notice, impact, hold, idle timeout).
+    ``time_scale`` divides every catalogue duration (notice, impact, hold, idle timeout);
+    the announced DurationInSeconds stays as in production.
     ``enablement`` "on-first-request" is the faithful behaviour; "always" treats every
     scope as enabled from the start.
     """
@@ -499,11 +500,11 @@ class Fabric:
             deletes_vms=spec.deletes_vm,
             rollout_id=rollout_id,
         )
-        duration = request.duration_seconds
-        if duration is None:
-            duration = spec.wire_duration
-            if duration > 0:
-                duration = max(1, round(self.config.scaled(duration)))
+        # DurationInSeconds is what the platform announces, not scaled: client policies
+        # ("approve a Freeze under 9 s") must decide as they would in production.
+        duration = (
+            spec.wire_duration if request.duration_seconds is None else (request.duration_seconds)
+        )
         events = []
         for (scope_id, _host, _ud), names in groups.items():
             event = EventRecord(
@@ -523,7 +524,9 @@ class Fabric:
             )
             tx.events[event.id] = event
             events.append(event)
-        op = msgspec.structs.replace(op, event_ids=tuple(e.id for e in events))
+        op = msgspec.structs.replace(
+            op, event_ids=tuple(e.id for e in events), unnotified=tuple(silent)
+        )
         tx.operations[op.id] = op
         tx.log(
             "operation.created",

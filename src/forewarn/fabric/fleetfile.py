@@ -9,6 +9,7 @@ so the same file always yields the same fleet.
 from __future__ import annotations
 
 import ipaddress
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +19,7 @@ import yaml
 
 from .errors import FleetError
 from .topology import VM, Scope, ScopeKind, ScopePolicy, Topology
+from .yamlfile import YamlError, read_yaml
 
 __all__ = [
     "FleetSpec",
@@ -83,23 +85,12 @@ class FleetSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 def load_fleet_file(path: str | Path) -> FleetSpec:
     """Read and validate a YAML (or JSON) fleet file."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        raw = read_yaml(path)
     except OSError as exc:
         raise FleetError(f"cannot read fleet file {path}: {exc.strerror}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise FleetError(f"fleet file {path} is not valid YAML: {_one_line(exc)}") from None
+    except YamlError as exc:
+        raise FleetError(f"fleet file {exc}") from None
     return fleet_from_builtins(raw, origin=str(path))
-
-
-def _one_line(exc: yaml.YAMLError) -> str:
-    """PyYAML's multi-line message as one line: the problem and where it is."""
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    if mark is not None:
-        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
-    return " ".join(str(exc).split())
 
 
 def fleet_from_builtins(raw: Any, origin: str = "fleet") -> FleetSpec:
@@ -224,12 +215,30 @@ def _scope_ids(scope: ScopeSpec) -> list[str]:
     return [f"{scope.name}/pg{k}" for k in range(scope.placement_groups)]
 
 
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+
+
+def _check_names(spec: FleetSpec, vm_lists: list[list[VmSpec]]) -> None:
+    """Names as Azure allows them: they end up in documents, URLs and log lines."""
+    if not spec.scopes:
+        raise FleetError("a fleet needs at least one scope")
+    for scope, vm_specs in zip(spec.scopes, vm_lists, strict=True):
+        if not _NAME.fullmatch(scope.name):
+            raise FleetError(f"scope name {scope.name!r} must be letters, digits, '.', '-', '_'")
+        for vm in vm_specs:
+            if not _NAME.fullmatch(vm.name):
+                raise FleetError(f"VM name {vm.name!r} must be letters, digits, '.', '-', '_'")
+            if vm.port is not None and not 1 <= vm.port <= 65535:
+                raise FleetError(f"VM {vm.name!r}: port {vm.port} is outside 1..65535")
+
+
 def build_topology(spec: FleetSpec) -> Topology:
     """Expand a fleet spec into scopes and VMs, assigning what the file left out."""
     vm_lists = [
         scope.vms if isinstance(scope.vms, list) else _generated_names(scope)
         for scope in spec.scopes
     ]
+    _check_names(spec, vm_lists)
     assigner = _Assigner(spec, sum(len(v) for v in vm_lists))
     scopes: list[Scope] = []
     vms: list[VM] = []

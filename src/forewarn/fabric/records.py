@@ -70,6 +70,7 @@ class OperationRecord(msgspec.Struct, frozen=True, kw_only=True):
     """One atomic piece of work on some VMs; its events start together.
 
     ``spared_vms`` lists VMs whose event was canceled: the operation has no impact on them.
+    ``unnotified`` lists VMs hit without notice (their scope's Scheduled Events were off).
     """
 
     id: str
@@ -84,6 +85,7 @@ class OperationRecord(msgspec.Struct, frozen=True, kw_only=True):
     deletes_vms: bool
     event_ids: tuple[str, ...] = ()
     spared_vms: tuple[str, ...] = ()
+    unnotified: tuple[str, ...] = ()
     rollout_id: str | None = None
     started_at: float | None = None
     ended_at: float | None = None

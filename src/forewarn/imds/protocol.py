@@ -32,6 +32,7 @@ IDLE_SWEEP = 30.0
 
 _STATUS_LINES = {s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n".encode() for s in HTTPStatus}
 _MALFORMED = error_body("Malformed request")
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _HEAD_TOO_LARGE = Reply(431, error_body("Request header fields too large"))
 _BAD_REQUEST = (
     b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\n"
@@ -126,6 +127,7 @@ class _Connection(asyncio.Protocol):
         self._in_head = True  # between the start of a request and the end of its headers
         self._head_bytes = 0  # bytes read while in a request head (bounds its memory)
         self._write_paused = False
+        self._expect_continue = False
         self.last_active = 0.0
 
     # -- asyncio.Protocol
@@ -197,10 +199,16 @@ class _Connection(asyncio.Protocol):
         name = name.lower()
         if name in RULE_HEADERS:  # the endpoint looks at no other header
             self._headers.append((name, value))
+        elif name == b"expect" and value.strip().lower() == b"100-continue":
+            self._expect_continue = True
 
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._head_bytes = 0
+        if self._expect_continue:
+            self._expect_continue = False
+            if not self._held and not self._finished and self._transport is not None:
+                self._transport.write(_CONTINUE)  # don't make PowerShell and curl wait
 
     def on_body(self, body: bytes) -> None:
         self._body_size += len(body)

@@ -8,6 +8,7 @@ holds the result and checks it.
 from __future__ import annotations
 
 import ipaddress
+import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -60,14 +61,17 @@ class ServeConfig:
     log_format: Literal["console", "json"] = "console"
 
     def __post_init__(self) -> None:
-        if not self.time_scale > 0:
+        if not (math.isfinite(self.time_scale) and self.time_scale > 0):
             raise ConfigError("--time-scale must be a positive number")
-        if self.rate_limit < 0:
+        if not (math.isfinite(self.rate_limit) and self.rate_limit >= 0):
             raise ConfigError("--rate-limit must be >= 0 (0 turns it off)")
-        if self.first_call_delay < 0:
+        if not (math.isfinite(self.first_call_delay) and self.first_call_delay >= 0):
             raise ConfigError("--first-call-delay must be >= 0")
-        for bind in self.imds_bind:
-            parse_bind(bind)
+        binds = [parse_bind(b) for b in (*self.imds_bind, self.control_bind)]
+        ports = [port for _, port in binds if port != 0]
+        twice = sorted({port for port in ports if ports.count(port) > 1})
+        if twice:
+            raise ConfigError(f"port {twice[0]} is given to two listeners")
         host, _ = parse_bind(self.control_bind)
         if not _is_loopback(host) and not self.control_token:
             raise ConfigError(

@@ -182,7 +182,11 @@ def open_listeners(runtime: Runtime) -> Listeners:
             imds.append(_listen(*parse_bind(bind)))
         if runtime.config.per_vm_ports:
             host = parse_bind(runtime.config.imds_bind[0])[0]
+            taken = {parse_bind(b)[1] for b in (*runtime.config.imds_bind,
+                                                 runtime.config.control_bind)}  # fmt: skip
             for vm in runtime.topology.vms.values():
+                if vm.port in taken:
+                    raise OSError(f"VM {vm.name!r} wants port {vm.port}, which a listener uses")
                 if vm.port is not None:
                     imds.append(_listen(host, vm.port))
                     vm_ports[vm.port] = vm.name

@@ -9,6 +9,7 @@ change survives a SIGKILL (and a power cut).
 from __future__ import annotations
 
 import fcntl
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -221,7 +222,8 @@ def _exclusive_lock(path: str) -> IO[bytes] | None:
     """
     if path == ":memory:" or path.startswith("file:"):
         return None
-    lock = open(f"{path}.lock", "ab")  # noqa: SIM115 - held open for the store's lifetime
+    real = os.path.realpath(path)  # a symlink must not get a lock of its own
+    lock = open(f"{real}.lock", "ab")  # noqa: SIM115 - held open for the store's lifetime
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

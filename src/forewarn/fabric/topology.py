@@ -8,9 +8,10 @@ over time (deleted VMs, incarnations) lives in the engine's state.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
 
 from ..contract import EventType
 from .errors import FleetError, NotFoundError
@@ -181,6 +182,14 @@ class Topology:
         if name in self.scopes:
             return ("scope", name)
         raise NotFoundError(f"{name!r} is neither a VM, a host nor a scope of this fleet")
+
+    def address_map(self) -> Mapping[str, VM]:
+        """Source address → VM (read-only view, for look-ups on a hot path)."""
+        return MappingProxyType(self._by_address)
+
+    def port_map(self) -> Mapping[int, VM]:
+        """Dedicated port → VM (read-only view)."""
+        return MappingProxyType(self._by_port)
 
     def vm_by_address(self, address: str) -> VM | None:
         """The VM whose source address is ``address``."""

@@ -15,23 +15,23 @@ class VmResolver:
     is the default VM (plain ``127.0.0.1`` requests), or nobody when there is none.
     """
 
-    __slots__ = ("_default", "_has_ports", "_topology")
+    __slots__ = ("_by_address", "_by_port", "_default")
 
     def __init__(self, topology: Topology) -> None:
-        self._topology = topology
-        self._has_ports = bool(topology.ports())
+        self._by_address = topology.address_map()
+        self._by_port = topology.port_map()
         self._default = topology.vms.get(topology.default_vm) if topology.default_vm else None
 
     def resolve(self, client_address: str | None, local_port: int | None) -> VM | None:
         """The VM behind a request, or None."""
-        if local_port is not None and self._has_ports:
-            vm = self._topology.vm_by_port(local_port)
+        if local_port is not None and self._by_port:
+            vm = self._by_port.get(local_port)
             if vm is not None:
                 return vm
         if client_address is not None:
             if client_address.startswith("::ffff:"):
                 client_address = client_address[7:]
-            vm = self._topology.vm_by_address(client_address)
+            vm = self._by_address.get(client_address)
             if vm is not None:
                 return vm
         return self._default

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import Imds
+from .conftest import VERSIONS, Imds
 
 
 @pytest.mark.parametrize(
@@ -27,3 +27,34 @@ async def test_an_echoed_event_id_is_truncated(imds: Imds) -> None:
     response = await imds.post("web-1", "X" * 10_000)
     assert response.status_code == 400
     assert len(response.content) < 200
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_every_version_approves_and_the_event_starts_for_all_its_vms(
+    imds: Imds, version: str
+) -> None:
+    op = imds.submit("user-reboot", "web-0")
+    event = imds.only_event(op)
+    response = await imds.post("web-3", event.id.lower(), version=version)
+    assert (response.status_code, response.content) == (200, b"")
+    for vm in ("web-0", "web-3"):
+        (shown,) = (await imds.document(vm, version=version))["Events"]
+        assert (shown["EventId"], shown["EventStatus"], shown["NotBefore"]) == (
+            event.id,
+            "Started",
+            "",
+        )
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_every_version_rejects_a_bad_body_and_approves_nothing(
+    imds: Imds, version: str
+) -> None:
+    op = imds.submit("user-reboot", "web-0")
+    event = imds.only_event(op)
+    response = await imds.request(
+        "POST", vm="web-3", version=version, content=b'{"StartRequests": []}'
+    )
+    assert response.status_code == 400
+    assert response.json() == {"error": "StartRequests is empty"}
+    assert imds.event(event.id).approved_by is None

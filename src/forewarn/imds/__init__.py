@@ -1,9 +1,10 @@
 """The metadata endpoint (HTTP): request rules, VM identity, rate limit, document cache."""
 
 from .app import ImdsApp
-from .endpoint import Endpoint, ImdsSettings, Reply, Request
+from .endpoint import Endpoint, ImdsSettings
 from .identity import VmResolver
 from .instance import INSTANCE_VERSIONS
+from .messages import Reply, Request
 from .metrics import EndpointMetrics
 from .protocol import serve_endpoint
 from .ratelimit import RateLimiter

@@ -11,7 +11,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from ..fabric import Fabric
-from .endpoint import MAX_BODY, TOO_LARGE, Endpoint, ImdsSettings, Request
+from .endpoint import MAX_BODY, TOO_LARGE, Endpoint, ImdsSettings
+from .messages import Request
 
 __all__ = ["ImdsApp"]
 

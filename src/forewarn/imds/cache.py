@@ -1,37 +1,41 @@
-"""Rendered documents, kept until their scope's incarnation changes."""
+"""Rendered documents, kept as ready replies until their scope's incarnation changes."""
 
 from __future__ import annotations
 
 from ..contract import ApiVersion, render_document
 from ..fabric import VM, ScopeView
+from .messages import Reply
 
 __all__ = ["DocumentCache"]
 
 
 class DocumentCache:
-    """Bytes of each (scope, incarnation, api-version) document, rendered once.
+    """The 200 reply (body and ETag) of each (scope, incarnation, api-version), built once.
 
-    Scopes with per-VM visibility (GPU scale sets) are cached per VM instead.
+    Scopes with per-VM visibility (GPU scale sets) are cached per VM instead. The same
+    Reply object is handed out until the incarnation changes, so transports can cache
+    their framing of it by identity.
     """
 
     __slots__ = ("_entries",)
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[str, str], tuple[int, dict[str, bytes]]] = {}
+        self._entries: dict[tuple[str, str], tuple[int, dict[str, Reply]]] = {}
 
-    def document(self, view: ScopeView, vm: VM, version: ApiVersion) -> bytes:
-        """The document ``vm`` gets for ``version``."""
+    def reply(self, view: ScopeView, vm: VM, version: ApiVersion) -> Reply:
+        """The reply carrying the document ``vm`` gets for ``version``."""
         per_vm = view.scope.policy.per_vm_visibility
         key = ("vm", vm.name) if per_vm else ("scope", view.scope.id)
         entry = self._entries.get(key)
         if entry is None or entry[0] != view.incarnation:
             entry = (view.incarnation, {})
             self._entries[key] = entry
-        body = entry[1].get(version.name)
-        if body is None:
+        reply = entry[1].get(version.name)
+        if reply is None:
             events = view.events_for(vm.name) if per_vm else view.events
             body = render_document(
                 view.incarnation, events, version, role_instances=view.scope.role_instances
             )
-            entry[1][version.name] = body
-        return body
+            reply = Reply(200, body, ((b"etag", b'"%d"' % view.incarnation),))
+            entry[1][version.name] = reply
+        return reply

@@ -38,16 +38,13 @@ from ..fabric import VM, EventNotVisible, Fabric, monotonic
 from .cache import DocumentCache
 from .identity import VmResolver
 from .instance import INSTANCE_VERSIONS, instance_document
+from .messages import TEXT, Reply, Request
 from .ratelimit import RateLimiter
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MAX_BODY", "RULE_HEADERS", "TOO_LARGE", "Endpoint", "ImdsSettings", "Reply", "Request"]
+__all__ = ["MAX_BODY", "RULE_HEADERS", "TOO_LARGE", "Endpoint", "ImdsSettings"]
 
-Headers = tuple[tuple[bytes, bytes], ...]
-
-JSON = b"application/json; charset=utf-8"
-TEXT = b"text/plain; charset=utf-8"
 MAX_BODY = 64 * 1024
 
 #: The only request headers the rules look at (lower-case).
@@ -64,30 +61,6 @@ class ImdsSettings:
 
     rate_limit: float | None = 5.0
     first_call_delay: float = 0.0
-
-
-@dataclass(slots=True)
-class Request:
-    """One HTTP request as the endpoint needs it (header names lower-case)."""
-
-    method: str
-    path: str
-    query: bytes
-    headers: list[tuple[bytes, bytes]]
-    client: str | None
-    local_port: int | None
-    body: bytes = b""
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """The answer: status, body, extra headers, content type, and a delay before sending."""
-
-    status: int
-    body: bytes
-    headers: Headers = ()
-    content_type: bytes = JSON
-    delay: float = 0.0
 
 
 class _Abort(Exception):
@@ -276,10 +249,10 @@ class Endpoint:
                 raise _Abort(replace(abort.reply, delay=delay)) from None
             return Reply(200, b"", delay=delay) if delay else _APPROVED
         view = self.fabric.view(vm.scope_id)
-        etag = ((b"etag", b'"%d"' % view.incarnation),)
+        reply = self._cache.reply(view, vm, version)
         if if_none_match is not None and _etag_matches(if_none_match, view.incarnation):
-            return Reply(304, b"", etag, delay=delay)
-        return Reply(200, self._cache.document(view, vm, version), etag, delay=delay)
+            return Reply(304, b"", reply.headers, delay=delay)
+        return replace(reply, delay=delay) if delay else reply
 
     def _approve(self, vm: VM, body: bytes, version: ApiVersion) -> None:
         try:

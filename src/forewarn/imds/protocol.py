@@ -21,7 +21,8 @@ import httptools
 
 from ..contract import error_body
 from ..fabric import wall_time
-from .endpoint import MAX_BODY, RULE_HEADERS, TOO_LARGE, Endpoint, Reply, Request
+from .endpoint import MAX_BODY, RULE_HEADERS, TOO_LARGE, Endpoint
+from .messages import Reply, Request
 
 __all__ = ["serve_endpoint"]
 
@@ -59,10 +60,11 @@ class _DateHeader:
 
 
 class _Encoder:
-    """Status line + date + the rest, where the rest is cached per distinct reply.
+    """Status line + date + the rest, where the rest is cached per Reply object.
 
-    Cached documents are the same bytes object until their scope changes, and bytes cache
-    their hash, so the look-up costs far less than building the header block each time.
+    Cached documents and error replies are the same Reply objects request after request,
+    so the framing is built once. Entries hold their Reply, so an id is never reused while
+    its entry lives; the cache is bounded in bytes.
     """
 
     __slots__ = ("_bytes", "_date", "_rest")
@@ -70,20 +72,20 @@ class _Encoder:
     def __init__(self, date: _DateHeader) -> None:
         self._date = date
         self._bytes = 0
-        self._rest: dict[
-            tuple[int, bytes, bytes, tuple[tuple[bytes, bytes], ...], bool], bytes
-        ] = {}
+        self._rest: dict[tuple[int, bool], tuple[Reply, bytes]] = {}
 
     def encode(self, reply: Reply, close: bool) -> bytes:
-        key = (reply.status, reply.content_type, reply.body, reply.headers, close)
-        rest = self._rest.get(key)
-        if rest is None:
+        key = (id(reply), close)
+        entry = self._rest.get(key)
+        if entry is None or entry[0] is not reply:
             rest = _rest(reply, close)
             if self._bytes + len(rest) > ENCODER_CACHE_BYTES or len(self._rest) >= 4096:
                 self._rest.clear()
                 self._bytes = 0
-            self._rest[key] = rest
-            self._bytes += len(rest) + len(reply.body)
+            self._rest[key] = (reply, rest)
+            self._bytes += len(rest)
+        else:
+            rest = entry[1]
         return _STATUS_LINES[reply.status] + self._date.line() + rest
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from imds_throughput import BARE_SERVER, free_port, pinned, wait_for_port
+from imds_throughput import BARE_SERVER, free_port, pinned, running
 
 PATH = "/metadata/scheduledevents?api-version=2020-07-01"
 
@@ -107,14 +107,8 @@ def run_load(port: int, vms: int, seconds: float) -> dict[str, float]:
 
 
 def measure(command: list[str], port: int, vms: int, seconds: float) -> dict[str, float]:
-    proc = subprocess.Popen(pinned(0, command), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        wait_for_port(port, timeout=120)
+    with running(command, port):
         return run_load(port, vms, seconds)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def main() -> int:

@@ -15,6 +15,7 @@ speaks from one address, i.e. as one VM.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 BARE_SERVER = textwrap.dedent(
@@ -106,17 +108,24 @@ def fleet_file(directory: Path, vms: int) -> Path:
     return path
 
 
-def measure(command: list[str], port: int, seconds: int, connections: int) -> float:
+@contextlib.contextmanager
+def running(command: list[str], port: int) -> Iterator[None]:
+    """A server on CPU 0, listening on ``port``, for the length of the block."""
     proc = subprocess.Popen(
         pinned(0, command), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        wait_for_port(port)
-        wrk(port, 1, connections)  # warm-up
-        return wrk(port, seconds, connections)
+        wait_for_port(port, timeout=120)
+        yield
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=30)
+
+
+def measure(command: list[str], port: int, seconds: int, connections: int) -> float:
+    with running(command, port):
+        wrk(port, 1, connections)  # warm-up
+        return wrk(port, seconds, connections)
 
 
 def main() -> int:

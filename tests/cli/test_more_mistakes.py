@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -39,16 +40,21 @@ def test_serve_settings_are_checked(runner: CliRunner, args: list[str], fragment
         ("scopes:\n  - {kind: standalone, name: a}\n  - {kind: standalone, name: a, vms: 1}\n"
          "scopes: []\n", "key 'scopes' is given twice (line 4, column 1)"),
         ("scopes: []\n", "a fleet needs at least one scope"),
+        ("hosts: 0\nscopes:\n  - {kind: standalone, name: a}\n", "hosts must be at least 1"),
         ("scopes:\n  - {kind: standalone, name: 'x y'}\n", "scope name 'x y' must be"),
         ("scopes:\n  - {kind: availability_set, name: s, vms: [{name: a, port: 70000}]}\n",
          "port 70000 is outside 1..65535"),
+        ("scopes:\n  - {kind: availability_set, name: s, vms: ["
+         "{name: a, host: h, update_domain: 0}, {name: b, host: h, update_domain: 1}]}\n",
+         "a host holds one update domain of a scope"),
     ],
-    ids=["duplicate-key", "no-scopes", "bad-name", "bad-port"],
+    ids=["duplicate-key", "no-scopes", "no-hosts", "bad-name", "bad-port", "two-uds-on-a-host"],
 )  # fmt: skip
 def test_bad_fleet_files_are_one_error_line(runner: CliRunner, fleet: str, fragment: str) -> None:
     write("fleet.yaml", fleet)
     result = runner.invoke(main, ["serve", "--db", "s.db", "--fleet", "fleet.yaml"])
     assert_one_error_line(result, 1, fragment)
+    assert not Path("s.db").exists()  # a refused fleet leaves no database behind
 
 
 def test_a_config_file_may_give_one_bind_as_a_string(runner: CliRunner) -> None:

@@ -162,7 +162,7 @@ def test_addresses_are_unique_and_vm_ids_stable(demo: Topology) -> None:
     assert len({v.address for v in demo.vms.values()}) == len(demo.vms)
     again = build_topology(demo_fleet())
     assert [v.vm_id for v in again.vms.values()] == [v.vm_id for v in demo.vms.values()]
-    assert demo.vm_by_address(demo.vms["jumpbox"].address) == demo.vms["jumpbox"]
+    assert demo.address_map()[demo.vms["jumpbox"].address] == demo.vms["jumpbox"]
 
 
 def test_vm_lookup_ignores_case_and_unknowns_raise(demo: Topology) -> None:
@@ -206,8 +206,8 @@ def test_explicit_vm_list_is_honoured() -> None:
     alpha, beta = topo.vms["alpha"], topo.vms["beta"]
     assert (alpha.host, alpha.update_domain, alpha.fault_domain) == ("rack-7", 2, 1)
     assert (alpha.address, alpha.port, alpha.zone) == ("10.0.0.5", 8101, "2")
-    assert topo.vm_by_port(8101) is alpha
-    assert topo.ports() == [8101]
+    assert topo.port_map()[8101] is alpha
+    assert sorted(topo.port_map()) == [8101]
     assert beta.update_domain == 1  # assigned by position
     assert topo.scopes["app"].vm_names == ("alpha", "beta")
 
@@ -410,7 +410,7 @@ def test_port_base_gives_every_vm_without_a_port_its_own() -> None:
         "s": 9102,
         "set_7": 9999,
     }
-    assert topology.vm_by_port(9101) is topology.vms["a-1"]
+    assert topology.port_map()[9101] is topology.vms["a-1"]
 
 
 def test_port_base_must_leave_room_for_every_vm() -> None:

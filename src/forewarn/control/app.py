@@ -23,7 +23,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .. import __version__
-from ..contract import SUPPORTED_VERSIONS, lookup_version, render_document
+from ..contract import SUPPORTED_VERSIONS, lookup_version
 from ..fabric import (
     CATALOGUE,
     ClockError,
@@ -36,6 +36,7 @@ from ..fabric import (
     OperationRecord,
     OperationRequest,
 )
+from ..imds import DocumentCache
 from .openapi import openapi_document
 from .schemas import AdvanceBody, ClockOut, EventOut, OperationBody, OperationOut, VmOut
 
@@ -166,6 +167,7 @@ class ControlApp:
         self.fabric = fabric
         self.registry = registry or CollectorRegistry()
         self._openapi = msgspec.json.encode(openapi_document(__version__))
+        self._documents = DocumentCache()  # the endpoint's rendering, not a second copy
         g = _guard
         routes = [
             Route("/healthz", g(self.health)),
@@ -304,12 +306,8 @@ class ControlApp:
             raise _BadRequest(
                 f"unknown api-version {name!r}; known: {', '.join(SUPPORTED_VERSIONS)}"
             )
-        view = self.fabric.view(vm.scope_id)
-        body = render_document(
-            view.incarnation, view.events_for(vm.name), version,
-            role_instances=view.scope.role_instances,
-        )  # fmt: skip
-        return Response(body, media_type="application/json")
+        reply = self._documents.reply(self.fabric.view(vm.scope_id), vm, version)
+        return Response(reply.body, media_type="application/json")
 
     def _clock_out(self) -> ClockOut:
         now = self.fabric.clock.now()

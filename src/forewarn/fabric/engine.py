@@ -207,10 +207,6 @@ class Fabric:
         """Every rollout (update-domain walk)."""
         return list(self._rollouts.values())
 
-    def scope_state(self, scope_id: str) -> ScopeState:
-        """The persisted counters of a scope."""
-        return self._scope_states[scope_id]
-
     def is_deleted(self, vm_name: str) -> bool:
         """True once a Preempt or Terminate has removed the VM."""
         return vm_name in self._deleted

@@ -117,9 +117,9 @@ class _Assigner:
     """Hands out hosts and loopback addresses in fleet order."""
 
     def __init__(self, spec: FleetSpec, total_vms: int) -> None:
-        self.host_count = spec.hosts or max(1, (total_vms + 3) // 4)
-        if self.host_count < 1:
+        if spec.hosts is not None and spec.hosts < 1:
             raise FleetError("hosts must be at least 1")
+        self.host_count = spec.hosts or max(1, (total_vms + 3) // 4)
         self.prefix = spec.address_prefix
         try:
             ipaddress.ip_address(f"{self.prefix}.0.1")

@@ -190,15 +190,3 @@ class Topology:
     def port_map(self) -> Mapping[int, VM]:
         """Dedicated port → VM (read-only view)."""
         return MappingProxyType(self._by_port)
-
-    def vm_by_address(self, address: str) -> VM | None:
-        """The VM whose source address is ``address``."""
-        return self._by_address.get(address)
-
-    def vm_by_port(self, port: int) -> VM | None:
-        """The VM that owns a dedicated endpoint port."""
-        return self._by_port.get(port)
-
-    def ports(self) -> list[int]:
-        """Every dedicated per-VM port."""
-        return sorted(self._by_port)

@@ -1,6 +1,7 @@
 """The metadata endpoint (HTTP): request rules, VM identity, rate limit, document cache."""
 
 from .app import ImdsApp
+from .cache import DocumentCache
 from .endpoint import Endpoint, ImdsSettings
 from .identity import VmResolver
 from .instance import INSTANCE_VERSIONS
@@ -11,6 +12,7 @@ from .ratelimit import RateLimiter
 
 __all__ = [
     "INSTANCE_VERSIONS",
+    "DocumentCache",
     "Endpoint",
     "EndpointMetrics",
     "ImdsApp",

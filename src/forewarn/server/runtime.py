@@ -59,40 +59,38 @@ class Runtime:
         self.store.close()
 
 
-def choose_fleet(config: ServeConfig, store: SQLiteStore) -> FleetSpec:
+def choose_fleet(given: FleetSpec | None, stored: dict[str, Any] | None, db: str) -> FleetSpec:
     """``--fleet`` if given, else the fleet stored in the database, else the demo fleet.
 
     A database keeps the fleet it was created with; serving it a different fleet would
     orphan its events, so that is refused.
     """
-    stored = store.stored_fleet()
-    if config.fleet is not None:
-        spec = load_fleet_file(config.fleet)
-        if stored is not None and stored != fleet_to_builtins(spec):
+    if given is not None:
+        if stored is not None and stored != fleet_to_builtins(given):
             raise FleetError(
-                f"database {config.db} was created with a different fleet; "
+                f"database {db} was created with a different fleet; "
                 "use another --db (or delete it) to serve this fleet"
             )
-        return spec
+        return given
     if stored is not None:
-        return fleet_from_builtins(stored, origin=f"fleet stored in {config.db}")
+        return fleet_from_builtins(stored, origin=f"fleet stored in {db}")
     return demo_fleet()
 
 
 def build_runtime(config: ServeConfig, *, clock: Clock | None = None) -> Runtime:
     """Wire a server from its configuration (without opening any listener)."""
-    if config.fleet is not None:
-        load_fleet_file(config.fleet)  # a bad fleet file fails before any database is made
-    store = SQLiteStore(config.db)
-    if clock is None and config.clock == "virtual":
-        clock = Clock.virtual(start=store.clock_position())
-        store.save_clock_position(clock.now())  # virtual time resumes here after a restart
-    elif clock is None:
-        clock = Clock.real()
+    given = load_fleet_file(config.fleet) if config.fleet is not None else None
+    given_topology = build_topology(given) if given is not None else None  # fails before
+    store = SQLiteStore(config.db)  # any database file is made
     try:
-        spec = choose_fleet(config, store)
-        topology = build_topology(spec)
+        spec = choose_fleet(given, store.stored_fleet(), config.db)
+        topology = given_topology if given_topology is not None else build_topology(spec)
         store.save_fleet(fleet_to_builtins(spec))
+        if clock is None and config.clock == "virtual":
+            clock = Clock.virtual(start=store.clock_position())
+            store.save_clock_position(clock.now())  # virtual time resumes here after a restart
+        elif clock is None:
+            clock = Clock.real()
     except Exception:
         store.close()
         raise

@@ -1,0 +1,45 @@
+"""The ``forewarn`` command: wiring only, no logic of its own.
+
+Errors a user can make end as one line on stderr and a non-zero exit, never a traceback.
+Each command group lives in its own module and is registered here with ``add_command``.
+"""
+
+from __future__ import annotations
+
+import click
+
+from .. import __version__
+from ..server.config import DEFAULT_CONTROL_BIND
+from .control import COMMANDS as CONTROL_COMMANDS
+from .errors import OneLineErrors
+from .serve import serve
+
+__all__ = ["main"]
+
+ENV_PREFIX = "FOREWARN"
+
+
+@click.group(
+    cls=OneLineErrors,
+    context_settings={"auto_envvar_prefix": ENV_PREFIX, "show_default": True},
+)
+@click.version_option(__version__, prog_name="forewarn")
+@click.option(
+    "--control",
+    "control_url",
+    envvar="FOREWARN_CONTROL",
+    default=f"http://{DEFAULT_CONTROL_BIND}",
+    help="Control API of a running server (for every command but serve).",
+)
+@click.option(
+    "--token", envvar="FOREWARN_TOKEN", default=None, help="Bearer token of the control API."
+)
+@click.pass_context
+def main(ctx: click.Context, control_url: str, token: str | None) -> None:
+    """forewarn: Azure Scheduled Events, runnable anywhere."""
+    ctx.obj = {"control": control_url.rstrip("/"), "token": token}
+
+
+main.add_command(serve)
+for _command in CONTROL_COMMANDS:
+    main.add_command(_command)

@@ -1,0 +1,43 @@
+"""How the CLI fails: one ``forewarn: error:`` line on stderr and a non-zero exit.
+
+A user's mistake is never a traceback; every command funnels its errors through here.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, NoReturn
+
+import click
+
+__all__ = ["OneLineErrors", "fail", "finite"]
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """Print one error line and exit with ``code``."""
+    click.echo(f"forewarn: error: {message}", err=True)
+    sys.exit(code)
+
+
+def finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """Refuse nan and inf, which no duration can be."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds")
+    return value
+
+
+class OneLineErrors(click.Group):
+    """Usage mistakes end as one ``forewarn: error:`` line, like every other error."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.UsageError as exc:
+            fail(exc.format_message(), exc.exit_code)
+        except click.ClickException as exc:
+            fail(exc.format_message(), exc.exit_code)
+        except click.Abort:
+            fail("aborted")
+        sys.exit(code if isinstance(code, int) else 0)

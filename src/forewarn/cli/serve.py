@@ -1,0 +1,141 @@
+"""``forewarn serve``: settings layered from a config file, the environment and flags."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+import yaml
+
+from ..fabric import FabricError, YamlError, read_yaml
+from ..server import (
+    ConfigError,
+    ServeConfig,
+    banner,
+    build_runtime,
+    configure_logging,
+    open_listeners,
+    run_server,
+)
+from ..server.config import DEFAULT_CONTROL_BIND, DEFAULT_IMDS_BIND
+from ..store import StoreError
+from .errors import fail
+
+__all__ = ["serve"]
+
+
+def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    """``--config FILE``: a YAML mapping of serve options, below env and flags."""
+    if value is None:
+        return
+    try:
+        data = read_yaml(value) or {}
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {value}: {exc.strerror}") from None
+    except YamlError as exc:
+        raise click.BadParameter(str(exc)) from None
+    if not isinstance(data, dict):
+        raise click.BadParameter(f"{value} must hold a mapping of option: value")
+    settings = {str(k).replace("-", "_"): v for k, v in data.items()}
+    multiple = {p.name for p in ctx.command.params if getattr(p, "multiple", False)}
+    for name in multiple & set(settings):
+        if isinstance(settings[name], str):
+            settings[name] = [settings[name]]
+    known = {p.name for p in ctx.command.params if p.name and p.name not in ("config",)}
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise click.BadParameter(
+            f"{value}: unknown setting {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    ctx.default_map = settings
+
+
+@click.command()
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False),
+    callback=_load_config_file,
+    is_eager=True,
+    expose_value=False,
+    help="YAML file of serve options.",
+)
+@click.option(
+    "--fleet",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Fleet file (YAML). Default: the fleet stored in --db, else the demo fleet.",
+)
+@click.option("--db", default="forewarn.db", help="SQLite database (state survives restarts).")
+@click.option(
+    "--clock",
+    type=click.Choice(["real", "virtual"]),
+    default="real",
+    help="virtual: time moves only via the control API (clock/advance).",
+)
+@click.option(
+    "--time-scale",
+    type=float,
+    default=1.0,
+    help="Divide every platform duration by this (60: a Reboot gets 15 s notice).",
+)
+@click.option(
+    "--imds-bind",
+    multiple=True,
+    default=[DEFAULT_IMDS_BIND],
+    help="HOST:PORT of the metadata endpoint (repeatable).",
+)
+@click.option("--control-bind", default=DEFAULT_CONTROL_BIND, help="HOST:PORT of the control API.")
+@click.option(
+    "--control-token",
+    default=None,
+    help="Require this Bearer token on the control API (needed off loopback).",
+)
+@click.option(
+    "--per-vm-ports/--no-per-vm-ports",
+    default=True,
+    help="Also listen on each VM's dedicated port from the fleet file.",
+)
+@click.option(
+    "--rate-limit", type=float, default=5.0, help="Requests per second per VM before 429 (0: off)."
+)
+@click.option(
+    "--first-call-delay",
+    type=float,
+    default=0.0,
+    help="Seconds the first request of a scope waits (Azure: up to 120).",
+)
+@click.option(
+    "--enablement",
+    type=click.Choice(["on-first-request", "always"]),
+    default="on-first-request",
+    help="When a scope's Scheduled Events are on (Azure: after its first request).",
+)
+@click.option("--log-format", type=click.Choice(["console", "json"]), default="console")
+@click.option("--print-config", is_flag=True, help="Print the effective configuration and exit.")
+def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> None:
+    """Run the metadata endpoint and the control API."""
+    try:
+        config = ServeConfig(imds_bind=tuple(imds_bind), **options)
+    except ConfigError as exc:
+        fail(str(exc), 2)
+    if print_config:
+        click.echo(yaml.safe_dump(config.as_dict(), sort_keys=False), nl=False)
+        return
+    configure_logging(config.log_format)
+    try:
+        runtime = build_runtime(config)
+    except (FabricError, StoreError) as exc:
+        fail(str(exc))
+    try:
+        listeners = open_listeners(runtime)
+    except OSError as exc:
+        runtime.close()
+        fail(str(exc))
+
+    def ready() -> None:
+        for line in banner(runtime, listeners):
+            click.echo(line)
+        sys.stdout.flush()
+
+    run_server(runtime, listeners, ready=ready)

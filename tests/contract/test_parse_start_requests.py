@@ -47,7 +47,29 @@ def test_accepts_str_as_well_as_bytes() -> None:
         pytest.param(b"", r"body is empty", id="empty"),
         pytest.param(b" \r\n\t", r"body is empty", id="whitespace"),
         pytest.param(b"{StartRequests}", r"not valid JSON", id="invalid-json"),
-        pytest.param(b"\xff", r"not valid JSON", id="not-utf8"),
+        pytest.param(b"\xff", r"not valid UTF-8", id="not-utf8"),
+        pytest.param(
+            b'{"StartRequests":[{"EventId":"\xff"}]}', r"not valid UTF-8", id="bad-utf8-in-id"
+        ),
+        pytest.param(
+            b'{"StartRequests":[{"EventId":"A\xed\xa0\x80"}]}',
+            r"not valid UTF-8",
+            id="encoded-surrogate",
+        ),
+        pytest.param(b"[" * 30_000 + b"]" * 30_000, r"nested too deeply", id="deep-arrays"),
+        pytest.param(
+            b'{"a":' * 30_000 + b"1" + b"}" * 30_000, r"nested too deeply", id="deep-objects"
+        ),
+        pytest.param(
+            b'{"StartRequests":' + b"[" * 30_000 + b"]" * 30_000 + b"}",
+            r"nested too deeply",
+            id="deep-start-requests",
+        ),
+        pytest.param(
+            b'{"StartRequests":' + b"[" * 50 + b"]" * 50 + b"}",
+            r"StartRequests\[0\] must be an object",
+            id="shallow-nesting-is-just-wrong",
+        ),
         pytest.param(b'[{"EventId":"A"}]', r"must be a JSON object", id="array"),
         pytest.param(b'"A"', r"must be a JSON object", id="string"),
         pytest.param(b"{}", r"StartRequests is missing", id="missing"),
@@ -109,3 +131,8 @@ def test_start_request_error_is_a_value_error() -> None:
 
 def test_a_utf8_byte_order_mark_is_ignored() -> None:
     assert parse_start_requests(b'\xef\xbb\xbf{"StartRequests": [{"EventId": "A"}]}') == ["A"]
+
+
+def test_a_str_with_a_lone_surrogate_is_not_utf8() -> None:
+    with pytest.raises(StartRequestError, match="not valid UTF-8"):
+        parse_start_requests('{"StartRequests":[{"EventId":"\ud800"}]}')

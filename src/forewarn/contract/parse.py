@@ -84,10 +84,16 @@ def parse_document(body: bytes | str) -> Document:
 def parse_start_requests(body: bytes | str) -> list[str]:
     """The EventIds a POST asks to start, in order, or StartRequestError.
 
-    A ``DocumentIncarnation`` key (integer or string) is tolerated and ignored.
+    A ``DocumentIncarnation`` key (integer or string) is tolerated and ignored. Every
+    malformed body, however hostile (bad UTF-8, deep nesting), is a StartRequestError, so
+    the endpoint answers 400 and never 500.
     """
-    if isinstance(body, str):
-        body = body.encode()
+    try:
+        if isinstance(body, str):
+            body = body.encode()
+        body.decode()  # a clear message for bad UTF-8 anywhere, not only inside strings
+    except UnicodeError:
+        raise StartRequestError("Request body is not valid UTF-8") from None
     body = body.removeprefix(b"\xef\xbb\xbf")  # Windows tools may prefix a UTF-8 BOM
     if not body.strip():
         raise StartRequestError('Request body is empty; expected {"StartRequests": [...]}')
@@ -95,6 +101,8 @@ def parse_start_requests(body: bytes | str) -> list[str]:
         raw = msgspec.json.decode(body)
     except msgspec.DecodeError:
         raise StartRequestError("Request body is not valid JSON") from None
+    except RecursionError:  # msgspec's own depth guard: nothing was built, nothing to undo
+        raise StartRequestError("Request body is nested too deeply") from None
     if not isinstance(raw, dict):
         raise StartRequestError("Request body must be a JSON object")
     requests = raw.get("StartRequests")

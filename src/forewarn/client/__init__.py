@@ -1,0 +1,86 @@
+"""A typed client of Azure's Scheduled Events endpoint, for real VMs and for forewarn.
+
+Sync and async twins (``ScheduledEventsClient``, ``AsyncScheduledEventsClient``) carry out
+what one I/O-free core decides (requests, answers, retries, change diffing). This package
+imports nothing of the emulator: it ships to real VMs.
+
+Exceptions (each carries ``status``, ``body`` and ``url``)::
+
+    ClientError
+    ├── InvalidEndpoint          a URL or variable that is not an http:// endpoint (ValueError)
+    ├── EndpointUnreachable      no HTTP answer: refused, reset (after the retries)
+    │   └── EndpointTimeout      connected, but no answer in time
+    ├── DocumentError            200, but the body is not a document / instance metadata
+    └── EndpointError            an error status; ``.error`` is the endpoint's message
+        ├── BadRequestError      400: api-version, Metadata header, a rejected approval
+        ├── NotFoundError        404
+        ├── GoneError            410 still, after ``retry_gone_for`` seconds of retries
+        ├── RateLimitedError     429 still, after the retries
+        └── ServerError          5xx still, after the retries
+"""
+
+from .aio import AsyncScheduledEventsClient
+from .core import DEFAULT_API_VERSION, INSTANCE_API_VERSION, RetryPolicy
+from .endpoint import DEFAULT_ENDPOINT, Discovery, discover, option_245, resolve_endpoint
+from .errors import (
+    BadRequestError,
+    ClientError,
+    DocumentError,
+    EndpointError,
+    EndpointTimeout,
+    EndpointUnreachable,
+    GoneError,
+    InvalidEndpoint,
+    NotFoundError,
+    RateLimitedError,
+    ServerError,
+)
+from .model import (
+    Document,
+    DocumentChange,
+    Event,
+    EventSource,
+    EventStatus,
+    EventType,
+    Instance,
+    ResourceType,
+    diff_documents,
+    parse_document,
+    parse_instance,
+)
+from .sync import ScheduledEventsClient
+
+__all__ = [
+    "DEFAULT_API_VERSION",
+    "DEFAULT_ENDPOINT",
+    "INSTANCE_API_VERSION",
+    "AsyncScheduledEventsClient",
+    "BadRequestError",
+    "ClientError",
+    "Discovery",
+    "Document",
+    "DocumentChange",
+    "DocumentError",
+    "EndpointError",
+    "EndpointTimeout",
+    "EndpointUnreachable",
+    "Event",
+    "EventSource",
+    "EventStatus",
+    "EventType",
+    "GoneError",
+    "Instance",
+    "InvalidEndpoint",
+    "NotFoundError",
+    "RateLimitedError",
+    "ResourceType",
+    "RetryPolicy",
+    "ScheduledEventsClient",
+    "ServerError",
+    "diff_documents",
+    "discover",
+    "option_245",
+    "parse_document",
+    "parse_instance",
+    "resolve_endpoint",
+]

@@ -1,0 +1,257 @@
+"""The I/O-free core both twins share: what to send, what an answer means, when to retry.
+
+Nothing here touches a socket, a clock or a random source; the sync and async clients
+only carry out what these functions decide, so both behave identically by construction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import msgspec
+
+from .errors import ClientError, DocumentError, EndpointError, GoneError, error_for_status
+from .model import (
+    Document,
+    DocumentChange,
+    Instance,
+    _ParseError,
+    diff_documents,
+    parse_document,
+    parse_instance,
+)
+
+__all__ = [
+    "DEFAULT_API_VERSION",
+    "INSTANCE_API_VERSION",
+    "Answer",
+    "RequestSpec",
+    "RetryPolicy",
+    "Settings",
+    "Transient",
+    "approve_request",
+    "document_request",
+    "instance_request",
+    "read_approval",
+    "read_document",
+    "read_instance",
+    "transient",
+    "watch_step",
+]
+
+DEFAULT_API_VERSION = "2020-07-01"
+INSTANCE_API_VERSION = "2021-02-01"
+SCHEDULED_EVENTS_PATH = "/metadata/scheduledevents"
+INSTANCE_PATH = "/metadata/instance"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSpec:
+    """One HTTP request, described; the twins send it."""
+
+    method: str
+    url: str
+    params: Mapping[str, str]
+    headers: Mapping[str, str]
+    content: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What came back, reduced to what the interpretation needs."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+    url: str
+
+
+def document_request(base: str, api_version: str, etag: str | None = None) -> RequestSpec:
+    """GET the document; with ``etag`` it is conditional (If-None-Match, 304 when unchanged)."""
+    headers = {"Metadata": "true"}
+    if etag is not None:
+        headers["If-None-Match"] = etag
+    return RequestSpec("GET", base + SCHEDULED_EVENTS_PATH, {"api-version": api_version}, headers)
+
+
+def approve_request(base: str, api_version: str, event_ids: tuple[str, ...]) -> RequestSpec:
+    """POST StartRequests for ``event_ids`` (one call for all, as the endpoint allows)."""
+    if not event_ids:
+        raise ValueError("approve() needs at least one event id")
+    for event_id in event_ids:
+        if not isinstance(event_id, str) or not event_id.strip():
+            raise ValueError(f"event ids must be non-empty strings, got {event_id!r}")
+    body = msgspec.json.encode({"StartRequests": [{"EventId": i.strip()} for i in event_ids]})
+    headers = {"Metadata": "true", "Content-Type": "application/json"}
+    return RequestSpec(
+        "POST", base + SCHEDULED_EVENTS_PATH, {"api-version": api_version}, headers, body
+    )
+
+
+def instance_request(base: str, api_version: str = INSTANCE_API_VERSION) -> RequestSpec:
+    """GET ``/metadata/instance`` (compute name, scale set, domains, zone)."""
+    return RequestSpec("GET", base + INSTANCE_PATH, {"api-version": api_version},
+                       {"Metadata": "true"})  # fmt: skip
+
+
+def _raise_for_status(answer: Answer) -> None:
+    if answer.status >= 400:
+        raise error_for_status(answer.status, answer.body, answer.url)
+
+
+def read_document(answer: Answer, previous: Document | None = None) -> Document:
+    """The document an answer carries; a 304 means ``previous`` still holds."""
+    if answer.status == 304 and previous is not None:
+        return previous
+    _raise_for_status(answer)
+    if answer.status != 200:
+        raise EndpointError(
+            f"HTTP {answer.status} from {answer.url}: expected a document",
+            status=answer.status, body=answer.body, url=answer.url,
+        )  # fmt: skip
+    try:
+        return parse_document(answer.body, etag=answer.headers.get("etag"))
+    except _ParseError as exc:
+        raise DocumentError(
+            f"{answer.url} answered 200 with {exc}",
+            status=answer.status, body=answer.body, url=answer.url,
+        ) from None  # fmt: skip
+
+
+def read_approval(answer: Answer) -> None:
+    """An approval succeeded (200) or raises the endpoint's error."""
+    _raise_for_status(answer)
+    if answer.status != 200:
+        raise EndpointError(
+            f"HTTP {answer.status} from {answer.url}: approval not confirmed",
+            status=answer.status, body=answer.body, url=answer.url,
+        )  # fmt: skip
+
+
+def read_instance(answer: Answer) -> Instance:
+    """The instance metadata an answer carries."""
+    _raise_for_status(answer)
+    try:
+        return parse_instance(answer.body)
+    except _ParseError as exc:
+        raise DocumentError(
+            f"{answer.url} answered {answer.status} with {exc}",
+            status=answer.status, body=answer.body, url=answer.url,
+        ) from None  # fmt: skip
+
+
+class Transient(ClientError):
+    """Marks a failure the policy may retry; never escapes the twins (``cause`` does)."""
+
+    def __init__(self, cause: ClientError, retry_after: float | None = None) -> None:
+        super().__init__(cause.message, status=cause.status, body=cause.body, url=cause.url)
+        self.cause = cause
+        self.retry_after = retry_after
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    value = headers.get("retry-after", "").strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def transient(answer: Answer) -> Transient | None:
+    """410, 429 and 5xx are worth another try; anything else is final."""
+    if answer.status == 410 or answer.status == 429 or answer.status >= 500:
+        return Transient(
+            error_for_status(answer.status, answer.body, answer.url), _retry_after(answer.headers)
+        )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """When to try again, as the Scheduled Events articles advise.
+
+    410 (the endpoint is getting ready) is retried for ``gone_for`` seconds; 429, 5xx and
+    connection failures ``max_retries`` times, with full-jitter exponential back-off from
+    ``backoff`` up to ``backoff_max`` seconds (a 429's Retry-After wins when it is longer).
+    """
+
+    gone_for: float = 70.0
+    max_retries: int = 5
+    backoff: float = 0.5
+    backoff_max: float = 10.0
+    gone_interval: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("gone_for", "backoff", "backoff_max", "gone_interval"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.max_retries!r}")
+
+    def delay(
+        self, failure: Transient, attempt: int, elapsed: float, jitter: float
+    ) -> float | None:
+        """Seconds to wait before attempt ``attempt + 1``, or None to give up.
+
+        ``attempt`` counts attempts made so far (1 after the first), ``elapsed`` is the
+        time since the first, and ``jitter`` a uniform draw from [0, 1).
+        """
+        if isinstance(failure.cause, GoneError):
+            left = self.gone_for - elapsed
+            if left <= 0:
+                return None
+            step = min(self.gone_interval * (0.5 + jitter), left)
+            return max(step, 0.0)
+        if attempt > self.max_retries:
+            return None
+        ceiling = min(self.backoff_max, self.backoff * 2.0 ** (attempt - 1))
+        wait = ceiling * jitter
+        if failure.retry_after is not None:
+            wait = max(wait, min(failure.retry_after, self.backoff_max))
+        return wait
+
+
+@dataclass(slots=True)
+class Settings:
+    """What a client was configured with, plus the one bit of state timeouts depend on."""
+
+    base: str
+    api_version: str
+    timeout: float
+    first_call_timeout: float
+    policy: RetryPolicy
+    answered: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("timeout", "first_call_timeout"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+
+    def read_timeout(self) -> float:
+        """Long until the endpoint first answers (enablement may take two minutes)."""
+        return self.timeout if self.answered else max(self.timeout, self.first_call_timeout)
+
+    def watch_request(self, previous: Document | None) -> RequestSpec:
+        """A watch step's request: conditional when the last document had an ETag."""
+        etag = previous.etag if previous is not None else None
+        return document_request(self.base, self.api_version, etag)
+
+
+def watch_step(previous: Document | None, answer: Answer) -> tuple[Document, DocumentChange]:
+    """The document after one watch poll and what changed (falsy when nothing did).
+
+    A 304, or a document with the incarnation and events already seen, is no change.
+    """
+    document = read_document(answer, previous)
+    if (
+        previous is not None
+        and document.incarnation == previous.incarnation
+        and (document.events == previous.events)
+    ):
+        return document, DocumentChange(document=document, previous=previous)
+    return document, diff_documents(previous, document)

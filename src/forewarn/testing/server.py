@@ -1,0 +1,368 @@
+"""An in-process forewarn on a virtual clock, served on real loopback sockets.
+
+Users' code under test calls real URLs (with httpx, requests, urllib, curl…), so the kit
+serves the real endpoint protocol on ``127.0.0.1``, one port per VM (the fleet's
+``port_base``), plus the control API, from an event loop in a background thread. Tests
+drive it through the control API over HTTP, so nothing here reaches into the emulator's
+internals from the test's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+import uvicorn
+import yaml
+
+from ..client import AsyncScheduledEventsClient, ScheduledEventsClient
+from ..fabric import (
+    Clock,
+    Scheduler,
+    build_topology,
+    demo_fleet,
+    fleet_from_builtins,
+    fleet_to_builtins,
+)
+from ..imds import serve_endpoint
+from ..server import Listeners, Runtime, ServeConfig, build_runtime, open_listeners
+
+__all__ = ["Forewarn", "ForewarnError", "fleet_mapping"]
+
+Fleet = str | Mapping[str, Any] | None
+PORT_RANGE = (20000, 60000)
+START_ATTEMPTS = 20
+
+
+class ForewarnError(RuntimeError):
+    """The in-process forewarn refused a request or could not start; says which and why."""
+
+
+def fleet_mapping(fleet: Fleet) -> dict[str, Any]:
+    """A fleet given as YAML text, a mapping or None (the demo fleet) as plain data."""
+    if fleet is None:
+        return fleet_to_builtins(demo_fleet())
+    if isinstance(fleet, str):
+        data = yaml.safe_load(fleet)
+        if not isinstance(data, dict):
+            raise ForewarnError("a fleet given as text must be a YAML mapping")
+        return data
+    return dict(fleet)
+
+
+def _has_ports(data: Mapping[str, Any]) -> bool:
+    if data.get("port_base") is not None:
+        return True
+    for scope in data.get("scopes") or ():
+        vms = scope.get("vms") if isinstance(scope, Mapping) else None
+        if isinstance(vms, list) and any(isinstance(v, Mapping) and v.get("port") for v in vms):
+            return True
+    return False
+
+
+def _free_block(size: int) -> int:
+    """A first port of ``size`` consecutive ports free right now on 127.0.0.1."""
+    for _ in range(200):
+        base = random.randint(PORT_RANGE[0], PORT_RANGE[1] - size)
+        held: list[socket.socket] = []
+        try:
+            for port in range(base, base + size):
+                sock = socket.socket()
+                held.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in held:
+                sock.close()
+    raise ForewarnError(f"found no {size} consecutive free ports on 127.0.0.1")
+
+
+class Forewarn:
+    """One in-process forewarn: per-VM URLs, clients, and a control handle.
+
+    ``fleet`` is YAML text, a mapping (the fleet-file schema) or None for the demo fleet.
+    Defaults suit tests: every scope's Scheduled Events on from the start, no rate limit,
+    a virtual clock frozen at ``start`` (default: now) that moves only by ``advance()``.
+    """
+
+    def __init__(
+        self,
+        fleet: Fleet = None,
+        *,
+        start: float | None = None,
+        enablement: Literal["on-first-request", "always"] = "always",
+        rate_limit: float = 0.0,
+        time_scale: float = 1.0,
+        first_call_delay: float = 0.0,
+    ) -> None:
+        self._fleet = fleet_mapping(fleet)
+        self._start = time.time() if start is None else start
+        self._options: dict[str, Any] = {
+            "enablement": enablement,
+            "rate_limit": rate_limit,
+            "time_scale": time_scale,
+            "first_call_delay": first_call_delay,
+        }
+        self._dir: Path | None = None
+        self._runtime: Runtime | None = None
+        self._listeners: Listeners | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._control: httpx.Client | None = None
+        self._clients: list[ScheduledEventsClient] = []
+        self._ports: dict[str, int] = {}
+        self.default_vm = ""
+        self.endpoint_url = ""
+        self.control_url = ""
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> Forewarn:
+        """Build the emulator, bind every socket and serve; returns once it answers."""
+        self._dir = Path(tempfile.mkdtemp(prefix="forewarn-"))
+        try:
+            self._bind()
+            self._serve()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _bind(self) -> None:
+        try:
+            count = len(build_topology(fleet_from_builtins(self._fleet)).vms)
+        except Exception as exc:  # a fleet mistake: say it once, plainly
+            raise ForewarnError(f"invalid fleet: {exc}") from None
+        fixed = _has_ports(self._fleet)
+        assert self._dir is not None
+        for attempt in range(START_ATTEMPTS):
+            data = dict(self._fleet)
+            if not fixed:
+                data["port_base"] = _free_block(count)
+            fleet_file = self._dir / f"fleet-{attempt}.yaml"
+            fleet_file.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+            config = ServeConfig(
+                fleet=str(fleet_file), db=str(self._dir / f"forewarn-{attempt}.db"),
+                clock="virtual", imds_bind=("127.0.0.1:0",), control_bind="127.0.0.1:0",
+                **self._options,
+            )  # fmt: skip
+            runtime = build_runtime(config, clock=Clock.virtual(start=self._start))
+            try:
+                listeners = open_listeners(runtime)
+            except OSError:
+                runtime.close()
+                if fixed:
+                    raise
+                continue  # another process took a port of the block: pick another block
+            self._runtime, self._listeners = runtime, listeners
+            break
+        else:
+            raise ForewarnError("could not bind the per-VM ports after several attempts")
+        topology = runtime.topology
+        self._ports = {vm.name: vm.port for vm in topology.vms.values() if vm.port is not None}
+        self.default_vm = topology.default_vm or next(iter(topology.vms))
+        host, port = listeners.imds[0].getsockname()[:2]
+        self.endpoint_url = f"http://{host}:{port}"
+        host, port = listeners.control.getsockname()[:2]
+        self.control_url = f"http://{host}:{port}"
+
+    def _serve(self) -> None:
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                asyncio.run(self._main(ready))
+            except BaseException as exc:  # reported to start(); the thread just ends
+                failure.append(exc)
+                ready.set()
+
+        self._thread = threading.Thread(target=run, name="forewarn-testing", daemon=True)
+        self._thread.start()
+        if not ready.wait(timeout=30) or failure:
+            cause = failure[0] if failure else None
+            raise ForewarnError(f"in-process forewarn did not start: {cause!r}") from cause
+        self._control = httpx.Client(base_url=self.control_url, timeout=30, trust_env=False)
+
+    async def _main(self, ready: threading.Event) -> None:
+        runtime, listeners = self._runtime, self._listeners
+        assert runtime is not None and listeners is not None
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        config = uvicorn.Config(runtime.control.asgi, lifespan="off", access_log=False,
+                                log_level="warning", server_header=False)  # fmt: skip
+        control = uvicorn.Server(config)
+        scheduler = Scheduler(runtime.fabric, runtime.clock)
+        runtime.fabric.run_due()
+        scheduler_task = asyncio.create_task(scheduler.run())
+        endpoint = await serve_endpoint(runtime.endpoint, listeners.imds)
+        control_task = asyncio.create_task(control.serve(sockets=[listeners.control]))
+        while not control.started and not control_task.done():
+            await asyncio.sleep(0.005)
+        if control_task.done():
+            control_task.result()
+        ready.set()
+        try:
+            await self._stop.wait()
+        finally:
+            control.should_exit = True
+            await endpoint.close()
+            await control_task
+            scheduler_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await scheduler_task
+
+    def stop(self) -> None:
+        """Stop serving and delete every file; safe to call twice."""
+        for client in self._clients:
+            client.close()
+        self._clients.clear()
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+        loop, stop, thread = self._loop, self._stop, self._thread
+        if loop is not None and stop is not None and thread is not None and thread.is_alive():
+            loop.call_soon_threadsafe(stop.set)
+            thread.join(timeout=30)
+        self._thread = None
+        if self._listeners is not None:
+            self._listeners.close()
+            self._listeners = None
+        if self._runtime is not None:
+            self._runtime.close()
+            self._runtime = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self) -> Forewarn:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ the VMs
+
+    @property
+    def vms(self) -> tuple[str, ...]:
+        """Every VM of the fleet, in fleet order."""
+        return tuple(self._ports)
+
+    def url(self, vm: str | None = None) -> str:
+        """The endpoint as VM ``vm`` (default: the fleet's default VM) sees it."""
+        name = vm or self.default_vm
+        if name not in self._ports:
+            known = ", ".join(self._ports) or "none with a port"
+            raise ForewarnError(f"no VM {name!r} in this fleet (VMs: {known})")
+        return f"http://127.0.0.1:{self._ports[name]}"
+
+    def client(self, vm: str | None = None, **options: Any) -> ScheduledEventsClient:
+        """A ready client speaking as ``vm``; closed when this forewarn stops."""
+        options.setdefault("first_call_timeout", 30.0)
+        client = ScheduledEventsClient(self.url(vm), **options)
+        self._clients.append(client)
+        return client
+
+    def async_client(self, vm: str | None = None, **options: Any) -> AsyncScheduledEventsClient:
+        """An asyncio client speaking as ``vm`` (close it with ``await client.aclose()``)."""
+        options.setdefault("first_call_timeout", 30.0)
+        return AsyncScheduledEventsClient(self.url(vm), **options)
+
+    # ------------------------------------------------------------------ control
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        if self._control is None:
+            raise ForewarnError("this forewarn is not running (start() it first)")
+        response = self._control.request(method, "/api/v1" + path, **kwargs)
+        if response.status_code >= 400:
+            try:
+                message = response.json().get("error", response.text)
+            except ValueError:
+                message = response.text
+            raise ForewarnError(f"{method} {path}: {message} (HTTP {response.status_code})")
+        return response.json()
+
+    def trigger(
+        self,
+        kind: str,
+        target: str,
+        *,
+        notice: float | None = None,
+        description: str | None = None,
+        duration: int | None = None,
+    ) -> dict[str, Any]:
+        """Start operation ``kind`` (``user-reboot``, ``host-update``…) on a VM, host or scope.
+
+        Returns the operation as the control API shows it (``event_ids``, ``not_before``…).
+        """
+        body = {"kind": kind, "target": target, "notice_seconds": notice,
+                "description": description, "duration_seconds": duration}  # fmt: skip
+        op: dict[str, Any] = self._call(
+            "POST", "/operations", json={k: v for k, v in body.items() if v is not None}
+        )
+        return op
+
+    def advance(self, seconds: float) -> float:
+        """Move the virtual clock on, firing every timer that comes due; the new time."""
+        clock = self._call("POST", "/clock/advance", json={"seconds": seconds})
+        return float(clock["now"])
+
+    def now(self) -> float:
+        """The emulator's current (virtual) time, as a POSIX timestamp."""
+        return float(self._call("GET", "/clock")["now"])
+
+    def events(self) -> list[dict[str, Any]]:
+        """Every live event, as the control API lists them."""
+        events: list[dict[str, Any]] = self._call("GET", "/events")
+        return events
+
+    def event(self, event_id: str) -> dict[str, Any]:
+        """One live event (its status, who approved it…)."""
+        event: dict[str, Any] = self._call("GET", f"/events/{event_id}")
+        return event
+
+    def document(self, vm: str | None = None, api_version: str = "2020-07-01") -> dict[str, Any]:
+        """The document ``vm`` would get (without counting as its request)."""
+        name = vm or self.default_vm
+        document: dict[str, Any] = self._call(
+            "GET", f"/documents/{name}", params={"api-version": api_version}
+        )
+        return document
+
+    def _action(self, event_id: str, action: str) -> dict[str, Any]:
+        event: dict[str, Any] = self._call("POST", f"/events/{event_id}/{action}")
+        return event
+
+    def approve(self, event_id: str) -> dict[str, Any]:
+        """Approve as the operator (the event starts once all its parties approved)."""
+        return self._action(event_id, "approve")
+
+    def start_event(self, event_id: str) -> dict[str, Any]:
+        """Start ``event_id``'s operation now."""
+        return self._action(event_id, "start")
+
+    def cancel(self, event_id: str) -> dict[str, Any]:
+        """Cancel a Scheduled event (it disappears, no impact)."""
+        return self._action(event_id, "cancel")
+
+    def complete(self, event_id: str) -> dict[str, Any]:
+        """End a Started event now (it disappears)."""
+        return self._action(event_id, "complete")
+
+    def history(self) -> list[dict[str, Any]]:
+        """Every transition so far, oldest first."""
+        entries: list[dict[str, Any]] = self._call("GET", "/history")
+        return entries

@@ -269,26 +269,26 @@ def test_vm_names_in_requests_ignore_case(fabric: Fabric) -> None:
     assert only_event(fabric, op).resources == ("FrontEnd_IN_0",)
 
 
-PREVIEW_FLEET = {"kind": "availability_set", "name": "app", "vms": 4, "preview_limit": True}
+PREVIEW_FLEET = {"kind": "availability_set", "name": "app", "vms": 12, "preview_limit": True}
 
 
 def test_preview_limit_rejects_the_eleventh_user_operation(build: FabricFactory) -> None:
     fabric = build(fleet(PREVIEW_FLEET, {**PREVIEW_FLEET, "name": "other"}))
     ops = [
-        submit(fabric, ("user-reboot", "user-redeploy")[i % 2], f"app-{i % 4}") for i in range(10)
+        submit(fabric, ("user-reboot", "user-redeploy")[i % 2], f"app-{i}") for i in range(10)
     ]
     submit(fabric, "platform-reboot", "app-0")  # platform work does not count
     before = observable(fabric)
     with pytest.raises(InvalidOperation, match="preview limit 10"):
-        submit(fabric, "user-reboot", "app-3")
+        submit(fabric, "user-reboot", "app-10")
     assert observable(fabric) == before
     submit(fabric, "user-reboot", "other-0")  # the limit is per scope
     fabric.cancel_event(only_event(fabric, ops[0]).id)
-    submit(fabric, "user-reboot", "app-3")  # a slot freed up
+    submit(fabric, "user-reboot", "app-10")  # a slot freed up
 
 
 def test_preview_limit_is_off_by_default(build: FabricFactory) -> None:
     fabric = build(fleet({**PREVIEW_FLEET, "preview_limit": False}))
     for i in range(11):
-        submit(fabric, "user-reboot", f"app-{i % 4}")
+        submit(fabric, "user-reboot", f"app-{i}")
     assert len(fabric.view("app").events) == 11

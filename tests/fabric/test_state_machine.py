@@ -180,18 +180,16 @@ class FabricMachine(RuleBasedStateMachine):
                 f"{sid}: incarnation {self.incarnations[sid]} -> {incarnation}, "
                 f"document changed: {changed}"
             )
+        deleted = self.deleted | set(changes.deleted_vms)
         for old in gone:
-            self.check_removal(old)
-        # Only VMs deleted by an earlier transition: a rollout batch created in the very
-        # transition that deletes one of its VMs is the known bug pinned down by
-        # test_maintenance.py::test_rollout_batch_never_lists_a_vm_deleted_at_the_same_instant.
+            self.check_removal(old, deleted)
+        # A deleted VM leaves every live event at once, also events of this transition.
         for rec in records.values():
-            self.check_event(rec, self.records.get(rec.id), self.deleted)
+            self.check_event(rec, self.records.get(rec.id), deleted)
         for op in changes.operations:
             if op.target.startswith("host "):  # S4: a host holds one update domain of a scope
                 scopes = [self.seen[e][0] for e in op.event_ids if e in self.seen]
                 assert len(scopes) == len(set(scopes)), f"{op.id}: two events in one scope"
-        deleted = self.deleted | set(changes.deleted_vms)
         for name in set(changes.deleted_vms):
             assert name not in self.deleted, f"{name} deleted twice"
             assert any(
@@ -206,6 +204,7 @@ class FabricMachine(RuleBasedStateMachine):
     def check_event(self, rec: EventRecord, old: EventRecord | None, deleted: set[str]) -> None:
         identity = (rec.scope_id, rec.event_type.value, rec.resources)
         assert rec.id not in self.removed, f"removed event {rec.id} came back"
+        assert not set(rec.resources) & deleted, "a deleted VM in a live event"
         if old is None:
             assert rec.id not in self.seen
             assert not set(rec.resources) & deleted, "a deleted VM in a new event"
@@ -214,7 +213,10 @@ class FabricMachine(RuleBasedStateMachine):
             assert len({host for _, host, _ in layouts}) == 1, "VMs of several hosts"
             assert len({ud for _, _, ud in layouts}) == 1, "VMs of several update domains"
             self.seen[rec.id] = identity
-        assert self.seen[rec.id] == identity, "an event changed identity"
+        scope, kind, first = self.seen[rec.id]
+        assert (scope, kind) == identity[:2], "an event changed identity"
+        left = set(first) - set(rec.resources)
+        assert set(rec.resources) <= set(first) and left <= deleted, "Resources changed"
         if rec.status is EventStatus.SCHEDULED:
             assert rec.id not in self.started, "Started went back to Scheduled"
             return
@@ -234,13 +236,14 @@ class FabricMachine(RuleBasedStateMachine):
             or all_approved
         ), f"{rec.id} started without approval, NotBefore or force"
 
-    def check_removal(self, old: EventRecord) -> None:
+    def check_removal(self, old: EventRecord, deleted: set[str]) -> None:
         self.removed.add(old.id)
+        every_vm_deleted = set(old.resources) <= deleted
         if old.status is EventStatus.SCHEDULED:
-            assert self.action.canceled == old.id, "a Scheduled event vanished"
+            assert self.action.canceled == old.id or every_vm_deleted, "a Scheduled event vanished"
             self.spared.setdefault(old.operation_id, set()).update(old.resources)
             return
-        if self.action.completed == old.id:
+        if self.action.completed == old.id or every_vm_deleted:
             return
         op = self.operations[old.operation_id]
         assert old.started_at is not None

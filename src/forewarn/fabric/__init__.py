@@ -5,15 +5,17 @@ Pure domain logic over a Store; never sees HTTP, JSON bodies or status codes.
 
 from .catalogue import CATALOGUE, OperationKind, OperationSpec, spec_for
 from .clock import Clock, monotonic, wall_time
-from .engine import Fabric, FabricConfig, ScopeView
+from .engine import Fabric, FabricConfig
 from .errors import (
     ClockError,
+    Conflict,
     EventNotVisible,
     FabricError,
     FleetError,
     InvalidOperation,
     InvalidTransition,
     NotFoundError,
+    StoreUnavailable,
 )
 from .fleetfile import (
     FleetSpec,
@@ -23,6 +25,7 @@ from .fleetfile import (
     fleet_to_builtins,
     load_fleet_file,
 )
+from .journal import Commit, InlineJournal, Journal, SettleCallback
 from .planner import OperationRequest
 from .ports import Store
 from .records import (
@@ -37,6 +40,7 @@ from .records import (
 )
 from .scheduler import Scheduler
 from .topology import VM, Scope, ScopeKind, ScopePolicy, Topology
+from .views import ScopeView
 from .yamlfile import YamlError, read_yaml
 
 __all__ = [
@@ -45,6 +49,8 @@ __all__ = [
     "Changes",
     "Clock",
     "ClockError",
+    "Commit",
+    "Conflict",
     "EventNotVisible",
     "EventRecord",
     "Fabric",
@@ -53,8 +59,10 @@ __all__ = [
     "FleetError",
     "FleetSpec",
     "HistoryEntry",
+    "InlineJournal",
     "InvalidOperation",
     "InvalidTransition",
+    "Journal",
     "NotFoundError",
     "OperationKind",
     "OperationRecord",
@@ -68,8 +76,10 @@ __all__ = [
     "ScopePolicy",
     "ScopeState",
     "ScopeView",
+    "SettleCallback",
     "Snapshot",
     "Store",
+    "StoreUnavailable",
     "Topology",
     "YamlError",
     "build_topology",

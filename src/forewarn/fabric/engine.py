@@ -1,13 +1,18 @@
 """The lifecycle engine: operations become per-scope events that move through their life.
 
-Every change goes through one path: build a ``_Tx`` of new records, let ``_commit``
-work out which scope documents changed (and bump exactly those incarnations), write it
-all to the store in one transaction, and only then swap it into memory. A crash at any
-point leaves either the old state or the new one on disk, never half of each.
+Every change goes through one path: build a ``_Tx`` of new records on the working
+state, and hand it to the pipeline (``pipeline.py``), which bumps exactly the
+incarnations of the scope documents that changed, has the journal write it in one
+transaction, and only then publishes it to readers. A crash at any point leaves either
+the old state or the new one on disk, never half of each; a failed write changes nothing.
+
+Readers (``view``, ``events``, ``operations``...) see the published state only; the
+transitions (``submit``, ``approve``, timers...) build on the working state.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
@@ -15,11 +20,19 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..contract import EventStatus, EventType, RenderableEvent
-from .catalogue import OperationSpec, spec_for
+from ..contract import EventStatus, EventType
+from .catalogue import CATALOGUE, OperationSpec, spec_for
 from .clock import Clock
-from .errors import EventNotVisible, InvalidOperation, NotFoundError
+from .errors import (
+    Conflict,
+    EventNotVisible,
+    InvalidOperation,
+    NotFoundError,
+    StoreUnavailable,
+)
+from .journal import Commit, InlineJournal, Journal
 from .lifecycle import EventPhase, Step, next_event_phase, next_operation_state
+from .pipeline import Pipeline
 from .planner import OperationRequest, Plan, group_key, plan_request
 from .ports import Store
 from .records import (
@@ -31,9 +44,12 @@ from .records import (
     RolloutRecord,
     ScopeState,
 )
-from .topology import VM, Scope, Topology
+from .topology import VM, Topology
+from .views import ScopeView
 
 __all__ = ["Fabric", "FabricConfig", "ScopeView"]
+
+log = logging.getLogger(__name__)
 
 DAY = 24 * 3600.0
 
@@ -61,21 +77,6 @@ class FabricConfig:
     def scaled(self, seconds: float) -> float:
         """A catalogue duration at this time scale."""
         return seconds / self.time_scale
-
-
-@dataclass(frozen=True, slots=True)
-class ScopeView:
-    """What a scope's VMs see: its incarnation and its events in creation order."""
-
-    scope: Scope
-    incarnation: int
-    events: tuple[RenderableEvent, ...]
-
-    def events_for(self, vm_name: str) -> tuple[RenderableEvent, ...]:
-        """The events ``vm_name`` sees (all of them, except in per-VM-visibility scopes)."""
-        if not self.scope.policy.per_vm_visibility:
-            return self.events
-        return tuple(e for e in self.events if vm_name in e.resources)
 
 
 @dataclass
@@ -124,92 +125,80 @@ class Fabric:
         clock: Clock,
         config: FabricConfig | None = None,
         *,
+        journal: Journal | None = None,
         new_id: Callable[[], str] = _new_event_id,
         new_token: Callable[[], str] = _new_token,
     ) -> None:
-        """``new_id`` makes event ids, ``new_token`` operation and rollout ids (tests
-        pass deterministic ones)."""
+        """``journal`` writes changes (default: at once, on the caller's thread); ``new_id``
+        makes event ids, ``new_token`` operation and rollout ids (tests pass deterministic
+        ones)."""
         self.topology = topology
         self.clock = clock
         self.config = config or FabricConfig()
         self._store = store
         self._new_id = new_id
         self._new_token = new_token
-        self._listeners: list[Callable[[], None]] = []
-        self._history_listeners: list[Callable[[list[HistoryEntry]], None]] = []
-        snapshot = store.load()
-        self._operations: dict[str, OperationRecord] = {o.id: o for o in snapshot.operations}
-        self._events: dict[str, EventRecord] = {e.id: e for e in snapshot.events}
-        self._rollouts: dict[str, RolloutRecord] = {r.id: r for r in snapshot.rollouts}
-        self._deleted: set[str] = set(snapshot.deleted_vms)
-        self._scope_states: dict[str, ScopeState] = {
-            sid: ScopeState(scope_id=sid) for sid in topology.scopes
-        }
-        for state in snapshot.scopes:
-            if state.scope_id in self._scope_states:
-                self._scope_states[state.scope_id] = state
+        user_kinds = frozenset(s.kind.value for s in CATALOGUE.values() if s.user_initiated)
+        self._pipe = Pipeline(topology, store.load(), journal or InlineJournal(store), user_kinds)
+        self._work = self._pipe.work
+        self._seen = self._pipe.published
         self._last_seen: dict[str, float] = {
             sid: s.last_request_at
-            for sid, s in self._scope_states.items()
+            for sid, s in self._work.scopes.items()
             if s.last_request_at is not None
         }
         self._idle_window = self.config.scaled(self.config.idle_disable_seconds)
         self._persist_every = self.config.last_request_persist_seconds
-        self._views: dict[str, ScopeView] = {}
-        for scope_id in topology.scopes:
-            self._refresh_view(scope_id)
-        self._pending: dict[str, OperationRecord] = {}
-        self._next_due: float | None = None
-        self._track_pending(self._operations.values())
 
     # ----------------------------------------------------------------- reading
 
     def on_change(self, listener: Callable[[], None]) -> None:
-        """Call ``listener`` after every committed change (the scheduler wakes on it)."""
-        self._listeners.append(listener)
+        """Call ``listener`` after every change is built (the scheduler wakes on it)."""
+        self._pipe.on_change(listener)
 
     def on_history(self, listener: Callable[[list[HistoryEntry]], None]) -> None:
-        """Call ``listener`` with the history entries of every committed change (logging)."""
-        self._history_listeners.append(listener)
+        """Call ``listener`` with the history entries of every durable change."""
+        self._pipe.on_history(listener)
+
+    def on_publish(self, listener: Callable[[Changes], None]) -> None:
+        """Call ``listener`` with every change once it is durable and visible."""
+        self._pipe.on_publish(listener)
 
     def view(self, scope_id: str) -> ScopeView:
         """The current document of a scope (late timers fired first)."""
         self.catch_up()
         try:
-            return self._views[scope_id]
+            return self._pipe.views[scope_id]
         except KeyError:
             raise NotFoundError(f"no scope named {scope_id!r}") from None
 
     def events(self) -> list[EventRecord]:
         """Every live (visible) event, in creation order (late timers fired first)."""
         self.catch_up()
-        return list(self._events.values())
+        return list(self._seen.events.values())
 
     def event(self, event_id: str) -> EventRecord:
         """A live event by id (case-insensitive)."""
-        found = self._events.get(event_id) or self._events.get(event_id.upper())
-        if found is None:
-            raise NotFoundError(f"no live event with id {event_id!r}")
-        return found
+        return _find_event(self._seen.events, event_id)
 
     def operations(self) -> list[OperationRecord]:
         """Every operation this database has seen, oldest first."""
-        return list(self._operations.values())
+        return list(self._seen.operations.values())
 
     def operation(self, operation_id: str) -> OperationRecord:
         """An operation by id."""
         try:
-            return self._operations[operation_id]
+            return self._seen.operations[operation_id]
         except KeyError:
             raise NotFoundError(f"no operation with id {operation_id!r}") from None
 
     def rollouts(self) -> list[RolloutRecord]:
         """Every rollout (update-domain walk)."""
-        return list(self._rollouts.values())
+        return list(self._seen.rollouts.values())
 
     def is_deleted(self, vm_name: str) -> bool:
         """True once a Preempt or Terminate has removed the VM."""
-        return vm_name in self._deleted
+        return vm_name in self._seen.deleted
 
     def is_enabled(self, scope_id: str, now: float | None = None) -> bool:
         """Whether Scheduled Events are on for a scope (first request seen, not idle)."""
@@ -223,13 +212,12 @@ class Fabric:
 
     def vm_status(self, vm_name: str) -> str:
         """``running``, ``deleted``, or the impact under way (``frozen``, ``rebooting``...)."""
-        if vm_name in self._deleted:
+        if vm_name in self._seen.deleted:
             return "deleted"
         now = self.clock.now()
-        for op in self._pending.values():
+        for op in self._seen.started():
             if (
-                op.state is OperationState.STARTED
-                and op.started_at is not None
+                op.started_at is not None
                 and now < op.started_at + op.impact_seconds
                 and vm_name in op.vms
                 and vm_name not in op.spared_vms
@@ -238,42 +226,71 @@ class Fabric:
         return "running"
 
     def history(self, **filters: Any) -> list[HistoryEntry]:
-        """The append-only history (see ``Store.history`` for filters)."""
+        """The append-only history (see ``Store.history`` for filters). Reads the disk:
+        servers call it off the event loop."""
         return self._store.history(**filters)
 
     def next_due(self) -> float | None:
         """The earliest instant at which a timer fires, or None when nothing is pending."""
-        return self._next_due
+        return self._pipe.timers.next_due(self._work.active)
 
     def catch_up(self) -> None:
         """Fire due timers now if any is late (cheap when none is): readers never see a
-        Scheduled event past its NotBefore just because the scheduler has not woken yet."""
-        if self._next_due is not None and self.clock.now() >= self._next_due:
+        Scheduled event past its NotBefore just because the scheduler has not woken yet
+        (with a threaded journal: once the transition is durable, a moment later)."""
+        due = self._pipe.timers.next_due(self._work.active)
+        if due is not None and self.clock.now() >= due:
             self.run_due()
+
+    # ------------------------------------------------------------ durability
+
+    async def durable(self) -> None:
+        """Wait until every change made so far is durable and visible; raises
+        ``StoreUnavailable`` when it could not be written (then nothing changed)."""
+        await self._pipe.durable()
+
+    def store_error(self) -> StoreUnavailable | None:
+        """Why the last write failed, until a write succeeds again (None: healthy)."""
+        return self._pipe.error
+
+    def probe_store(self) -> None:
+        """Try a harmless write, so a store that recovered is noticed without traffic."""
+        self._pipe.probe()
+
+    def writes_in_flight(self) -> int:
+        """Changes queued for the disk or being written."""
+        return self._pipe.in_flight()
+
+    def close(self) -> None:
+        """Write what is queued and stop the journal."""
+        self._pipe.close()
 
     # ------------------------------------------------------------- the endpoint
 
     def note_request(self, vm: VM) -> bool:
         """Record that a VM asked for its document; True when this enabled its scope.
 
-        The common case (scope enabled, last request persisted recently) writes nothing."""
+        The common case (scope enabled, last request persisted recently) writes nothing;
+        otherwise the write is queued, never waited for: bookkeeping is not worth a VM's
+        wait, and a failed one is retried on a later request."""
         now = self.clock.now()
         scope_id = vm.scope_id
         last = self._last_seen.get(scope_id)
         recent = last is not None and now - last < self._idle_window
-        persisted = self._scope_states[scope_id].last_request_at
+        self._last_seen[scope_id] = now
+        persisted = self._work.scopes[scope_id].last_request_at
         if recent and persisted is not None and now - persisted < self._persist_every:
-            self._last_seen[scope_id] = now
             return False
         was_enabled = recent or self.config.enablement == "always"
+        if was_enabled and self._pipe.writes_on_hold():
+            return False
         tx = _Tx(now)
         tx.scopes[scope_id] = msgspec.structs.replace(
-            self._scope_states[scope_id], last_request_at=now
+            self._work.scopes[scope_id], last_request_at=now
         )
         if not was_enabled:
             tx.log("scope.enabled", scope_id=scope_id, detail={"vm": vm.name})
-        self._commit(tx)
-        self._last_seen[scope_id] = now  # only once it is on disk
+        self._commit(tx, bookkeeping=True)
         return not was_enabled
 
     def approve(
@@ -288,7 +305,7 @@ class Fabric:
         ``event_types`` limits what is visible to the types the client's api-version shows.
         """
         self.catch_up()
-        view = self._views[vm.scope_id]
+        view = self._pipe.views[vm.scope_id]
         visible = {
             e.event_id.upper(): e.event_id
             for e in view.events_for(vm.name)
@@ -310,7 +327,9 @@ class Fabric:
         """Carry out an operation request; returns its (first) operation."""
         self.catch_up()  # timers that are due fire first
         now = self.clock.now()
-        plan = plan_request(request, self.topology, self.is_deleted, self._min_notice)
+        plan = plan_request(request, self.topology, self._work.deleted.__contains__,
+                            self._min_notice)  # fmt: skip
+        self._check_in_progress(plan, now)
         self._check_preview_limit(plan)
         tx = _Tx(now)
         rollout_id = None
@@ -337,78 +356,92 @@ class Fabric:
                 tx.rollouts[rollout_id], current_operation=op.id
             )
         self._commit(tx)
-        return self._operations[op.id]
+        return self._work.operations[op.id]
 
     def approve_event(self, event_id: str, by: str = "control") -> EventRecord:
         """Approve one event from the control plane."""
         self.catch_up()  # timers that are due fire first
-        event = self.event(event_id)
+        event = _find_event(self._work.events, event_id)
         self._approve([event.id], by=by)
-        return self._events.get(event.id, event)
+        return self._work.events.get(event.id, event)
 
     def start_event(self, event_id: str) -> OperationRecord:
         """Start an event's operation now, without waiting for approvals or NotBefore."""
         self.catch_up()  # timers that are due fire first
-        event = self.event(event_id)
+        event = _find_event(self._work.events, event_id)
         next_event_phase(EventPhase(event.status.value), Step.START, f"event {event.id}")
         tx = _Tx(self.clock.now())
-        self._start_operation(tx, self._operations[event.operation_id], reason="forced")
+        self._start_operation(tx, self._work.operations[event.operation_id], reason="forced")
         self._commit(tx)
-        return self._operations[event.operation_id]
+        return self._work.operations[event.operation_id]
 
     def cancel_event(self, event_id: str) -> EventRecord:
         """Cancel a Scheduled event: it disappears with no impact on its VMs."""
         self.catch_up()  # timers that are due fire first
-        event = self.event(event_id)
+        event = _find_event(self._work.events, event_id)
         next_event_phase(EventPhase(event.status.value), Step.CANCEL, f"event {event.id}")
         tx = _Tx(self.clock.now())
-        self._remove_events(tx, [event], "event.canceled")
-        op = self._operations[event.operation_id]
-        tx.operations[op.id] = msgspec.structs.replace(
-            op, spared_vms=(*op.spared_vms, *event.resources)
-        )
-        self._settle_operation(tx, op)
-        self._start_if_approved(tx, op)
+        self._drop_event(tx, event, "event.canceled")
         self._commit(tx)
         return event
 
     def complete_event(self, event_id: str) -> EventRecord:
         """End a Started event now (its impact is over); it disappears."""
         self.catch_up()  # timers that are due fire first
-        event = self.event(event_id)
+        event = _find_event(self._work.events, event_id)
         next_event_phase(EventPhase(event.status.value), Step.REMOVE, f"event {event.id}")
         tx = _Tx(self.clock.now())
         self._remove_events(tx, [event], "event.completed")
-        self._settle_operation(tx, self._operations[event.operation_id])
+        self._settle_operation(tx, self._work.operations[event.operation_id])
         self._commit(tx)
         return event
 
     def advance(self, seconds: float) -> float:
         """Move a virtual clock forward and run every timer that came due, in order.
 
-        The new position is saved first, so a restart never moves virtual time back."""
+        The new position is written first, so a restart never moves virtual time back.
+        With a threaded journal use ``advance_durably`` (this one does not wait)."""
         self.clock.check_jump(seconds)
-        self._store.save_clock_position(self.clock.now() + seconds)
+        self._commit(_Tx(self.clock.now()), clock_position=self.clock.now() + seconds)
         self.clock.jump(seconds)
         self.run_due()
         return self.clock.now()
 
+    async def advance_durably(self, seconds: float) -> float:
+        """``advance``, answering only once the new time and what it fired are durable."""
+        self.clock.check_jump(seconds)
+        self._commit(_Tx(self.clock.now()), clock_position=self.clock.now() + seconds)
+        await self.durable()
+        self.clock.jump(seconds)
+        self.run_due()
+        await self.durable()
+        return self.clock.now()
+
     def run_due(self) -> int:
         """Fire every timer due by now, in order; timers due at the same instant fire in one
-        transition (one incarnation step). Returns how many timers fired."""
+        transition (one incarnation step). Returns how many timers fired.
+
+        A write that fails stops it (the timers stay due and are retried a moment later);
+        it never raises for that, so a reader that caught up still gets its document."""
+        if self._pipe.writes_on_hold():
+            return 0
         fired = 0
         now = self.clock.now()
-        while self._next_due is not None and self._next_due <= now:
-            at = self._next_due
+        timers, active = self._pipe.timers, self._work.active
+        while (at := timers.next_due(active)) is not None and at <= now:
             tx = _Tx(at)
-            for op in [op for op in self._pending.values() if self._due_at(op) == at]:
+            for op in timers.pop_due(at, active):
                 op = tx.operations.get(op.id, op)
                 if op.state is OperationState.SCHEDULED:
                     self._start_operation(tx, op, reason="not_before")
                 elif op.state is OperationState.STARTED:
                     self._finish_operation(tx, op)
                 fired += 1
-            self._commit(tx)
+            try:
+                self._commit(tx)
+            except StoreUnavailable as exc:
+                log.warning("timers due at %s wait for the store: %s", at, exc)
+                break
         return fired
 
     # ----------------------------------------------------------------- internals
@@ -432,6 +465,24 @@ class Fabric:
             return self._terminate_notice(vms)
         return self.config.scaled(spec.notice)
 
+    def _check_in_progress(self, plan: Plan, now: float) -> None:
+        """Azure refuses a user operation on a VM while another one is in progress (409):
+        scheduled, or started and its impact not over yet."""
+        if not plan.spec.user_initiated:
+            return
+        for name in plan.batches[0]:
+            op_id = self._work.user_ops.get(name)
+            op = self._work.active.get(op_id) if op_id is not None else None
+            if op is None:
+                continue
+            if op.started_at is not None and now >= op.started_at + op.impact_seconds:
+                continue
+            events = ", ".join(op.event_ids) or "no event (no notice)"
+            raise Conflict(
+                f"VM {name!r} already has a {op.kind} in progress (operation {op.id}, "
+                f"event {events}); wait until it is over"
+            )
+
     def _check_preview_limit(self, plan: Plan) -> None:
         if not plan.spec.user_initiated:
             return
@@ -439,12 +490,7 @@ class Fabric:
         for scope_id in {self.topology.vms[n].scope_id for n in plan.batches[0]}:
             if not self.topology.scopes[scope_id].policy.preview_user_operation_limit:
                 continue
-            active = sum(
-                1
-                for op in self._pending.values()
-                if spec_for(op.kind).user_initiated
-                and any(self.topology.vms[n].scope_id == scope_id for n in op.vms)
-            )
+            active = self._work.scope_user_operations(scope_id)
             if active >= limit:
                 raise InvalidOperation(
                     f"scope {scope_id!r} already has {active} user-initiated operations in "
@@ -460,7 +506,7 @@ class Fabric:
         rollout_id: str | None,
     ) -> OperationRecord:
         now = tx.at
-        vms = [self.topology.vms[n] for n in vm_names if n not in self._deleted]
+        vms = [self.topology.vms[n] for n in vm_names if n not in self._work.deleted]
         notice = request.notice_seconds
         if notice is None:
             notice = self._default_notice(spec, vms)
@@ -552,17 +598,30 @@ class Fabric:
         tx = _Tx(now)
         out = []
         for event_id in event_ids:
-            event = self._events[event_id]
+            event = self._work.events.get(event_id)
+            if event is None:  # removed by a change still being written: nothing to do
+                continue
             if event.status is EventStatus.SCHEDULED and event.approved_by is None:
                 event = msgspec.structs.replace(event, approved_by=by, approved_at=now)
                 tx.events[event.id] = event
                 tx.log_event("event.approved", event, by=by)
             out.append(event)
         for op_id in dict.fromkeys(e.operation_id for e in out):
-            self._start_if_approved(tx, self._operations[op_id])
+            self._start_if_approved(tx, self._work.operations[op_id])
         if tx.history:
             self._commit(tx)
         return out
+
+    def _drop_event(self, tx: _Tx, event: EventRecord, kind: str) -> None:
+        """Remove one event of an operation before its end: its VMs are spared."""
+        self._remove_events(tx, [event], kind)
+        op = tx.operations.get(event.operation_id) or self._work.operations[event.operation_id]
+        spared = tuple(dict.fromkeys((*op.spared_vms, *event.resources)))
+        op = msgspec.structs.replace(op, spared_vms=spared)
+        tx.operations[op.id] = op
+        self._settle_operation(tx, op)
+        if tx.operations[op.id].state is OperationState.SCHEDULED:
+            self._start_if_approved(tx, op)
 
     def _start_if_approved(self, tx: _Tx, op: OperationRecord) -> None:
         """Start a Scheduled operation once every event it still has is approved."""
@@ -574,7 +633,7 @@ class Fabric:
     def _current(self, tx: _Tx, event_id: str) -> EventRecord | None:
         if event_id in tx.removed:
             return None
-        return tx.events.get(event_id) or self._events.get(event_id)
+        return tx.events.get(event_id) or self._work.events.get(event_id)
 
     def _start_operation(self, tx: _Tx, op: OperationRecord, reason: str) -> None:
         op = tx.operations.get(op.id, op)
@@ -621,7 +680,7 @@ class Fabric:
             for name in op.vms:
                 if name in op.spared_vms:
                     continue
-                if name not in self._deleted and name not in tx.deleted_vms:
+                if name not in self._work.deleted and name not in tx.deleted_vms:
                     tx.deleted_vms.append(name)
                     tx.log(
                         "vm.deleted",
@@ -633,12 +692,14 @@ class Fabric:
             tx.finished_rollout_batches.append(op.rollout_id)
 
     def _advance_rollout(self, tx: _Tx, rollout_id: str) -> None:
-        rollout = tx.rollouts.get(rollout_id) or self._rollouts[rollout_id]
+        rollout = tx.rollouts.get(rollout_id) or self._work.rollouts[rollout_id]
         batches = rollout.batches
         index = rollout.next_batch
         while index < len(batches):
             names = tuple(
-                n for n in batches[index] if n not in self._deleted and n not in tx.deleted_vms
+                n
+                for n in batches[index]
+                if n not in self._work.deleted and n not in tx.deleted_vms
             )
             index += 1
             if names:
@@ -655,85 +716,46 @@ class Fabric:
         )
         tx.log("rollout.completed", scope_id=rollout.scope_id, detail={"id": rollout.id})
 
-    def _due_at(self, op: OperationRecord) -> float | None:
-        if op.state is OperationState.SCHEDULED:
-            return op.not_before
-        if op.state is OperationState.STARTED:
-            return op.remove_at
-        return None
+    def _forget_deleted_vms(self, tx: _Tx) -> None:
+        """A deleted VM leaves every other event of its scope (an incarnation step); an
+        event left with no VM is removed, and its operation no longer waits for it."""
+        done = 0
+        while done < len(tx.deleted_vms):
+            name = tx.deleted_vms[done]
+            done += 1
+            scope_id = self.topology.vms[name].scope_id
+            candidates = dict(self._work.by_scope[scope_id])
+            candidates.update((k, e) for k, e in tx.events.items() if e.scope_id == scope_id)
+            for event_id in candidates:
+                event = self._current(tx, event_id)
+                if event is None or name not in event.resources:
+                    continue
+                remaining = tuple(r for r in event.resources if r != name)
+                if not remaining:
+                    self._drop_event(tx, event, "event.canceled")
+                    continue
+                tx.events[event.id] = msgspec.structs.replace(event, resources=remaining)
+                tx.log_event("event.resources_changed", event, removed=[name])
 
-    def _commit(self, tx: _Tx) -> None:
+    def _commit(
+        self, tx: _Tx, *, bookkeeping: bool = False, clock_position: float | None = None
+    ) -> Commit | None:
+        self._forget_deleted_vms(tx)
         # Rollouts move on last, once every VM this transition deletes is known, so a new
         # batch never lists a VM that dies at the same instant.
         for rollout_id in dict.fromkeys(tx.finished_rollout_batches):
             self._advance_rollout(tx, rollout_id)
-        touched = {e.scope_id for e in tx.events.values()} | {
-            e.scope_id for e in tx.removed.values()
-        }
-        new_states = dict(tx.scopes)
-        for scope_id in touched:
-            before = self._views[scope_id].events
-            after = self._render_scope(scope_id, tx)
-            if before != after:
-                base = new_states.get(scope_id, self._scope_states[scope_id])
-                new_states[scope_id] = msgspec.structs.replace(
-                    base, incarnation=self._scope_states[scope_id].incarnation + 1
-                )
         changes = Changes(
             operations=list(tx.operations.values()),
             events=list(tx.events.values()),
             removed_events=list(tx.removed),
             rollouts=list(tx.rollouts.values()),
-            scopes=list(new_states.values()),
+            scopes=list(tx.scopes.values()),
             deleted_vms=list(tx.deleted_vms),
             history=tx.history,
+            clock_position=clock_position,
         )
-        if changes.empty():
-            return
-        self._store.apply(changes)
-        self._operations.update(tx.operations)
-        self._track_pending(tx.operations.values())
-        self._events.update(tx.events)
-        for event_id in tx.removed:
-            self._events.pop(event_id, None)
-        self._rollouts.update(tx.rollouts)
-        self._scope_states.update(new_states)
-        self._deleted.update(tx.deleted_vms)
-        for scope_id in touched | set(new_states):
-            self._refresh_view(scope_id)
-        for listener in list(self._listeners):
-            listener()
-        if tx.history:
-            for history_listener in list(self._history_listeners):
-                history_listener(tx.history)
-
-    def _track_pending(self, operations: Iterable[OperationRecord]) -> None:
-        for op in operations:
-            if self._due_at(op) is None:
-                self._pending.pop(op.id, None)
-            else:
-                self._pending[op.id] = op
-        due = [t for t in (self._due_at(op) for op in self._pending.values()) if t is not None]
-        self._next_due = min(due) if due else None
-
-    def _render_scope(self, scope_id: str, tx: _Tx | None = None) -> tuple[RenderableEvent, ...]:
-        events: dict[str, EventRecord] = {
-            k: v for k, v in self._events.items() if v.scope_id == scope_id
-        }
-        if tx is not None:
-            for event in tx.events.values():
-                if event.scope_id == scope_id:
-                    events[event.id] = event
-            for event_id in tx.removed:
-                events.pop(event_id, None)
-        return tuple(e.renderable() for e in events.values())
-
-    def _refresh_view(self, scope_id: str) -> None:
-        self._views[scope_id] = ScopeView(
-            scope=self.topology.scopes[scope_id],
-            incarnation=self._scope_states[scope_id].incarnation,
-            events=self._render_scope(scope_id),
-        )
+        return self._pipe.commit(changes, bookkeeping=bookkeeping)
 
 
 _IMPACT_STATUS = {
@@ -743,6 +765,14 @@ _IMPACT_STATUS = {
     "Preempt": "evicting",
     "Terminate": "terminating",
 }
+
+
+def _find_event(events: dict[str, EventRecord], event_id: str) -> EventRecord:
+    """A live event by id, ignoring case."""
+    found = events.get(event_id) or events.get(event_id.upper())
+    if found is None:
+        raise NotFoundError(f"no live event with id {event_id!r}")
+    return found
 
 
 def _request_options(request: OperationRequest) -> dict[str, Any]:

@@ -6,19 +6,24 @@ FabricError
 │   └── EventNotVisible   a VM approves an event its scope does not show
 ├── InvalidOperation      a request the platform cannot carry out as asked
 ├── InvalidTransition     a lifecycle step that is not allowed from the current state
-└── ClockError            e.g. moving a clock backwards, or advancing a real clock
+├── ClockError            e.g. moving a clock backwards, or advancing a real clock
+├── Conflict              another operation on the same VM is still in progress
+└── StoreUnavailable      the state cannot be written now (disk full, file gone): nothing
+                          changed; readers keep the last committed state
 """
 
 from __future__ import annotations
 
 __all__ = [
     "ClockError",
+    "Conflict",
     "EventNotVisible",
     "FabricError",
     "FleetError",
     "InvalidOperation",
     "InvalidTransition",
     "NotFoundError",
+    "StoreUnavailable",
 ]
 
 
@@ -48,3 +53,19 @@ class InvalidTransition(FabricError):
 
 class ClockError(FabricError):
     """A clock was asked to do something it cannot (go backwards, jump while real)."""
+
+
+class Conflict(FabricError):
+    """A request that collides with work in progress (Azure answers 409 Conflict)."""
+
+
+class StoreUnavailable(FabricError):
+    """A change could not be made durable, so it was not made at all.
+
+    ``permanent`` is True when retrying cannot help (the database file was deleted or
+    replaced under the server); otherwise the server retries by itself.
+    """
+
+    def __init__(self, message: str, *, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from .records import Changes, HistoryEntry, Snapshot
@@ -17,7 +18,14 @@ class Store(Protocol):
         ...
 
     def apply(self, changes: Changes) -> None:
-        """Write ``changes`` atomically (all or nothing), appending their history."""
+        """Write ``changes`` atomically (all or nothing), appending their history.
+
+        Raises ``StoreUnavailable`` when they could not be written (nothing was). An
+        empty ``Changes`` is a probe: a harmless write that fails the same way."""
+        ...
+
+    def apply_all(self, batch: Sequence[Changes]) -> None:
+        """Write several changes, in order, in one transaction (group commit)."""
         ...
 
     def history(

@@ -140,7 +140,9 @@ class Snapshot(msgspec.Struct, kw_only=True):
 
 
 class Changes(msgspec.Struct, kw_only=True):
-    """One atomic write: everything a single transition changed."""
+    """One atomic write: everything a single transition changed.
+
+    ``clock_position`` is a virtual clock's new position, written before it is used."""
 
     operations: list[OperationRecord] = []
     events: list[EventRecord] = []
@@ -149,6 +151,7 @@ class Changes(msgspec.Struct, kw_only=True):
     scopes: list[ScopeState] = []
     deleted_vms: list[str] = []
     history: list[HistoryEntry] = []
+    clock_position: float | None = None
 
     def empty(self) -> bool:
         """True when nothing would be written."""
@@ -160,4 +163,5 @@ class Changes(msgspec.Struct, kw_only=True):
             or self.scopes
             or self.deleted_vms
             or self.history
+            or self.clock_position is not None
         )

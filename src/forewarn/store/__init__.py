@@ -1,5 +1,7 @@
-"""Durable state behind the fabric's ``Store`` interface (SQLite now, PostgreSQL later)."""
+"""Durable state behind the fabric's ``Store`` interface (SQLite now, PostgreSQL later),
+and the journal that writes it off the event loop."""
 
 from .sqlite import SCHEMA_VERSION, SQLiteStore, StoreError
+from .writer import ThreadedJournal
 
-__all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreError"]
+__all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreError", "ThreadedJournal"]

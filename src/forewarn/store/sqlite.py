@@ -1,16 +1,26 @@
 """The embedded store: one SQLite file in WAL mode, written through on every transition.
 
 Records are stored as msgspec-encoded JSON next to their key, so the schema stays small
-and a PostgreSQL store can mirror it table for table. Every ``apply`` is one
-``BEGIN IMMEDIATE`` transaction with ``synchronous=FULL``: once ``apply`` returns, the
-change survives a SIGKILL (and a power cut).
+and a PostgreSQL store can mirror it table for table. Every write is one
+``BEGIN IMMEDIATE`` transaction with ``synchronous=FULL``: once ``apply_all`` returns,
+the change survives a SIGKILL (and a power cut). Writes come from one thread (the
+journal's); history reads use a connection of their own, so they never wait for it.
+
+A write that fails raises ``StoreUnavailable`` and leaves the file as it was. If the
+database or its log is deleted or replaced under the server, the store refuses every
+later write (``permanent``), first saving what it still can: the committed log is
+checkpointed into the database file if that file is intact, and a copy of the whole
+state is written next to it (``<db>.rescued-<time>``).
 """
 
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import sqlite3
+import threading
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -25,20 +35,26 @@ from ..fabric import (
     RolloutRecord,
     ScopeState,
     Snapshot,
+    StoreUnavailable,
 )
+from .fileguard import FileGuard, FileReplaced
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreError"]
 
+log = logging.getLogger(__name__)
+
 SCHEMA_VERSION = 1
 
+_TABLES = ("meta", "operations", "events", "rollouts", "scopes", "deleted_vms", "history")
+
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS operations (id TEXT PRIMARY KEY, data BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS events (id TEXT PRIMARY KEY, data BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS rollouts (id TEXT PRIMARY KEY, data BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS scopes (id TEXT PRIMARY KEY, data BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS deleted_vms (name TEXT PRIMARY KEY);
-CREATE TABLE IF NOT EXISTS history (
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE operations (id TEXT PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE events (id TEXT PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE rollouts (id TEXT PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE scopes (id TEXT PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE deleted_vms (name TEXT PRIMARY KEY);
+CREATE TABLE history (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     at REAL NOT NULL,
     kind TEXT NOT NULL,
@@ -47,15 +63,15 @@ CREATE TABLE IF NOT EXISTS history (
     event_id TEXT,
     detail BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS history_event ON history (event_id);
-CREATE INDEX IF NOT EXISTS history_operation ON history (operation_id);
+CREATE INDEX history_event ON history (event_id);
+CREATE INDEX history_operation ON history (operation_id);
 """
 
 T = TypeVar("T")
 
 
 class StoreError(Exception):
-    """The database cannot be used (wrong schema, unreadable file)."""
+    """The database cannot be used (wrong schema, damaged, unreadable, in use)."""
 
 
 def _upsert(table: str) -> str:
@@ -65,38 +81,90 @@ def _upsert(table: str) -> str:
     )
 
 
+def _set_meta(db: sqlite3.Connection, key: str, value: str) -> None:
+    db.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("PRAGMA busy_timeout=5000")
+    return db
+
+
 class SQLiteStore:
     """A ``forewarn.fabric.Store`` on one SQLite file (or ``:memory:`` for tests)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        self._memory = self.path == ":memory:" or self.path.startswith("file:")
+        if not self._memory:
+            folder = os.path.dirname(os.path.abspath(self.path))
+            if not os.path.isdir(folder):
+                raise StoreError(
+                    f"cannot open database {self.path}: directory {folder} does not exist"
+                )
         self._lock = _exclusive_lock(self.path)
+        self._write_lock = threading.Lock()
+        self._read_lock = threading.Lock()
+        self._broken: StoreUnavailable | None = None
         try:
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("PRAGMA busy_timeout=5000")
-            self._db.executescript(_SCHEMA)
-            self._check_schema()
+            self._db = _connect(self.path)
+            self._prepare()
+            self._reader = self._db if self._memory else _connect(self.path)
         except sqlite3.DatabaseError as exc:
             self._release_lock()
             raise StoreError(f"cannot open database {self.path}: {exc}") from None
         except StoreError:
             self._release_lock()
             raise
+        self._guard = None if self._memory else FileGuard(self.path)
 
-    def _check_schema(self) -> None:
+    # ---------------------------------------------------------------- opening
+
+    def _prepare(self) -> None:
+        """Create a new database, or check that an existing one is whole."""
+        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
+        if not tables:
+            self._db.executescript("BEGIN;" + _SCHEMA + "COMMIT;")
+            _set_meta(self._db, "schema", str(SCHEMA_VERSION))
+            return
+        missing = [t for t in _TABLES if t not in tables]
+        if "meta" in missing:
+            raise StoreError(f"{self.path} is not a forewarn database (it has no meta table)")
         row = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        if row is None:
-            self._db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) != SCHEMA_VERSION:
+        if row is None or not row[0].isdigit():
+            raise StoreError(f"database {self.path} has no schema version; it is damaged")
+        if int(row[0]) != SCHEMA_VERSION:
             raise StoreError(
                 f"database {self.path} has schema {row[0]}, this forewarn needs {SCHEMA_VERSION}"
             )
+        if missing:
+            raise StoreError(
+                f"database {self.path} is damaged: table {', '.join(missing)} is missing; "
+                "restore it from a backup or start a new database"
+            )
+        problems = [r[0] for r in self._db.execute("PRAGMA quick_check(5)")]
+        if problems != ["ok"]:
+            raise StoreError(f"database {self.path} is damaged: {'; '.join(problems)}")
 
     def _rows(self, table: str, kind: type[T]) -> list[T]:
-        rows = self._db.execute(f"SELECT data FROM {table} ORDER BY rowid").fetchall()
-        return [msgspec.json.decode(r[0], type=kind) for r in rows]
+        rows = self._db.execute(f"SELECT rowid, data FROM {table} ORDER BY rowid").fetchall()
+        out = []
+        for rowid, data in rows:
+            try:
+                out.append(msgspec.json.decode(data, type=kind))
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                raise StoreError(
+                    f"database {self.path} is damaged: row {rowid} of table {table} "
+                    f"cannot be read ({exc})"
+                ) from None
+        return out
 
     def load(self) -> Snapshot:
         """Everything the engine needs to resume."""
@@ -108,36 +176,99 @@ class SQLiteStore:
             deleted_vms=[r[0] for r in self._db.execute("SELECT name FROM deleted_vms")],
         )
 
+    # ----------------------------------------------------------------- writing
+
     def apply(self, changes: Changes) -> None:
-        """Write ``changes`` in one transaction."""
-        enc = msgspec.json.encode
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        """Write ``changes`` in one transaction (an empty one is a probe)."""
+        self.apply_all([changes])
+
+    def apply_all(self, batch: Sequence[Changes]) -> None:
+        """Write several changes, in order, in one transaction (group commit)."""
+        with self._write_lock:
+            if self._broken is not None:
+                raise self._broken
+            self._check_files()
+            db = self._db
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                for changes in batch:
+                    self._write(db, changes)
+                if all(c.empty() for c in batch):
+                    _set_meta(db, "heartbeat", repr(time.time()))  # a probe must touch disk
+                db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise StoreUnavailable(f"cannot write database {self.path}: {exc}") from None
+            except BaseException:
+                self._rollback()
+                raise
+            self._check_files()
+
+    def _rollback(self) -> None:
         try:
-            db.executemany(_upsert("operations"), _pairs(changes.operations, enc))
-            db.executemany(_upsert("events"), _pairs(changes.events, enc))
-            db.executemany(
-                "DELETE FROM events WHERE id = ?", [(i,) for i in changes.removed_events]
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+        except sqlite3.Error as exc:  # the failed write already undid it
+            log.warning("rollback after a failed write: %s", exc)
+
+    @staticmethod
+    def _write(db: sqlite3.Connection, changes: Changes) -> None:
+        enc = msgspec.json.encode
+        db.executemany(_upsert("operations"), _pairs(changes.operations, enc))
+        db.executemany(_upsert("events"), _pairs(changes.events, enc))
+        db.executemany("DELETE FROM events WHERE id = ?", [(i,) for i in changes.removed_events])
+        db.executemany(_upsert("rollouts"), _pairs(changes.rollouts, enc))
+        db.executemany(_upsert("scopes"), [(s.scope_id, enc(s)) for s in changes.scopes])
+        db.executemany(
+            "INSERT OR IGNORE INTO deleted_vms (name) VALUES (?)",
+            [(n,) for n in changes.deleted_vms],
+        )
+        db.executemany(
+            "INSERT INTO history (at, kind, scope_id, operation_id, event_id, detail) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (h.at, h.kind, h.scope_id, h.operation_id, h.event_id, enc(h.detail))
+                for h in changes.history
+            ],
+        )
+        if changes.clock_position is not None:
+            _set_meta(db, "clock", repr(changes.clock_position))
+
+    def _check_files(self) -> None:
+        """Refuse to write into files that are no longer the database on disk."""
+        if self._guard is None:
+            return
+        try:
+            self._guard.check()
+        except FileReplaced as exc:
+            saved = self._save_what_remains()
+            self._broken = StoreUnavailable(
+                f"{exc}; refusing every write from now on ({saved}); "
+                "restart the server to continue",
+                permanent=True,
             )
-            db.executemany(_upsert("rollouts"), _pairs(changes.rollouts, enc))
-            db.executemany(_upsert("scopes"), [(s.scope_id, enc(s)) for s in changes.scopes])
-            db.executemany(
-                "INSERT OR IGNORE INTO deleted_vms (name) VALUES (?)",
-                [(n,) for n in changes.deleted_vms],
-            )
-            db.executemany(
-                "INSERT INTO history (at, kind, scope_id, operation_id, event_id, detail) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (h.at, h.kind, h.scope_id, h.operation_id, h.event_id, enc(h.detail))
-                    for h in changes.history
-                ],
-            )
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
+            log.error("%s", self._broken)
+            raise self._broken from None
+
+    def _save_what_remains(self) -> str:
+        """Keep committed state that only the open files still hold."""
+        notes = []
+        assert self._guard is not None
+        if os.path.exists(self.path) and not self._guard.wal_intact():
+            try:  # the database file is ours: move the log's commits into it
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                notes.append(f"committed changes were checkpointed into {self.path}")
+            except sqlite3.Error as exc:
+                notes.append(f"checkpoint failed: {exc}")
+        rescue = f"{self.path}.rescued-{int(time.time())}"
+        try:
+            self._db.execute("VACUUM INTO ?", (rescue,))
+            notes.append(f"a copy of the state is in {rescue}")
+        except sqlite3.Error as exc:
+            notes.append(f"no rescue copy could be written: {exc}")
+        return "; ".join(notes)
+
+    # ------------------------------------------------------------------- reads
 
     def history(
         self,
@@ -161,6 +292,8 @@ class SQLiteStore:
             args.append(operation_id)
         sql += " ORDER BY seq DESC LIMIT ?" if newest else " ORDER BY seq LIMIT ?"
         args.append(limit)
+        with self._read_lock:
+            rows = self._reader.execute(sql, args).fetchall()
         entries = [
             HistoryEntry(
                 seq=seq,
@@ -171,41 +304,71 @@ class SQLiteStore:
                 event_id=ev,
                 detail=msgspec.json.decode(detail),
             )
-            for seq, at, kind, scope, op, ev, detail in self._db.execute(sql, args)
+            for seq, at, kind, scope, op, ev, detail in rows
         ]
         return entries[::-1] if newest else entries
 
+    def _meta(self, key: str) -> str | None:
+        with self._read_lock:
+            row = self._reader.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _decoded_meta(self, key: str, what: str) -> Any:
+        raw = self._meta(key)
+        if raw is None:
+            return None
+        try:
+            return msgspec.json.decode(raw)
+        except msgspec.DecodeError as exc:
+            raise StoreError(
+                f"database {self.path} is damaged: {what} cannot be read ({exc})"
+            ) from None
+
+    def _save_meta(self, key: str, value: str) -> None:
+        with self._write_lock:
+            try:
+                _set_meta(self._db, key, value)
+            except sqlite3.Error as exc:
+                raise StoreUnavailable(f"cannot write database {self.path}: {exc}") from None
+
     def stored_fleet(self) -> dict[str, Any] | None:
         """The fleet this database was created with."""
-        row = self._db.execute("SELECT value FROM meta WHERE key = 'fleet'").fetchone()
-        if row is None:
-            return None
-        fleet: dict[str, Any] = msgspec.json.decode(row[0])
+        fleet = self._decoded_meta("fleet", "the stored fleet")
+        if fleet is not None and not isinstance(fleet, dict):
+            raise StoreError(f"database {self.path} is damaged: the stored fleet is not a mapping")
         return fleet
 
     def save_fleet(self, fleet: dict[str, Any]) -> None:
         """Remember the fleet (kept across restarts, so ``--fleet`` can be omitted)."""
-        self._db.execute(
-            "INSERT INTO meta (key, value) VALUES ('fleet', ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (msgspec.json.encode(fleet).decode(),),
-        )
+        self._save_meta("fleet", msgspec.json.encode(fleet).decode())
+
+    def stored_settings(self) -> dict[str, Any]:
+        """Server settings remembered with the fleet (clock kind, time scale)."""
+        settings = self._decoded_meta("settings", "the stored settings")
+        return settings if isinstance(settings, dict) else {}
+
+    def save_settings(self, settings: dict[str, Any]) -> None:
+        """Remember server settings that a restart with only ``--db`` must keep."""
+        self._save_meta("settings", msgspec.json.encode(settings).decode())
 
     def clock_position(self) -> float | None:
         """The last saved position of a virtual clock."""
-        row = self._db.execute("SELECT value FROM meta WHERE key = 'clock'").fetchone()
-        return None if row is None else float(row[0])
+        raw = self._meta("clock")
+        if raw is None:
+            return None
+        try:
+            return float(raw)
+        except ValueError:
+            raise StoreError(f"database {self.path} is damaged: clock position {raw!r}") from None
 
     def save_clock_position(self, position: float) -> None:
         """Save a virtual clock's position (durably, before anyone sees the new time)."""
-        self._db.execute(
-            "INSERT INTO meta (key, value) VALUES ('clock', ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (repr(position),),
-        )
+        self._save_meta("clock", repr(position))
 
     def close(self) -> None:
-        """Close the connection and let another server open the database."""
+        """Close the connections and let another server open the database."""
+        if self._reader is not self._db:
+            self._reader.close()
         self._db.close()
         self._release_lock()
 
@@ -223,7 +386,10 @@ def _exclusive_lock(path: str) -> IO[bytes] | None:
     if path == ":memory:" or path.startswith("file:"):
         return None
     real = os.path.realpath(path)  # a symlink must not get a lock of its own
-    lock = open(f"{real}.lock", "ab")  # noqa: SIM115 - held open for the store's lifetime
+    try:
+        lock = open(f"{real}.lock", "ab")  # noqa: SIM115 - held open for the store's lifetime
+    except OSError as exc:
+        raise StoreError(f"cannot open database {path}: {exc.strerror}") from None
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

@@ -1,0 +1,226 @@
+"""Build a change, write it, then make it visible: the engine's commit pipeline.
+
+A transition is applied at once to the *working* state, so the next transition builds on
+it, and handed to the journal. Only when the journal reports it durable does it reach
+the *published* state and the scope views that readers (the endpoint, the control API)
+see. If a write fails, every change still in flight is rolled back out of the working
+state (they were built on the failed one) and their callers get ``StoreUnavailable``:
+nothing changed, and readers never saw any of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+
+from ..contract import RenderableEvent
+from .errors import StoreUnavailable
+from .journal import Commit, Journal
+from .records import Changes, HistoryEntry, ScopeState, Snapshot
+from .state import FabricState, TimerHeap
+from .topology import Topology
+from .views import ScopeView
+
+__all__ = ["Pipeline"]
+
+#: After a failed write, timers and bookkeeping wait this long before writing again.
+RETRY_SECONDS = 1.0
+
+
+class Pipeline:
+    """Working and published state, and the journal between them."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        snapshot: Snapshot,
+        journal: Journal,
+        user_kinds: frozenset[str],
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.topology = topology
+        self.work = FabricState(topology, user_kinds)
+        self.published = FabricState(topology, user_kinds)
+        loaded = Changes(
+            operations=snapshot.operations,
+            events=snapshot.events,
+            rollouts=snapshot.rollouts,
+            scopes=snapshot.scopes,
+            deleted_vms=snapshot.deleted_vms,
+        )
+        self.work.apply(loaded)
+        self.published.apply(loaded)
+        self.timers = TimerHeap()
+        for op in self.work.active.values():
+            self.timers.track(op)
+        self.views: dict[str, ScopeView] = {}
+        self._rendered: dict[str, tuple[RenderableEvent, ...]] = {}
+        for scope_id in topology.scopes:
+            rendered = self.work.rendered(scope_id)
+            self._rendered[scope_id] = rendered
+            self.views[scope_id] = self._view(scope_id, self.work.scopes[scope_id], rendered)
+        self._journal = journal
+        self._monotonic = monotonic
+        self._inflight: deque[Commit] = deque()
+        self._generation = 0
+        self._change_listeners: list[Callable[[], None]] = []
+        self._history_listeners: list[Callable[[list[HistoryEntry]], None]] = []
+        self._publish_listeners: list[Callable[[Changes], None]] = []
+        self.error: StoreUnavailable | None = None
+        self._permanent: StoreUnavailable | None = None
+        self._hold_until = 0.0
+        journal.start(self._settle)
+
+    # ----------------------------------------------------------------- listeners
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` whenever the working state moved (or was rolled back)."""
+        self._change_listeners.append(listener)
+
+    def on_history(self, listener: Callable[[list[HistoryEntry]], None]) -> None:
+        """Call ``listener`` with each durable change's history entries."""
+        self._history_listeners.append(listener)
+
+    def on_publish(self, listener: Callable[[Changes], None]) -> None:
+        """Call ``listener`` with each change once it is durable and visible."""
+        self._publish_listeners.append(listener)
+
+    # ------------------------------------------------------------------ commits
+
+    def commit(self, changes: Changes, *, bookkeeping: bool = False) -> Commit | None:
+        """Apply ``changes`` to the working state and queue them for writing.
+
+        Scope incarnations are bumped here, exactly for the scopes whose document changed.
+        Raises ``StoreUnavailable`` (having changed nothing) when the store refuses writes
+        for good, or when an inline journal failed to write.
+        """
+        if self._permanent is not None:
+            raise self._permanent
+        touched = {e.scope_id for e in changes.events}
+        for event_id in changes.removed_events:
+            event = self.work.events.get(event_id)
+            if event is not None:
+                touched.add(event.scope_id)
+        new_states = {s.scope_id: s for s in changes.scopes}
+        self.work.apply(changes)
+        views: dict[str, ScopeView] = {}
+        for scope_id in touched:
+            rendered = self.work.rendered(scope_id)
+            if rendered == self._rendered[scope_id]:
+                continue
+            base = new_states.get(scope_id, self.work.scopes[scope_id])
+            state = ScopeState(
+                scope_id=scope_id,
+                incarnation=self.work.scopes[scope_id].incarnation + 1,
+                last_request_at=base.last_request_at,
+            )
+            new_states[scope_id] = state
+            self.work.scopes[scope_id] = state
+            self._rendered[scope_id] = rendered
+            views[scope_id] = self._view(scope_id, state, rendered)
+        changes.scopes = list(new_states.values())
+        for op in changes.operations:
+            self.timers.track(op)
+        if changes.empty():
+            return None
+        commit = Commit(changes, self._generation, bookkeeping=bookkeeping, views=views)
+        self._inflight.append(commit)
+        self._journal.submit(commit)
+        self._notify_change()
+        if commit.done and commit.error is not None and not bookkeeping:
+            raise commit.error
+        return commit
+
+    def _view(
+        self, scope_id: str, state: ScopeState, rendered: tuple[RenderableEvent, ...]
+    ) -> ScopeView:
+        return ScopeView(self.topology.scopes[scope_id], state.incarnation, rendered)
+
+    def _settle(self, commits: Sequence[Commit], error: StoreUnavailable | None) -> None:
+        """The journal's report, on the engine's thread, in submission order."""
+        live = [c for c in commits if c.generation == self._generation and not c.done]
+        if error is None:
+            for commit in live:
+                self._publish(commit)
+            self.error = None  # a write went through: the store works again
+            return
+        self.error = error
+        self._hold_until = self._monotonic() + RETRY_SECONDS
+        if error.permanent:
+            self._permanent = error
+        for commit in commits:
+            if commit.generation < 0:
+                commit.settle(error)  # a probe
+        if not live:
+            return
+        self._rollback(error)
+
+    def _publish(self, commit: Commit) -> None:
+        if self._inflight and self._inflight[0] is commit:
+            self._inflight.popleft()
+        else:  # pragma: no cover - the journal settles in order
+            self._inflight.remove(commit)
+        changes = commit.changes
+        self.published.apply(changes)
+        self.views.update(commit.views)
+        commit.settle(None)
+        for listener in list(self._publish_listeners):
+            listener(changes)
+        if changes.history:
+            for history_listener in list(self._history_listeners):
+                history_listener(changes.history)
+
+    def _rollback(self, error: StoreUnavailable) -> None:
+        """Undo every change in flight: each was built on the one that failed."""
+        failed = list(self._inflight)
+        self._inflight.clear()
+        self._generation += 1
+        self._journal.discard_queued()
+        self.work.restore(self.published, [c.changes for c in failed])
+        for commit in failed:
+            for scope_id in commit.views:
+                self._rendered[scope_id] = self.views[scope_id].events
+            for op in commit.changes.operations:
+                restored = self.work.active.get(op.id)
+                if restored is not None:
+                    self.timers.track(restored)
+        for commit in failed:
+            commit.settle(error)
+        self._notify_change()
+
+    def _notify_change(self) -> None:
+        for listener in list(self._change_listeners):
+            listener()
+
+    # ------------------------------------------------------------- durability
+
+    async def durable(self) -> None:
+        """Wait until every change committed so far is durable and visible.
+
+        Raises ``StoreUnavailable`` when one of them could not be written (then none of
+        them was made)."""
+        if not self._inflight:
+            return
+        last = self._inflight[-1]
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        last.waiters.append(waiter)
+        await waiter
+
+    def writes_on_hold(self) -> bool:
+        """True for a moment after a failed write: timers and bookkeeping wait."""
+        return self.error is not None and self._monotonic() < self._hold_until
+
+    def probe(self) -> None:
+        """Ask the journal to try a harmless write (clears ``error`` when it works)."""
+        if self._permanent is None:
+            self._journal.probe()
+
+    def in_flight(self) -> int:
+        """How many commits are queued or being written."""
+        return len(self._inflight)
+
+    def close(self) -> None:
+        """Write what is queued and stop the journal."""
+        self._journal.close()

@@ -1,0 +1,113 @@
+"""Group commit on a thread of its own: the event loop never waits for a disk.
+
+The engine submits commits from the loop; this thread takes everything queued since its
+last write and writes it in one transaction (one fsync for many changes), then reports
+back on the loop, where the changes become visible. After a failed write it writes
+nothing more until the engine has rolled back and called ``discard_queued``: whatever
+was queued behind the failure was built on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+
+from ..fabric import Changes, Commit, SettleCallback, Store, StoreUnavailable
+from ..fabric.journal import as_unavailable
+
+__all__ = ["ThreadedJournal"]
+
+log = logging.getLogger(__name__)
+
+#: Most commits written in one transaction (bounds one write's latency).
+MAX_GROUP = 1024
+
+_SKIPPED = StoreUnavailable("not written: an earlier change in the queue failed")
+
+
+class ThreadedJournal:
+    """A ``Journal`` that writes on a background thread with group commit."""
+
+    def __init__(
+        self,
+        store: Store,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        on_written: Callable[[Sequence[Changes]], None] | None = None,
+    ) -> None:
+        """``on_written`` runs on the writer thread after each durable group (logging)."""
+        self._store = store
+        self._loop = loop
+        self._on_written = on_written
+        self._settle: SettleCallback | None = None
+        self._queue: list[Commit] = []
+        self._poisoned = False
+        self._closing = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="forewarn-writer", daemon=True)
+        self.groups_written = 0
+        self.commits_written = 0
+
+    def start(self, settle: SettleCallback) -> None:
+        self._settle = settle
+        self._thread.start()
+
+    def submit(self, commit: Commit) -> None:
+        with self._cond:
+            self._queue.append(commit)
+            self._cond.notify()
+
+    def discard_queued(self) -> None:
+        with self._cond:
+            self._queue.clear()
+            self._poisoned = False
+
+    def probe(self) -> None:
+        self.submit(Commit(Changes(), generation=-1, bookkeeping=True))
+
+    def close(self) -> None:
+        """Write what is queued, then stop the thread."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closing:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                group = self._queue[:MAX_GROUP]
+                del self._queue[:MAX_GROUP]
+                poisoned = self._poisoned
+            error = _SKIPPED if poisoned else self._write(group)
+            if error is not None:
+                with self._cond:
+                    self._poisoned = True
+            self._report(group, error)
+
+    def _write(self, group: list[Commit]) -> StoreUnavailable | None:
+        changes = [c.changes for c in group]
+        try:
+            self._store.apply_all(changes)
+        except Exception as exc:
+            return as_unavailable(exc)
+        self.groups_written += 1
+        self.commits_written += len(group)
+        if self._on_written is not None:
+            try:
+                self._on_written(changes)
+            except Exception:  # logging must never undo a durable write
+                log.exception("after-write hook failed")
+        return None
+
+    def _report(self, group: list[Commit], error: StoreUnavailable | None) -> None:
+        assert self._settle is not None
+        with contextlib.suppress(RuntimeError):  # the loop is gone (shutdown): data is on disk
+            self._loop.call_soon_threadsafe(self._settle, group, error)

@@ -34,7 +34,7 @@ from ..contract import (
     parse_start_requests,
     version_error_body,
 )
-from ..fabric import VM, EventNotVisible, Fabric, monotonic
+from ..fabric import VM, EventNotVisible, Fabric, StoreUnavailable, monotonic
 from .cache import DocumentCache
 from .identity import VmResolver
 from .instance import INSTANCE_VERSIONS, instance_document
@@ -61,6 +61,11 @@ class ImdsSettings:
 
     rate_limit: float | None = 5.0
     first_call_delay: float = 0.0
+    #: Seconds for a whole request head, and then for its body (a trickle does not reset it).
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    #: Open connections per client address (a fleet behind one NAT shares an address).
+    max_connections_per_address: int = 256
 
 
 class _Abort(Exception):
@@ -247,7 +252,10 @@ class Endpoint:
                 if not delay:
                     raise
                 raise _Abort(replace(abort.reply, delay=delay)) from None
-            return Reply(200, b"", delay=delay) if delay else _APPROVED
+            reply = Reply(200, b"", delay=delay) if delay else _APPROVED
+            if self.fabric.writes_in_flight():  # answered once the approval is on disk
+                return Reply(200, b"", wait=self._once_durable(reply))
+            return reply
         view = self.fabric.view(vm.scope_id)
         reply = self._cache.reply(view, vm, version)
         if if_none_match is not None and _etag_matches(if_none_match, view.incarnation):
@@ -260,6 +268,14 @@ class Endpoint:
             self.fabric.approve(vm, ids, event_types=version.event_types)
         except (StartRequestError, EventNotVisible) as exc:
             raise _Abort(Reply(400, error_body(str(exc)))) from None
+        except StoreUnavailable as exc:
+            raise _Abort(Reply(503, error_body(str(exc)))) from None
+
+    async def _once_durable(self, reply: Reply) -> Reply:
+        """``reply``, once every change made so far (this approval included) is durable;
+        a failed write raises ``StoreUnavailable``, which the transports answer with 503."""
+        await self.fabric.durable()
+        return reply
 
     @staticmethod
     def _instance(path: str, vm: VM, query: dict[str, str]) -> Reply:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Protocol
 
-__all__ = ["JSON", "TEXT", "Headers", "Reply", "Request"]
+__all__ = ["JSON", "TEXT", "Handler", "Headers", "Reply", "Request"]
 
 Headers = tuple[tuple[bytes, bytes], ...]
 
@@ -27,10 +29,24 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """The answer: status, body, extra headers, content type, and a delay before sending."""
+    """The answer: status, body, extra headers, content type, and a delay before sending.
+
+    ``wait``, when set, means the real answer is known only later (an approval is answered
+    once it is durably written): the transports send what it resolves to instead, in
+    request order, and nothing pipelined behind it is read or answered before that.
+    """
 
     status: int
     body: bytes
     headers: Headers = ()
     content_type: bytes = JSON
     delay: float = 0.0
+    wait: Awaitable[Reply] | None = field(default=None, compare=False, repr=False)
+
+
+class Handler(Protocol):
+    """What the transports serve: ``Endpoint`` (or a stand-in in tests)."""
+
+    def handle(self, request: Request) -> Reply:
+        """Answer one request; never raises for anything a client can send."""
+        ...

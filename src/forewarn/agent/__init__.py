@@ -1,0 +1,22 @@
+"""``forewarn agent``: the daemon on a VM that reacts to Scheduled Events.
+
+config (TOML, layered) -> rules (first match) -> handlers (exec, webhook, python,
+kubernetes) -> approval (never, after-handlers, solo, coordinated over Redis or
+PostgreSQL) -> recovery, with every step persisted in SQLite. Imports only
+``forewarn.client`` and ``forewarn.contract``: it ships to real VMs.
+"""
+
+from .clock import AgentClock
+from .config import AgentConfig, Approval, ConfigError
+from .daemon import Agent, AgentError
+from .settings import load_config
+
+__all__ = [
+    "Agent",
+    "AgentClock",
+    "AgentConfig",
+    "AgentError",
+    "Approval",
+    "ConfigError",
+    "load_config",
+]

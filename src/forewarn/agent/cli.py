@@ -1,0 +1,212 @@
+"""``forewarn agent run | check-config | status``: the daemon's commands.
+
+Settings are layered defaults < ``--config`` TOML < ``FOREWARN_AGENT_*`` < flags; a
+configuration error is one line naming the key, exit status 2, and nothing started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, NoReturn, TypeVar
+
+import click
+import httpx
+
+from .config import AgentConfig, ConfigError
+from .daemon import Agent, AgentError
+from .handlers import HandlerFailed, build_handlers
+from .httpserver import parse_bind
+from .logs import configure_logging
+from .settings import as_dict, load_config
+from .state import State, StateError
+
+__all__ = ["agent"]
+
+_NO_ENV: dict[str, Any] = {"allow_from_autoenv": False}
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    click.echo(f"forewarn agent: error: {message}", err=True)
+    sys.exit(code)
+
+
+def _config_option(required: bool = False) -> Callable[[_F], _F]:
+    return click.option(
+        "--config",
+        "-c",
+        "config_path",
+        envvar="FOREWARN_AGENT_CONFIG",
+        required=required,
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="TOML configuration file (env FOREWARN_AGENT_CONFIG).",
+    )
+
+
+def _load(config_path: str | None, flags: dict[str, Any]) -> AgentConfig:
+    try:
+        return load_config(config_path, os.environ, flags)
+    except ConfigError as exc:
+        _fail(str(exc), 2)
+
+
+@click.group(name="agent")
+def agent() -> None:
+    """The VM-side daemon: react to scheduled events, approve safely, recover."""
+
+
+@agent.command()
+@_config_option()
+@click.option(
+    "--vm-name", default=None, help="This VM's name if instance metadata has none.", **_NO_ENV
+)
+@click.option("--endpoint", default=None, help="Metadata endpoint URL.", **_NO_ENV)
+@click.option("--local-address", default=None, help="Source address of requests.", **_NO_ENV)
+@click.option("--state-path", default=None, help="SQLite state file.", **_NO_ENV)
+@click.option("--poll-interval", type=float, default=None, help="Seconds between polls.", **_NO_ENV)
+@click.option(
+    "--metrics-bind", default=None, help='HOST:PORT of /metrics and probes ("" off).', **_NO_ENV
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    default=None,
+    help="Log what would be done; run no handler, approve nothing.",
+    **_NO_ENV,
+)
+@click.option("--log-format", type=click.Choice(["json", "console"]), default=None, **_NO_ENV)
+@click.option(
+    "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default=None, **_NO_ENV
+)
+@click.option(
+    "--print-config", is_flag=True, help="Print the effective configuration and exit.", **_NO_ENV
+)
+def run(config_path: str | None, print_config: bool, **flags: Any) -> None:
+    """Run the agent until SIGTERM or SIGINT."""
+    config = _load(config_path, flags)
+    if print_config:
+        click.echo(json.dumps(as_dict(config), indent=2))
+        return
+    configure_logging(config.log_format, config.log_level)
+    try:
+        daemon = Agent(config)
+    except AgentError as exc:
+        _fail(str(exc))
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await daemon.run(stop)
+
+    try:
+        asyncio.run(main())
+    except AgentError as exc:
+        _fail(str(exc))
+
+
+@agent.command("check-config")
+@_config_option(required=True)
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing when the file is valid.")
+def check_config(config_path: str, quiet: bool) -> None:
+    """Validate a configuration file (and import python handlers); exit 2 when invalid."""
+    config = _load(config_path, {})
+    try:
+        build_handlers(config)
+    except HandlerFailed as exc:
+        _fail(f"{config_path}: handler: {exc}", 2)
+    if quiet:
+        return
+    click.echo(f"{config_path}: valid")
+    kinds = [f"{name} ({spec.__struct_config__.tag})" for name, spec in config.handlers.items()]
+    click.echo(f"  handlers: {', '.join(kinds) or 'none'}")
+    click.echo("  rules, first match wins:")
+    if config.ignore_freeze_under > 0:
+        click.echo(f"    short-freeze: ignore Freeze under {config.ignore_freeze_under:g} s")
+    for index, rule in enumerate(config.rules):
+        name = config.rule_name(index)
+        if rule.ignore:
+            click.echo(f"    {name}: ignore")
+            continue
+        click.echo(
+            f"    {name}: handlers [{', '.join(rule.handlers)}], approval {rule.approval.value}"
+        )
+    click.echo("    (anything else: ignore)")
+
+
+def _when(epoch: float | None) -> str:
+    if epoch is None:
+        return "-"
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@agent.command()
+@_config_option()
+@click.option("--state-path", default=None, help="SQLite state file.", **_NO_ENV)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def status(config_path: str | None, state_path: str | None, as_json: bool) -> None:
+    """What the agent has seen and done (from its state file), and whether it is ready."""
+    config = _load(config_path, {"state_path": state_path})
+    if not os.path.exists(config.state_path):
+        _fail(f"no state file at {config.state_path} (has the agent run?)")
+    try:
+        state = State(config.state_path)
+        records = state.events()
+        runs = {r.event_id: state.runs(r.event_id, "prepare") for r in records}
+        state.close()
+    except StateError as exc:
+        _fail(str(exc))
+    ready: str = "unknown (no metrics_bind)"
+    if config.metrics_bind:
+        host, port = parse_bind(config.metrics_bind)
+        try:
+            answer = httpx.get(f"http://{host}:{port}/readyz", timeout=2, trust_env=False)
+            ready = f"{answer.status_code} {answer.text.strip()}"
+        except httpx.HTTPError:
+            ready = "not running (no answer on " + config.metrics_bind + ")"
+    events: list[dict[str, Any]] = [
+        {
+            "event_id": r.event_id,
+            "type": r.event_type,
+            "rule": r.rule,
+            "ignored": r.ignored,
+            "seen": _when(r.first_seen),
+            "handled": _when(r.handled_at),
+            "outcome": r.outcome,
+            "approved": _when(r.approved_at),
+            "approval": r.approval,
+            "started": _when(r.started_seen_at),
+            "missed": r.missed_at is not None,
+            "gone": _when(r.gone_at),
+            "recovered": _when(r.recovered_at),
+            "handlers": {
+                str(p): {"handler": run.handler, "result": run.result or "running"}
+                for p, run in runs[r.event_id].items()
+            },
+        }
+        for r in records
+    ]
+    if as_json:
+        click.echo(json.dumps({"ready": ready, "events": events}, indent=2))
+        return
+    click.echo(f"agent: {ready}")
+    click.echo(f"state: {config.state_path} ({len(events)} event(s))")
+    for r, e in zip(records, events, strict=True):
+        if r.ignored:
+            click.echo(f"  {e['event_id']} {e['type']}: ignored ({e['rule']}), seen {e['seen']}")
+            continue
+        click.echo(
+            f"  {e['event_id']} {e['type']} rule {e['rule']}: seen {e['seen']}, "
+            f"handled {e['handled']} ({e['outcome'] or 'pending'}), approved {e['approved']}"
+            f"{f' ({r.approval})' if r.approval and r.approved_at is None else ''}, "
+            f"started {e['started']}{' MISSED' if r.missed_at else ''}, gone {e['gone']}, "
+            f"recovered {e['recovered']}"
+        )

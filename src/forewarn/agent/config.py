@@ -1,0 +1,277 @@
+"""The agent's configuration: one TOML file, typed, with every default written here.
+
+The schema is msgspec structs, so a wrong type or an unknown key is refused with the key's
+path (``rules[1].min_vms``); ``check()`` then refuses what types cannot say (a rule naming
+a handler nobody defined). Layering (defaults < file < environment < flags) lives in
+``settings.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta
+
+from .template import PLACEHOLDERS, placeholders
+
+__all__ = [
+    "AgentConfig",
+    "Approval",
+    "ConfigError",
+    "Coordination",
+    "ExecSpec",
+    "HandlerSpec",
+    "KubernetesSpec",
+    "OnCrash",
+    "PythonSpec",
+    "RuleSpec",
+    "Shutdown",
+    "WebhookSpec",
+    "check",
+]
+
+Seconds = Annotated[float, Meta(ge=0)]
+Positive = Annotated[float, Meta(gt=0)]
+Count = Annotated[int, Meta(ge=0)]
+
+
+class ConfigError(ValueError):
+    """A configuration the agent refuses; the message names the file and the key."""
+
+
+class Approval(StrEnum):
+    """When the agent approves (starts early) an event a rule selected."""
+
+    NEVER = "never"
+    AFTER_HANDLERS = "after-handlers"
+    SOLO = "solo"
+    COORDINATED = "coordinated"
+
+
+class Shutdown(StrEnum):
+    """What SIGTERM does to handlers still running."""
+
+    FINISH = "finish"
+    ABANDON = "abandon"
+
+
+class OnCrash(StrEnum):
+    """What a restart does with a handler a crash interrupted."""
+
+    RETRY = "retry"
+    FAIL = "fail"
+
+
+class _Handler(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, tag_field="type"):
+    """Fields every handler has."""
+
+    timeout: Positive = 60.0
+    on_receipt: bool = False
+
+
+class ExecSpec(_Handler, kw_only=True, tag="exec"):
+    """Run a program: event fields as ``FOREWARN_*`` env vars, the event JSON on stdin."""
+
+    argv: Annotated[list[str], Meta(min_length=1)]
+    env: dict[str, str] = {}
+    cwd: str | None = None
+
+
+class WebhookSpec(_Handler, kw_only=True, tag="webhook"):
+    """POST a JSON body built from ``body`` (string values are ``string.Template``s)."""
+
+    url: str
+    timeout: Positive = 10.0
+    retries: Count = 3
+    backoff: Seconds = 1.0
+    headers: dict[str, str] = {}
+    body: dict[str, Any] | None = None
+    use_proxy_env: bool = True
+
+
+class PythonSpec(_Handler, kw_only=True, tag="python"):
+    """Call ``module:function`` (sync or async) with the handler context."""
+
+    target: str
+    options: dict[str, Any] = {}
+
+
+class KubernetesSpec(_Handler, kw_only=True, tag="kubernetes"):
+    """Taint, cordon and drain this node with kubectl; uncordon and untaint afterwards."""
+
+    timeout: Positive = 600.0
+    node: str = ""
+    kubectl: str = "kubectl"
+    kubeconfig: str = ""
+    context: str = ""
+    taint_key: str = "forewarn.io/scheduled-event"
+    taint_value: str = "true"
+    taint_effect: str = "NoSchedule"
+    grace_period: int = -1
+    ignore_daemonsets: bool = True
+    delete_emptydir_data: bool = True
+    pdb_timeout: Positive = 300.0
+    force: bool = False
+
+
+HandlerSpec = ExecSpec | WebhookSpec | PythonSpec | KubernetesSpec
+
+
+class RuleSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One ordered rule: what it matches, then what it does."""
+
+    name: str = ""
+    # ---- match (an empty list or an absent bound matches anything)
+    event_types: list[str] = []
+    sources: list[str] = []
+    statuses: list[str] = msgspec.field(default_factory=lambda: ["Scheduled"])
+    min_duration: int | None = None
+    max_duration: int | None = None
+    this_vm: bool | None = None
+    min_vms: Count | None = None
+    max_vms: Count | None = None
+    # ---- action
+    ignore: bool = False
+    handlers: list[str] = []
+    recovery: list[str] | None = None
+    approval: Approval = Approval.NEVER
+    parallel: bool = False
+    act_minutes_before: Seconds | None = None
+    on_crash: OnCrash = OnCrash.RETRY
+
+
+class Coordination(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Where agents of one event's VMs record whether they are ready."""
+
+    backend: str = "redis"
+    url: str = "redis://127.0.0.1:6379/0"
+    namespace: str = "forewarn"
+    ttl: Positive = 86400.0
+    table: str = "forewarn_agent_votes"
+
+
+class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Everything the agent reads; the defaults suit a real Azure VM."""
+
+    vm_name: str = ""
+    endpoint: str = ""
+    local_address: str = ""
+    api_version: str = "2020-07-01"
+    poll_interval: Positive = 1.0
+    state_path: str = "/var/lib/forewarn-agent/state.db"
+    safety_margin: Seconds = 10.0
+    late_timeout: Positive = 5.0
+    ignore_freeze_under: Seconds = 10.0
+    dry_run: bool = False
+    shutdown: Shutdown = Shutdown.FINISH
+    shutdown_timeout: Seconds = 30.0
+    metrics_bind: str = "127.0.0.1:9465"
+    log_format: str = "json"
+    log_level: str = "info"
+    coordination: Coordination | None = None
+    handlers: dict[str, HandlerSpec] = {}
+    rules: list[RuleSpec] = []
+
+    def rule_name(self, index: int) -> str:
+        """A rule's name, or ``rules[i]`` when it has none."""
+        return self.rules[index].name or f"rules[{index}]"
+
+
+_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_BIND = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^:\[\]]+):(\d{1,5})$")
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _err(where: str, message: str) -> ConfigError:
+    return ConfigError(f"{where}: {message}")
+
+
+def _check_handler(name: str, spec: HandlerSpec) -> None:
+    where = f"handlers.{name}"
+    if isinstance(spec, WebhookSpec):
+        if not re.match(r"^https?://[^/\s]+", spec.url):
+            raise _err(f"{where}.url", f"{spec.url!r} is not an http(s) URL")
+        try:
+            unknown = sorted(placeholders(spec.body) - set(PLACEHOLDERS))
+        except ValueError as exc:  # a lone "$" or "${" in a template
+            raise _err(f"{where}.body", f"bad template: {exc}") from None
+        if unknown:
+            raise _err(
+                f"{where}.body",
+                f"unknown placeholder {', '.join(unknown)} (known: {', '.join(PLACEHOLDERS)})",
+            )
+    if isinstance(spec, PythonSpec) and not _TARGET.match(spec.target):
+        raise _err(f"{where}.target", f"{spec.target!r} is not module:function")
+    if isinstance(spec, KubernetesSpec):
+        if spec.taint_effect not in _EFFECTS:
+            raise _err(f"{where}.taint_effect", f"must be one of {', '.join(_EFFECTS)}")
+        if not spec.taint_key or "=" in spec.taint_key or ":" in spec.taint_key:
+            raise _err(f"{where}.taint_key", f"{spec.taint_key!r} is not a taint key")
+
+
+def _check_rule(config: AgentConfig, index: int, rule: RuleSpec) -> None:
+    where = f"rules[{index}]"
+    if rule.ignore and (rule.handlers or rule.recovery or rule.approval != Approval.NEVER):
+        raise _err(where, "an ignore rule takes no handlers, recovery or approval")
+    for field in ("handlers", "recovery"):
+        for name in getattr(rule, field) or ():
+            if name not in config.handlers:
+                known = ", ".join(sorted(config.handlers)) or "none"
+                raise _err(f"{where}.{field}", f"unknown handler {name!r} (defined: {known})")
+    for low, high in (("min_duration", "max_duration"), ("min_vms", "max_vms")):
+        lo, hi = getattr(rule, low), getattr(rule, high)
+        if lo is not None and hi is not None and lo > hi:
+            raise _err(f"{where}.{low}", f"{lo} is more than {high} ({hi})")
+    if rule.approval == Approval.COORDINATED and config.coordination is None:
+        raise _err(f"{where}.approval", "coordinated needs a [coordination] table")
+    if not rule.statuses:
+        raise _err(f"{where}.statuses", "must list at least one status")
+
+
+def check(config: AgentConfig) -> AgentConfig:
+    """Refuse what the types cannot: dangling names, bad ranges, malformed strings."""
+    for name, spec in config.handlers.items():
+        _check_handler(name, spec)
+    names: dict[str, int] = {}
+    for index, rule in enumerate(config.rules):
+        _check_rule(config, index, rule)
+        if rule.name:
+            if rule.name in names:
+                raise _err(
+                    f"rules[{index}].name", f"{rule.name!r} is also rules[{names[rule.name]}]"
+                )
+            names[rule.name] = index
+    if config.metrics_bind and not _BIND.match(config.metrics_bind):
+        raise _err("metrics_bind", f'{config.metrics_bind!r} is not HOST:PORT ("" turns it off)')
+    if config.endpoint and not re.match(r"^https?://[^/\s]+", config.endpoint):
+        raise _err("endpoint", f"{config.endpoint!r} is not an http(s) URL")
+    if config.log_format not in ("json", "console"):
+        raise _err("log_format", "must be json or console")
+    if config.log_level not in _LEVELS:
+        raise _err("log_level", f"must be one of {', '.join(_LEVELS)}")
+    if not config.state_path:
+        raise _err("state_path", "must name a file")
+    coordination = config.coordination
+    if coordination is not None:
+        if coordination.backend not in ("redis", "postgres"):
+            raise _err("coordination.backend", "must be redis or postgres")
+        schemes = (
+            ("redis://", "rediss://", "unix://")
+            if coordination.backend == "redis"
+            else (
+                "postgresql://",
+                "postgres://",
+            )
+        )
+        if not coordination.url.startswith(schemes):
+            raise _err("coordination.url", f"a {coordination.backend} URL starts with {schemes[0]}")
+        if not _IDENT.match(coordination.table):
+            raise _err("coordination.table", f"{coordination.table!r} is not a plain SQL name")
+        if not coordination.namespace or any(c.isspace() for c in coordination.namespace):
+            raise _err("coordination.namespace", "must be a non-empty word")
+    return config

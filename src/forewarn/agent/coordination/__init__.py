@@ -1,0 +1,24 @@
+"""Coordination backends: where agents of one event's VMs say whether they are ready."""
+
+from __future__ import annotations
+
+from ..config import Coordination
+from .base import CoordinationError, Coordinator, Vote
+from .postgres_backend import PostgresCoordinator
+from .redis_backend import RedisCoordinator
+
+__all__ = [
+    "CoordinationError",
+    "Coordinator",
+    "PostgresCoordinator",
+    "RedisCoordinator",
+    "Vote",
+    "connect",
+]
+
+
+def connect(config: Coordination) -> Coordinator:
+    """The backend ``config`` names (connections open lazily, on first use)."""
+    if config.backend == "postgres":
+        return PostgresCoordinator(config.url, config.namespace, config.ttl, config.table)
+    return RedisCoordinator(config.url, config.namespace, config.ttl)

@@ -1,0 +1,128 @@
+"""Votes in PostgreSQL: one row per (namespace, event, VM) with an expiry time.
+
+A vote is written and the event's votes read back in one transaction that first takes a
+transaction-scoped advisory lock on the event, so concurrent voters are serialised and
+the last one always reads the complete group. Expired rows are deleted as votes arrive.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import CoordinationError, Vote
+
+__all__ = ["PostgresCoordinator"]
+
+
+class PostgresCoordinator:
+    """A ``Coordinator`` over one connection, reopened after a failure."""
+
+    def __init__(self, url: str, namespace: str, ttl: float, table: str) -> None:
+        import psycopg  # imported only by agents that coordinate over PostgreSQL
+        from psycopg import sql
+
+        self._psycopg: Any = psycopg
+        self._url = url
+        self._namespace = namespace
+        self._ttl = ttl
+        self._table = sql.Identifier(table)
+        self._sql = sql
+        self._conn: Any = None
+
+    async def _connection(self) -> Any:
+        if self._conn is None or self._conn.closed:
+            self._conn = await self._psycopg.AsyncConnection.connect(
+                self._url, autocommit=True, connect_timeout=10
+            )
+            await self._create()
+        return self._conn
+
+    async def _create(self) -> None:
+        sql = self._sql
+        async with self._conn.transaction():
+            # Serialise CREATE TABLE IF NOT EXISTS: concurrent ones can clash in pg_type.
+            await self._conn.execute("SELECT pg_advisory_xact_lock(7193513, 1)")
+            await self._conn.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {} ("
+                    " namespace TEXT NOT NULL, event_id TEXT NOT NULL, vm TEXT NOT NULL,"
+                    " ready BOOLEAN NOT NULL, reason TEXT NOT NULL, at DOUBLE PRECISION NOT NULL,"
+                    " expires_at TIMESTAMPTZ NOT NULL,"
+                    " PRIMARY KEY (namespace, event_id, vm))"
+                ).format(self._table)
+            )
+
+    async def _run(self, work: Any) -> Any:
+        try:
+            conn = await self._connection()
+            return await work(conn)
+        except self._psycopg.Error as exc:
+            if self._conn is not None and not self._conn.closed:
+                await self._conn.close()
+            self._conn = None
+            raise CoordinationError(f"postgres: {str(exc).strip()}") from None
+        except OSError as exc:
+            self._conn = None
+            raise CoordinationError(f"postgres: {exc}") from None
+
+    async def _select(self, conn: Any, event_id: str) -> dict[str, Vote]:
+        cursor = await conn.execute(
+            self._sql.SQL(
+                "SELECT vm, ready, reason, at FROM {} WHERE namespace = %s AND event_id = %s"
+                " AND expires_at > now()"
+            ).format(self._table),
+            (self._namespace, event_id),
+        )
+        return {row[0]: Vote(*row) for row in await cursor.fetchall()}
+
+    async def record(
+        self, event_id: str, vm: str, ready: bool, reason: str, at: float
+    ) -> dict[str, Vote]:
+        sql = self._sql
+
+        async def work(conn: Any) -> dict[str, Vote]:
+            async with conn.transaction():
+                await conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                    (f"{self._namespace}:{event_id}",),
+                )
+                await conn.execute(
+                    sql.SQL(
+                        "INSERT INTO {} (namespace, event_id, vm, ready, reason, at, expires_at)"
+                        " VALUES (%s, %s, %s, %s, %s, %s, now() + make_interval(secs => %s))"
+                        " ON CONFLICT (namespace, event_id, vm) DO UPDATE SET"
+                        " ready = excluded.ready, reason = excluded.reason, at = excluded.at,"
+                        " expires_at = excluded.expires_at"
+                    ).format(self._table),
+                    (self._namespace, event_id, vm, ready, reason, at, self._ttl),
+                )
+                await conn.execute(
+                    sql.SQL("DELETE FROM {} WHERE expires_at <= now()").format(self._table)
+                )
+                return await self._select(conn, event_id)
+
+        result: dict[str, Vote] = await self._run(work)
+        return result
+
+    async def votes(self, event_id: str) -> dict[str, Vote]:
+        async def work(conn: Any) -> dict[str, Vote]:
+            return await self._select(conn, event_id)
+
+        result: dict[str, Vote] = await self._run(work)
+        return result
+
+    async def forget(self, event_id: str) -> None:
+        async def work(conn: Any) -> None:
+            await conn.execute(
+                self._sql.SQL("DELETE FROM {} WHERE namespace = %s AND event_id = %s").format(
+                    self._table
+                ),
+                (self._namespace, event_id),
+            )
+
+        await self._run(work)
+
+    async def close(self) -> None:
+        if self._conn is not None and not self._conn.closed:
+            await self._conn.close()
+        self._conn = None

@@ -1,0 +1,358 @@
+"""The agent daemon: poll the endpoint, hand each event to its flow, serve health, stop cleanly.
+
+One asyncio loop runs the watch of the document, one ``EventFlow`` task per event a rule
+took, and the health/metrics listener. Endpoint errors never end the daemon: the watch
+restarts after one poll interval, flows carry on, and ``/readyz`` says 503 until the
+endpoint answers again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from ..client import AsyncScheduledEventsClient, ClientError, Document
+from .clock import AgentClock
+from .config import AgentConfig, Approval, Shutdown
+from .coordination import Coordinator, connect
+from .events import EventView, stored_event, wire_event
+from .flow import EventFlow
+from .handlers import HandlerFailed, build_handlers
+from .httpserver import HealthServer
+from .logs import logger
+from .metrics import AgentMetrics
+from .rules import RuleBook
+from .runner import Services
+from .state import EventRecord, State
+
+__all__ = ["Agent", "AgentError"]
+
+
+class AgentError(Exception):
+    """The agent cannot start (bad handler target, state file, listener address)."""
+
+
+class _Observed(httpx.AsyncBaseTransport):
+    """Passes requests through and tells the agent how the endpoint answered."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, seen: Callable[[int | None], None]):
+        self._inner = inner
+        self._seen = seen
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            response = await self._inner.handle_async_request(request)
+        except BaseException:
+            self._seen(None)
+            raise
+        self._seen(response.status_code)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class Agent:
+    """One VM's agent. ``run(stop)`` returns after ``stop`` is set and shutdown is done."""
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        *,
+        clock: AgentClock | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock or AgentClock()
+        self.metrics = AgentMetrics()
+        self.vm_name = ""
+        self.log: Any = logger()
+        self.rules = RuleBook(config)
+        self._transport = transport
+        self._flows: dict[str, EventFlow] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._ignored: set[str] = set()
+        self._restored: dict[str, EventRecord] | None = None
+        self._last_ok: float | None = None
+        self._stopping = False
+        self.health: HealthServer | None = None
+        try:
+            self.handlers = build_handlers(config)
+        except HandlerFailed as exc:
+            raise AgentError(f"handler: {exc}") from None
+
+    # ------------------------------------------------------------ health
+
+    def _answered(self, status: int | None) -> None:
+        result = "error" if status is None else str(status)
+        self.metrics.polls.labels(result).inc()
+        if status is not None and (200 <= status < 300 or status == 304):
+            self._last_ok = self.clock.monotonic()
+            self.metrics.last_poll.set(self.clock.time())
+
+    def readiness(self) -> tuple[bool, str]:
+        """Ready while the VM's name is known and the endpoint answered lately."""
+        if self._stopping:
+            return False, "shutting down"
+        if not self.vm_name:
+            return False, "this VM's name is not known yet"
+        if self._last_ok is None:
+            return False, "the endpoint has not answered yet"
+        silent = self.clock.monotonic() - self._last_ok
+        limit = max(5.0, 3 * self.config.poll_interval)
+        if silent > limit:
+            return False, f"no answer from the endpoint for {silent:.0f} s"
+        return True, "ready"
+
+    def status(self) -> dict[str, Any]:
+        ready, why = self.readiness()
+        return {
+            "vm": self.vm_name,
+            "ready": ready,
+            "why": why,
+            "dry_run": self.config.dry_run,
+            "events": [flow.snapshot() for flow in self._flows.values()],
+            "ignored": sorted(self._ignored),
+        }
+
+    # ------------------------------------------------------------ main
+
+    def _client(self) -> AsyncScheduledEventsClient:
+        inner = self._transport or httpx.AsyncHTTPTransport(
+            local_address=self.config.local_address or None
+        )
+        return AsyncScheduledEventsClient(
+            self.config.endpoint or None,
+            api_version=self.config.api_version,
+            transport=_Observed(inner, self._answered),
+        )
+
+    def _coordinator(self) -> Coordinator | None:
+        uses = any(r.approval == Approval.COORDINATED for r in self.config.rules)
+        if self.config.coordination is None or not uses:
+            return None
+        return connect(self.config.coordination)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Run until ``stop`` is set, then shut down by the configured policy."""
+        config = self.config
+        try:
+            state = State(":memory:" if config.dry_run else config.state_path)
+        except Exception as exc:
+            raise AgentError(str(exc)) from None
+        self.metrics.ready.set_function(lambda: 1.0 if self.readiness()[0] else 0.0)
+        self.metrics.active.set_function(lambda: float(len(self._flows)))
+        if config.metrics_bind:
+            self.health = HealthServer(
+                config.metrics_bind, self.metrics.render, self.readiness, self.status
+            )
+            try:
+                await self.health.start()
+            except OSError as exc:
+                state.close()
+                raise AgentError(f"metrics_bind {config.metrics_bind}: {exc.strerror}") from None
+        client = self._client()
+        coordinator = self._coordinator()
+        self._restored = {r.event_id: r for r in state.events(open_only=True)}
+        self.log.info(
+            "agent starting",
+            endpoint=client.url,
+            dry_run=config.dry_run,
+            metrics=f"{self.health.host}:{self.health.port}" if self.health else None,
+            rules=len(config.rules),
+            restored_events=len(self._restored),
+        )
+        poller = asyncio.create_task(self._main(client, state, coordinator))
+        stopper = asyncio.create_task(stop.wait())
+        await asyncio.wait({poller, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        self._stopping = True
+        poller.cancel()
+        stopper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await poller
+        await self._shutdown()
+        await client.aclose()
+        if coordinator is not None:
+            await coordinator.close()
+        if self.health is not None:
+            await self.health.close()
+        state.close()
+        self.log.info("agent stopped")
+
+    async def _identify(self, client: AsyncScheduledEventsClient) -> str:
+        """The VM's name: instance metadata's compute.name, else ``vm_name`` of the config."""
+        while True:
+            try:
+                instance = await client.instance()
+            except ClientError as exc:
+                if self.config.vm_name:
+                    self.log.info(
+                        "instance metadata unavailable; using vm_name from the config",
+                        error=str(exc),
+                    )
+                    return self.config.vm_name
+                self.metrics.errors.labels("identity").inc()
+                self.log.warning("cannot learn this VM's name yet", error=str(exc))
+                await self.clock.sleep(self.config.poll_interval)
+                continue
+            name = instance.compute_name
+            if self.config.vm_name and self.config.vm_name != name:
+                self.log.warning(
+                    "vm_name of the config differs from instance metadata; using instance metadata",
+                    config=self.config.vm_name,
+                    instance=name,
+                )
+            return name
+
+    async def _main(
+        self, client: AsyncScheduledEventsClient, state: State, coordinator: Coordinator | None
+    ) -> None:
+        self.vm_name = await self._identify(client)
+        self.log = logger(vm=self.vm_name)
+        self.metrics.info.labels(vm=self.vm_name).set(1)
+        self.log.info("identity known")
+        svc = Services(
+            config=self.config,
+            vm_name=self.vm_name,
+            clock=self.clock,
+            state=state,
+            metrics=self.metrics,
+            handlers=self.handlers,
+            coordinator=coordinator,
+            approve=client.approve,
+            log=self.log,
+        )
+        interval = self.config.poll_interval
+        while True:
+            try:
+                async for change in client.watch(interval):
+                    self._reconcile(svc, change.document)
+            except ClientError as exc:
+                self.metrics.errors.labels("endpoint").inc()
+                self.log.warning("endpoint error", status=exc.status, error=str(exc)[:300])
+            except Exception as exc:  # never let one bad poll end the daemon
+                self.metrics.errors.labels("internal").inc()
+                self.log.error("poll failed", error=f"{type(exc).__name__}: {exc}")
+            await self.clock.sleep(interval)
+
+    # ------------------------------------------------------------ events
+
+    def _reconcile(self, svc: Services, document: Document) -> None:
+        """Bring flows in line with the document: new, changed and departed events."""
+        current: dict[str, EventView] = {e.event_id: e for e in document.events}
+        restored, self._restored = self._restored or {}, None
+        for event_id, event in current.items():
+            flow = self._flows.get(event_id)
+            if flow is not None:
+                flow.update(event)
+            elif event_id not in self._ignored:
+                self._new(svc, event, restored.get(event_id))
+        for event_id, record in restored.items():
+            if event_id not in current:  # left while the agent was down
+                if record.ignored:
+                    svc.state.mark(event_id, "gone_at", self.clock.time())
+                else:
+                    self._start(svc, record, stored_event(record.event)).left()
+        for event_id in [e for e in self._flows if e not in current]:
+            self._flows[event_id].left()
+        for event_id in [e for e in self._ignored if e not in current]:
+            self._ignored.discard(event_id)
+            svc.state.mark(event_id, "gone_at", self.clock.time())
+
+    def _new(self, svc: Services, event: EventView, record: EventRecord | None) -> None:
+        if record is not None:
+            if record.ignored:
+                self._ignored.add(event.event_id)
+                return
+            self._start(svc, record, stored_event(record.event)).update(event)
+            return
+        decision = self.rules.decide(event, self.vm_name)
+        now = self.clock.time()
+        svc.state.seen(
+            event.event_id,
+            vm_name=self.vm_name,
+            rule=decision.rule,
+            ignored=decision.ignore,
+            event_type=str(event.event_type),
+            event=wire_event(event),
+            at=now,
+        )
+        self.metrics.events_seen.labels(str(event.event_type), decision.rule).inc()
+        log = self.log.bind(event_id=event.event_id, rule=decision.rule)
+        if decision.ignore:
+            self._ignored.add(event.event_id)
+            log.info(
+                "event ignored",
+                type=str(event.event_type),
+                status=str(event.status),
+                resources=list(event.resources),
+            )
+            return
+        log.info(
+            "event seen",
+            type=str(event.event_type),
+            status=str(event.status),
+            resources=list(event.resources),
+            handlers=list(decision.handlers),
+            approval=decision.approval.value,
+        )
+        record = svc.state.event(event.event_id)
+        assert record is not None
+        self._start(svc, record, event)
+
+    def _start(self, svc: Services, record: EventRecord, event: EventView) -> EventFlow:
+        decision = self.rules.named(record.rule)
+        if decision is None:
+            decision = self.rules.decide(event, self.vm_name)
+            self.log.warning(
+                "the event's rule is gone from the config; decided again",
+                event_id=record.event_id,
+                old=record.rule,
+                new=decision.rule,
+            )
+        flow = EventFlow(
+            svc,
+            event,
+            decision,
+            record.first_seen,
+            started_when_seen=record.event.get("EventStatus") == "Started",
+        )
+        self._flows[event.event_id] = flow
+        task = asyncio.create_task(flow.run(), name=f"event {event.event_id}")
+        self._tasks[event.event_id] = task
+        task.add_done_callback(lambda t, eid=event.event_id: self._done(eid, t))  # type: ignore[misc]
+        return flow
+
+    def _done(self, event_id: str, task: asyncio.Task[None]) -> None:
+        self._flows.pop(event_id, None)
+        self._tasks.pop(event_id, None)
+        if not task.cancelled() and task.exception() is not None:
+            self.metrics.errors.labels("flow").inc()
+            self.log.error("event flow failed", event_id=event_id, error=repr(task.exception()))
+
+    async def _shutdown(self) -> None:
+        tasks = list(self._tasks.values())
+        if not tasks:
+            return
+        for flow in self._flows.values():
+            flow.stop()
+        policy = self.config.shutdown
+        if policy == Shutdown.FINISH:
+            busy = sum(1 for f in self._flows.values() if f.busy)
+            self.log.info(
+                "shutdown: letting running handlers finish",
+                busy=busy,
+                timeout=self.config.shutdown_timeout,
+            )
+            _, pending = await asyncio.wait(tasks, timeout=self.config.shutdown_timeout)
+        else:
+            pending = set(tasks)
+        for task in pending:
+            task.cancel()
+        if pending:
+            self.log.warning("shutdown: abandoning handlers", count=len(pending))
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,44 @@
+"""Handlers: what the agent does for an event (exec, webhook, python, kubernetes)."""
+
+from __future__ import annotations
+
+from ..config import AgentConfig, ExecSpec, HandlerSpec, KubernetesSpec, PythonSpec, WebhookSpec
+from .base import Handler, HandlerContext, HandlerFailed
+from .command import ExecHandler
+from .kubernetes import KubernetesHandler
+from .pycall import PythonHandler
+from .webhook import WebhookHandler
+
+__all__ = [
+    "ExecHandler",
+    "Handler",
+    "HandlerContext",
+    "HandlerFailed",
+    "KubernetesHandler",
+    "PythonHandler",
+    "WebhookHandler",
+    "build_handler",
+    "build_handlers",
+]
+
+
+def build_handler(name: str, spec: HandlerSpec) -> Handler:
+    """The handler a spec describes."""
+    if isinstance(spec, ExecSpec):
+        return ExecHandler(name, spec)
+    if isinstance(spec, WebhookSpec):
+        return WebhookHandler(name, spec)
+    if isinstance(spec, PythonSpec):
+        return PythonHandler(name, spec)
+    if isinstance(spec, KubernetesSpec):
+        return KubernetesHandler(name, spec)
+    raise TypeError(f"no handler for {spec!r}")  # pragma: no cover - the union is closed
+
+
+def build_handlers(config: AgentConfig) -> dict[str, Handler]:
+    """Every configured handler by name; python targets are imported now, to fail early."""
+    handlers = {name: build_handler(name, spec) for name, spec in config.handlers.items()}
+    for handler in handlers.values():
+        if isinstance(handler, PythonHandler):
+            handler.function()
+    return handlers

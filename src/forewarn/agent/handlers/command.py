@@ -1,0 +1,40 @@
+"""The ``exec`` handler: a program gets the event as env vars and as JSON on stdin."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ..config import ExecSpec
+from ..events import event_env
+from .base import Handler, HandlerContext, HandlerFailed
+from .process import run_process, tail
+
+__all__ = ["ExecHandler"]
+
+
+class ExecHandler(Handler):
+    """Success is exit status 0; anything else fails with the end of stderr."""
+
+    kind = "exec"
+
+    def __init__(self, name: str, spec: ExecSpec) -> None:
+        super().__init__(name, spec.timeout, spec.on_receipt)
+        self.spec = spec
+
+    async def prepare(self, ctx: HandlerContext) -> str:
+        env = {
+            **os.environ,
+            **self.spec.env,
+            **event_env(ctx.event, ctx.vm_name, ctx.phase, ctx.deadline),
+            "FOREWARN_HANDLER": self.name,
+        }
+        stdin = json.dumps(ctx.event_json).encode() + b"\n"
+        try:
+            result = await run_process(self.spec.argv, env=env, stdin=stdin, cwd=self.spec.cwd)
+        except OSError as exc:
+            raise HandlerFailed(str(exc.strerror or exc)) from None
+        if result.returncode != 0:
+            why = tail(result.stderr) or tail(result.stdout) or "no output"
+            raise HandlerFailed(f"exit status {result.returncode}: {why}")
+        return tail(result.stdout, 200)

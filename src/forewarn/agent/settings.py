@@ -1,0 +1,142 @@
+"""Layered configuration: defaults < TOML file < environment (``FOREWARN_AGENT_*``) < flags.
+
+Only the top-level scalar settings and ``coordination.*`` can come from the environment
+(``FOREWARN_AGENT_POLL_INTERVAL``, ``FOREWARN_AGENT_COORDINATION_URL``); handlers and
+rules live in the file. Every error names where the bad value came from.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from .config import AgentConfig, ConfigError, Coordination, check
+
+__all__ = ["ENV_PREFIX", "as_dict", "env_settings", "load_config"]
+
+ENV_PREFIX = "FOREWARN_AGENT_"
+#: Environment variables that are not settings of the file (read by the CLI itself).
+_CLI_ENV = {"CONFIG"}
+
+_LOCATION = re.compile(r"^(?P<message>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+
+
+def _scalar_fields(struct: type[msgspec.Struct]) -> dict[str, Any]:
+    return {
+        f.name: f.type
+        for f in msgspec.structs.fields(struct)
+        if f.name not in ("coordination", "handlers", "rules")
+    }
+
+
+_TOP = _scalar_fields(AgentConfig)
+_COORD = _scalar_fields(Coordination)
+
+
+def _explain(error: msgspec.ValidationError, source: str) -> ConfigError:
+    """``Expected int - at `$.rules[0].min_vms``` -> ``file: rules[0].min_vms: expected int``."""
+    match = _LOCATION.match(str(error))
+    assert match is not None
+    message, path = match["message"], (match["path"] or "").lstrip(".")
+    message = message[:1].lower() + message[1:]
+    unknown = re.match(r"object contains unknown field `([^`]+)`", message)
+    if unknown:
+        key = f"{path}.{unknown[1]}" if path else unknown[1]
+        return ConfigError(f"{source}: {key}: unknown key")
+    return ConfigError(f"{source}: {path or '(top level)'}: {message}")
+
+
+def _convert_env(name: str, value: str, type_: Any) -> Any:
+    try:
+        return msgspec.convert(value, type_, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"environment {name}={value!r}: {str(exc).split(' - at')[0]}") from None
+
+
+def env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
+    """Settings given as ``FOREWARN_AGENT_*`` variables, typed; unknown names refused."""
+    top: dict[str, Any] = {}
+    coordination: dict[str, Any] = {}
+    for name, value in sorted(environ.items()):
+        if not name.startswith(ENV_PREFIX):
+            continue
+        key = name[len(ENV_PREFIX) :].lower()
+        if key.upper() in _CLI_ENV:
+            continue
+        if key in _TOP:
+            top[key] = _convert_env(name, value, _TOP[key])
+        elif key.startswith("coordination_") and key[13:] in _COORD:
+            sub = key[13:]
+            coordination[sub] = _convert_env(name, value, _COORD[sub])
+        else:
+            known = ", ".join(
+                [ENV_PREFIX + k.upper() for k in _TOP]
+                + [f"{ENV_PREFIX}COORDINATION_{k.upper()}" for k in _COORD]
+            )
+            raise ConfigError(f"environment {name}: unknown setting (known: {known})")
+    if coordination:
+        top["coordination"] = coordination
+    return top
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as stream:
+            return tomllib.load(stream)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not valid TOML: not UTF-8") from None
+
+
+def _overlay(base: dict[str, Any], layer: Mapping[str, Any]) -> None:
+    for key, value in layer.items():
+        if key == "coordination" and isinstance(base.get(key), dict):
+            base[key] = {**base[key], **value}
+        else:
+            base[key] = value
+
+
+def load_config(
+    path: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> AgentConfig:
+    """Build the effective configuration; raise ``ConfigError`` naming the bad key."""
+    merged: dict[str, Any] = {}
+    source = "defaults"
+    if path is not None:
+        source = str(path)
+        merged = _read_toml(Path(path))
+        try:  # the file alone must be valid: errors then point at the file's keys
+            msgspec.convert(merged, AgentConfig)
+        except msgspec.ValidationError as exc:
+            raise _explain(exc, source) from None
+    env = env_settings(environ or {})
+    _overlay(merged, env)
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
+    unknown = sorted(set(given) - set(_TOP))
+    if unknown:
+        raise ConfigError(f"flags: unknown setting {', '.join(unknown)}")
+    _overlay(merged, given)
+    try:
+        config = msgspec.convert(merged, AgentConfig)
+    except msgspec.ValidationError as exc:
+        raise _explain(exc, "environment or flags") from None
+    try:
+        return check(config)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def as_dict(config: AgentConfig) -> dict[str, Any]:
+    """The effective configuration as plain data (``--print-config``)."""
+    data: dict[str, Any] = msgspec.to_builtins(config)
+    return data

@@ -20,8 +20,10 @@ with warnings.catch_warnings():
 
 T0 = 1_700_000_000.0
 API = "/api/v1"
+#: What every state-changing request must carry, a body or not.
+JSON = {"Content-Type": "application/json"}
 
-__all__ = ["API", "T0", "TestClient", "create", "make_fabric", "observe"]
+__all__ = ["API", "JSON", "T0", "TestClient", "create", "make_fabric", "observe"]
 
 
 def make_fabric(clock: Clock | None = None, **config: Any) -> Fabric:

@@ -10,7 +10,7 @@ import pytest
 from forewarn.control import ControlApp
 from forewarn.fabric import Clock, Fabric
 
-from .conftest import API, T0, TestClient, make_fabric, observe
+from .conftest import API, JSON, T0, TestClient, make_fabric, observe
 
 Submit = Callable[..., dict[str, Any]]
 
@@ -82,8 +82,8 @@ def test_time_scale_shows_in_the_clock() -> None:
 def ops(submit: Submit, client: TestClient) -> list[dict[str, Any]]:
     """Two operations, one of them carried through to its end."""
     made = [submit("user-reboot", "web-0"), submit("host-update", "host-3")]
-    client.post(f"{API}/events/{made[0]['event_ids'][0]}/start")
-    client.post(f"{API}/events/{made[0]['event_ids'][0]}/complete")
+    client.post(f"{API}/events/{made[0]['event_ids'][0]}/start", headers=JSON)
+    client.post(f"{API}/events/{made[0]['event_ids'][0]}/complete", headers=JSON)
     return made
 
 

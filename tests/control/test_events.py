@@ -9,7 +9,7 @@ import pytest
 
 from forewarn.fabric import Fabric
 
-from .conftest import API, T0, TestClient
+from .conftest import API, JSON, T0, TestClient
 
 Submit = Callable[..., dict[str, Any]]
 
@@ -119,9 +119,9 @@ def test_event_action_answers_the_new_status_and_changes_state(
     before, status, op_state, live = ACTION_RESULTS[action]
     (event_id,) = reboot["event_ids"]
     for step in before:
-        assert client.post(f"{API}/events/{event_id}/{step}").status_code == 200
+        assert client.post(f"{API}/events/{event_id}/{step}", headers=JSON).status_code == 200
     incarnation = fabric.view("web").incarnation
-    response = client.post(f"{API}/events/{event_id}/{action}")
+    response = client.post(f"{API}/events/{event_id}/{action}", headers=JSON)
     assert response.status_code == 200, response.text
     answer = response.json()
     assert (answer["id"], answer["status"]) == (event_id, status)
@@ -141,11 +141,11 @@ def test_approve_marks_the_event_and_waits_for_the_operations_other_events(
     client: TestClient, host_update: dict[str, Any]
 ) -> None:
     first, *rest = host_update["event_ids"]
-    answer = client.post(f"{API}/events/{first}/approve").json()
+    answer = client.post(f"{API}/events/{first}/approve", headers=JSON).json()
     assert (answer["status"], answer["approved_by"]) == ("Scheduled", "control")
     assert client.get(f"{API}/operations/{host_update['id']}").json()["state"] == "scheduled"
     for event_id in rest:
-        assert client.post(f"{API}/events/{event_id}/approve").status_code == 200
+        assert client.post(f"{API}/events/{event_id}/approve", headers=JSON).status_code == 200
     assert {e["status"] for e in events(client)} == {"Started"}
     assert client.get(f"{API}/operations/{host_update['id']}").json()["state"] == "started"
 
@@ -153,13 +153,13 @@ def test_approve_marks_the_event_and_waits_for_the_operations_other_events(
 def test_start_starts_every_event_of_the_operation(
     client: TestClient, host_update: dict[str, Any]
 ) -> None:
-    answer = client.post(f"{API}/events/{host_update['event_ids'][2]}/start").json()
+    answer = client.post(f"{API}/events/{host_update['event_ids'][2]}/start", headers=JSON).json()
     assert answer["status"] == "Started"
     assert {e["status"] for e in events(client)} == {"Started"}
 
 
 def test_actions_accept_a_lower_case_event_id(client: TestClient, reboot: dict[str, Any]) -> None:
     (event_id,) = reboot["event_ids"]
-    response = client.post(f"{API}/events/{event_id.lower()}/cancel")
+    response = client.post(f"{API}/events/{event_id.lower()}/cancel", headers=JSON)
     assert response.status_code == 200
     assert response.json()["id"] == event_id

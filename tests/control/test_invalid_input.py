@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
+from forewarn.control import ControlApp
 from forewarn.fabric import Fabric
 
-from .conftest import API, TestClient, create, observe
+from .conftest import API, JSON, TestClient, create, observe
+from .live import live_server, raw_request
 
 SCHEDULED = "{scheduled}"
 STARTED = "{started}"
@@ -40,7 +42,7 @@ CASES: list[tuple[str, str, str, dict[str, Any], int, str]] = [
     ("unknown-host", "POST", OPS, {"json": {"kind": "host-update", "host": "host-9"}}, 404, "no host named 'host-9'"),
     ("unknown-scope", "POST", OPS, {"json": {"kind": "host-update", "scope": "db"}}, 404, "no scope named 'db'"),
     ("vm-twice", "POST", OPS, {"json": {"kind": "host-update", "vms": ["web-2", "web-2"]}}, 400, "named twice"),
-    ("user-op-on-host", "POST", OPS, op(target="host-1"), 400, "applies to one VM"),
+    ("user-op-on-host", "POST", OPS, op(target="host-1"), 400, "name a VM, not a host"),
     ("user-op-on-scope", "POST", OPS, {"json": {"kind": "user-reboot", "scope": "jumpbox"}}, 400, "name a VM, not a scope"),
     ("spot-on-regular-vm", "POST", OPS, op(kind="spot-eviction"), 400, "needs Spot VMs; 'web-1' is not"),
     ("scale-in-outside-set", "POST", OPS, op(kind="scale-in"), 400, "scale-set instances; 'web-1'"),
@@ -64,11 +66,19 @@ CASES: list[tuple[str, str, str, dict[str, Any], int, str]] = [
     ("empty-body", "POST", OPS, {}, 400, "request body is empty"),
     ("blank-body", "POST", OPS, {"content": b" \n"}, 400, "request body is empty"),
     ("invalid-json", "POST", OPS, {"content": b'{"kind": "user-reboot",'}, 400, "not valid JSON"),
+    ("invalid-utf8-value", "POST", OPS, {"content": b'{"kind": "user-reboot", "target": "web-\xff"}'}, 400, "not valid UTF-8"),
+    ("invalid-utf8-kind", "POST", OPS, {"content": b'{"kind": "\xff", "target": "web-0"}'}, 400, "not valid UTF-8"),
+    ("invalid-utf8-key", "POST", OPS, {"content": b'{"kind": "user-reboot", "\xff": 1}'}, 400, "not valid UTF-8"),
+    ("deep-nesting", "POST", OPS, {"content": b'{"kind": "user-reboot", "target": ' + b"[" * 30000 + b"]" * 30000 + b"}"}, 400, "at `$.target`"),
+    ("deep-nesting-top", "POST", OPS, {"content": b"[" * 30000 + b"]" * 30000}, 400, "Expected `object`, got `array`"),
     # events
     ("cancel-started", "POST", f"{API}/events/{STARTED}/cancel", {}, 409, "only a Scheduled event can be canceled"),
     ("complete-scheduled", "POST", f"{API}/events/{SCHEDULED}/complete", {}, 409, "only a Started event can be completed"),
     ("start-started", "POST", f"{API}/events/{STARTED}/start", {}, 409, "only a Scheduled event can start"),
     ("unknown-action", "POST", f"{API}/events/{SCHEDULED}/reschedule", {}, 404, "unknown action 'reschedule'"),
+    ("action-with-options", "POST", f"{API}/events/{SCHEDULED}/approve", {"json": {"by": "me"}}, 400, "unknown field `by`"),
+    ("action-invalid-json", "POST", f"{API}/events/{SCHEDULED}/approve", {"content": b"yes"}, 400, "not valid JSON"),
+    ("action-invalid-utf8", "POST", f"{API}/events/{SCHEDULED}/approve", {"content": b'{"\xff": 1}'}, 400, "not valid UTF-8"),
     *[
         (f"{action}-unknown-id", "POST", f"{API}/events/NOPE/{action}", {}, 404, "no live event with id 'NOPE'")
         for action in ("approve", "start", "cancel", "complete")
@@ -89,6 +99,7 @@ CASES: list[tuple[str, str, str, dict[str, Any], int, str]] = [
     ("advance-unknown-field", "POST", ADVANCE, {"json": {"seconds": 1, "to": 5}}, 400, "unknown field `to`"),
     ("advance-negative", "POST", ADVANCE, {"json": {"seconds": -60}}, 409, "only moves forward"),
     ("advance-out-of-range", "POST", ADVANCE, {"content": b'{"seconds": 1e999}'}, 400, "Number out of range"),
+    ("advance-invalid-utf8", "POST", ADVANCE, {"content": b'{"\xff": 1, "seconds": 1}'}, 400, "not valid UTF-8"),
 ]  # fmt: skip
 
 
@@ -115,7 +126,8 @@ def test_invalid_request_is_refused_with_a_clear_error_and_changes_nothing(
     fragment: str,
 ) -> None:
     before = observe(fabric)
-    response = client.request(method, path.format(**ids), **kwargs)
+    headers = JSON if method == "POST" else {}
+    response = client.request(method, path.format(**ids), headers=headers, **kwargs)
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == "application/json"
     body = response.json()
@@ -131,4 +143,18 @@ def test_wrong_method_is_405_and_changes_nothing(
 ) -> None:
     before = observe(fabric)
     assert client.request(method, path, json={"kind": "user-reboot"}).status_code == 405
+    assert observe(fabric) == before
+
+
+def test_a_real_0xff_byte_on_the_wire_is_a_400_and_changes_nothing(fabric: Fabric) -> None:
+    before = observe(fabric)
+    body = b'{"kind":"user-reboot","target":"web-\xff"}'
+    with live_server(ControlApp(fabric)) as port:
+        headers = [("Host", f"127.0.0.1:{port}"), ("Content-Type", "application/json")]
+        response = raw_request(port, "POST", OPS, headers, body)
+    assert response.status_code == 400
+    assert response.headers["content-type"] == "application/json"
+    assert response.json() == {
+        "error": "request body is not valid JSON: a string is not valid UTF-8"
+    }
     assert observe(fabric) == before

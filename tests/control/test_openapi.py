@@ -71,7 +71,8 @@ def refs(node: Any) -> Iterator[str]:
 
 def test_document_has_the_openapi_3_1_shape(document: dict[str, Any]) -> None:
     assert document["openapi"].startswith("3.1.")
-    assert document["info"] == {"title": "forewarn control API", "version": __version__}
+    assert document["info"]["title"] == "forewarn control API"
+    assert document["info"]["version"] == __version__
     assert document["paths"]
     assert all(path.startswith("/") for path in document["paths"])
     for path, method, op in operations(document):

@@ -2,12 +2,12 @@
 
 Handlers are thin: parse, call one fabric method, serialise. Fabric errors map to
 status codes in one place (``_ERROR_STATUS``); nothing changes when a request fails.
+Every answer, errors of routing and crashes included, is JSON (``{"error": ...}``).
 """
 
 from __future__ import annotations
 
-import hmac
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -16,8 +16,9 @@ import msgspec
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -27,6 +28,7 @@ from ..contract import SUPPORTED_VERSIONS, lookup_version
 from ..fabric import (
     CATALOGUE,
     ClockError,
+    Conflict,
     EventRecord,
     Fabric,
     FabricError,
@@ -35,10 +37,20 @@ from ..fabric import (
     NotFoundError,
     OperationRecord,
     OperationRequest,
+    StoreUnavailable,
 )
 from ..imds import DocumentCache
 from .openapi import openapi_document
-from .schemas import AdvanceBody, ClockOut, EventOut, OperationBody, OperationOut, VmOut
+from .schemas import (
+    ActionBody,
+    AdvanceBody,
+    ClockOut,
+    EventOut,
+    OperationBody,
+    OperationOut,
+    VmOut,
+)
+from .security import AccessGuard, HostPolicy
 
 __all__ = ["ControlApp"]
 
@@ -46,10 +58,13 @@ T = TypeVar("T")
 Handler = Callable[[Request], Awaitable[Response]]
 
 MAX_HISTORY = 10_000
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 _ERROR_STATUS: tuple[tuple[type[FabricError], int], ...] = (
+    (StoreUnavailable, 503),
     (NotFoundError, 404),
     (InvalidTransition, 409),
+    (Conflict, 409),
     (ClockError, 409),
     (InvalidOperation, 400),
     (FabricError, 400),
@@ -58,6 +73,10 @@ _ERROR_STATUS: tuple[tuple[type[FabricError], int], ...] = (
 
 class _BadRequest(Exception):
     """A body or parameter the API cannot accept."""
+
+
+class _NotJson(Exception):
+    """A state-changing request that is not declared JSON (what a cross-site form sends)."""
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -73,7 +92,11 @@ def _guard(handler: Handler) -> Handler:
 
     async def wrapped(request: Request) -> Response:
         try:
+            if request.method not in SAFE_METHODS:
+                _require_json(request)
             return await handler(request)
+        except _NotJson as exc:
+            return _error(str(exc), 415)
         except _BadRequest as exc:
             return _error(str(exc), 400)
         except FabricError as exc:
@@ -83,16 +106,35 @@ def _guard(handler: Handler) -> Handler:
     return wrapped
 
 
+def _require_json(request: Request) -> None:
+    """Browsers send text/plain and form bodies cross-site without asking; never JSON."""
+    given = request.headers.get("content-type")
+    if given is None or given.partition(";")[0].strip().lower() != "application/json":
+        raise _NotJson(
+            "state-changing requests must be sent with Content-Type: application/json"
+            + (f" (got {given!r})" if given is not None else " (none given)")
+        )
+
+
 async def _body(request: Request, kind: type[T]) -> T:
     raw = await request.body()
     if not raw.strip():
         raise _BadRequest("request body is empty; expected a JSON object")
+    return _decode(raw, kind)
+
+
+def _decode(raw: bytes, kind: type[T]) -> T:
+    """Any malformed body is the client's mistake: 400, never a crash."""
     try:
         return msgspec.json.decode(raw, type=kind)
     except msgspec.ValidationError as exc:
         raise _BadRequest(f"invalid body: {exc}") from None
     except msgspec.DecodeError:
         raise _BadRequest("request body is not valid JSON") from None
+    except UnicodeDecodeError:
+        raise _BadRequest("request body is not valid JSON: a string is not valid UTF-8") from None
+    except RecursionError:
+        raise _BadRequest("request body is not valid JSON: nested too deeply") from None
 
 
 def _int_param(request: Request, name: str, default: int) -> int:
@@ -146,51 +188,104 @@ def operation_out(op: OperationRecord) -> OperationOut:
     )
 
 
-class _BearerAuth(BaseHTTPMiddleware):
-    def __init__(self, app: Any, token: str) -> None:
-        super().__init__(app)
-        self._expected = f"Bearer {token}".encode()
+def _route(path: str, **handlers: Handler) -> Route:
+    """One route per path, so that a 405 names every method the path serves."""
+    by_method = {method.upper(): _guard(handler) for method, handler in handlers.items()}
 
-    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        given = request.headers.get("authorization", "").encode()
-        if request.url.path != "/healthz" and not hmac.compare_digest(given, self._expected):
-            return _error("missing or wrong Authorization: Bearer token", 401)
-        return await call_next(request)
+    async def endpoint(request: Request) -> Response:
+        method = "GET" if request.method == "HEAD" else request.method
+        return await by_method[method](request)
+
+    return Route(path, endpoint, methods=list(by_method))
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Routing errors (404, 405) in the API's JSON error shape."""
+    assert isinstance(exc, HTTPException)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 404:
+        message = f"no such route: {request.url.path} (the API is under /api/v1; see /openapi.json)"
+    elif exc.status_code == 405:
+        allowed = sorted({m.strip() for m in headers.get("Allow", "").split(",") if m.strip()})
+        headers["Allow"] = ", ".join(allowed)
+        message = (
+            f"{request.method} is not allowed on {request.url.path}; allowed: {headers['Allow']}"
+        )
+    else:
+        message = str(exc.detail)
+    return Response(
+        msgspec.json.encode({"error": message}),
+        exc.status_code,
+        headers=headers,
+        media_type="application/json",
+    )
+
+
+async def _crash(request: Request, exc: Exception) -> Response:
+    """A fault of the server itself; details go to the log, not to the client."""
+    return _error("internal server error; the server log has the details", 500)
 
 
 class ControlApp:
-    """Routes of the control API over one fabric; ``asgi`` is the app to serve."""
+    """Routes of the control API over one fabric; ``asgi`` is the app to serve.
+
+    ``hosts`` are extra names (``--control-host``) the API answers to besides its own
+    address; ``token``, when set, is required as ``Authorization: Bearer``.
+    """
 
     def __init__(
-        self, fabric: Fabric, *, registry: CollectorRegistry | None = None, token: str | None = None
+        self,
+        fabric: Fabric,
+        *,
+        registry: CollectorRegistry | None = None,
+        token: str | None = None,
+        hosts: Iterable[str] = (),
     ) -> None:
         self.fabric = fabric
         self.registry = registry or CollectorRegistry()
-        self._openapi = msgspec.json.encode(openapi_document(__version__))
+        self._openapi = msgspec.json.encode(openapi_document(__version__, token=bool(token)))
         self._documents = DocumentCache()  # the endpoint's rendering, not a second copy
-        g = _guard
+        r = _route
         routes = [
-            Route("/healthz", g(self.health)),
-            Route("/openapi.json", g(self.openapi)),
-            Route("/metrics", g(self.metrics)),
-            Route("/api/v1/topology", g(self.topology)),
-            Route("/api/v1/vms", g(self.vms)),
-            Route("/api/v1/catalogue", g(self.catalogue)),
-            Route("/api/v1/events", g(self.list_events)),
-            Route("/api/v1/events/{event_id}", g(self.get_event)),
-            Route("/api/v1/events/{event_id}/{action}", g(self.event_action), methods=["POST"]),
-            Route("/api/v1/operations", g(self.list_operations)),
-            Route("/api/v1/operations", g(self.create_operation), methods=["POST"]),
-            Route("/api/v1/operations/{operation_id}", g(self.get_operation)),
-            Route("/api/v1/documents/{vm}", g(self.document)),
-            Route("/api/v1/clock", g(self.clock)),
-            Route("/api/v1/clock/advance", g(self.advance), methods=["POST"]),
-            Route("/api/v1/history", g(self.history)),
+            r("/", get=self.index),
+            r("/healthz", get=self.health),
+            r("/openapi.json", get=self.openapi),
+            r("/metrics", get=self.metrics),
+            r("/api/v1/topology", get=self.topology),
+            r("/api/v1/vms", get=self.vms),
+            r("/api/v1/catalogue", get=self.catalogue),
+            r("/api/v1/events", get=self.list_events),
+            r("/api/v1/events/{event_id}", get=self.get_event),
+            r("/api/v1/events/{event_id}/{action}", post=self.event_action),
+            r("/api/v1/operations", get=self.list_operations, post=self.create_operation),
+            r("/api/v1/operations/{operation_id}", get=self.get_operation),
+            r("/api/v1/documents/{vm}", get=self.document),
+            r("/api/v1/clock", get=self.clock),
+            r("/api/v1/clock/advance", post=self.advance),
+            r("/api/v1/history", get=self.history),
         ]
-        middleware = [Middleware(_BearerAuth, token=token)] if token else []
-        self.asgi = Starlette(routes=routes, middleware=middleware)
+        guard = Middleware(AccessGuard, hosts=HostPolicy(hosts), token=token)
+        self.asgi = Starlette(
+            routes=routes,
+            middleware=[guard],
+            exception_handlers={HTTPException: _http_error, Exception: _crash},
+        )
+
+    async def index(self, request: Request) -> Response:
+        return _json({
+            "name": "forewarn control API",
+            "version": __version__,
+            "api": "/api/v1",
+            "openapi": "/openapi.json",
+            "health": "/healthz",
+            "metrics": "/metrics",
+        })  # fmt: skip
 
     async def health(self, request: Request) -> Response:
+        error = self.fabric.store_error()
+        if error is not None:
+            reason = f"the database refuses writes: {error}"
+            return _json({"status": "unhealthy", "version": __version__, "reason": reason}, 503)
         return _json({"status": "ok", "version": __version__})
 
     async def openapi(self, request: Request) -> Response:
@@ -254,6 +349,9 @@ class ControlApp:
         return _json(event_out(self.fabric.event(request.path_params["event_id"])))
 
     async def event_action(self, request: Request) -> Response:
+        raw = await request.body()
+        if raw.strip():
+            _decode(raw, ActionBody)  # no options yet: empty, or an empty object
         event_id = request.path_params["event_id"]
         action = request.path_params["action"]
         fabric = self.fabric
@@ -262,11 +360,16 @@ class ControlApp:
         elif action == "start":
             fabric.start_event(event_id)
         elif action == "cancel":
-            return _json(_ended(fabric.cancel_event(event_id), "Canceled"))
+            canceled = fabric.cancel_event(event_id)
+            await fabric.durable()
+            return _json(_ended(canceled, "Canceled"))
         elif action == "complete":
-            return _json(_ended(fabric.complete_event(event_id), "Completed"))
+            completed = fabric.complete_event(event_id)
+            await fabric.durable()
+            return _json(_ended(completed, "Completed"))
         else:
             return _error(f"unknown action {action!r}; use approve, start, cancel or complete", 404)
+        await fabric.durable()  # answered once written: what we say happened, happened
         return _json(event_out(fabric.event(event_id)))
 
     async def list_operations(self, request: Request) -> Response:
@@ -279,7 +382,7 @@ class ControlApp:
         body = await _body(request, OperationBody)
         vms, host, scope = tuple(body.vms or ()), body.host, body.scope
         if body.target is not None:
-            if vms or host or scope:
+            if vms or host is not None or scope is not None:
                 raise _BadRequest("give either target or vms/host/scope, not both")
             what, name = self.fabric.topology.classify(body.target)
             vms, host, scope = (
@@ -294,6 +397,7 @@ class ControlApp:
                 duration_seconds=body.duration_seconds,
             )
         )  # fmt: skip
+        await self.fabric.durable()
         return _json(operation_out(op), 201)
 
     async def document(self, request: Request) -> Response:
@@ -324,7 +428,7 @@ class ControlApp:
 
     async def advance(self, request: Request) -> Response:
         body = await _body(request, AdvanceBody)
-        self.fabric.advance(body.seconds)
+        await self.fabric.advance_durably(body.seconds)
         return _json(self._clock_out())
 
     async def history(self, request: Request) -> Response:
@@ -332,7 +436,8 @@ class ControlApp:
         limit = _int_param(request, "last" if last is not None else "limit", 1000)
         if not 0 <= limit <= MAX_HISTORY:
             raise _BadRequest(f"limit must be 0 to {MAX_HISTORY}")
-        entries = self.fabric.history(
+        entries = await run_in_threadpool(  # a disk read: never on the event loop
+            self.fabric.history,
             after=_int_param(request, "after", 0),
             limit=limit,
             event_id=request.query_params.get("event_id"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..contract import SUPPORTED_VERSIONS
 from .schemas import schema_components
 
 __all__ = ["openapi_document"]
@@ -25,11 +26,12 @@ def _op(
     ok: dict[str, Any],
     body: str | None = None,
     params: list[dict[str, Any]] | None = None,
+    body_required: bool = True,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"summary": summary, "responses": {**ok, **_ERR}}
     if body:
         out["requestBody"] = {
-            "required": True,
+            "required": body_required,
             "content": {"application/json": {"schema": _ref(body)}},
         }
     if params:
@@ -41,16 +43,54 @@ def _path_param(name: str) -> dict[str, Any]:
     return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
 
 
-def _query(name: str, kind: str = "string") -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": False, "schema": {"type": kind}}
+def _query(
+    name: str, kind: str = "string", description: str | None = None, **schema: Any
+) -> dict[str, Any]:
+    out = {"name": name, "in": "query", "required": False, "schema": {"type": kind, **schema}}
+    if description:
+        out["description"] = description
+    return out
 
 
-def openapi_document(version: str) -> dict[str, Any]:
-    """OpenAPI 3.1 for every control route."""
+_HISTORY_PARAMS = [
+    _query("after", "integer", "Entries after this sequence number", minimum=0, maximum=2**63 - 1),
+    _query("limit", "integer", "At most this many entries, oldest first", minimum=0,
+           maximum=10_000, default=1000),
+    _query("last", "integer", "The newest N entries, oldest first (overrides limit)",
+           minimum=0, maximum=10_000),
+    _query("event_id"),
+    _query("operation_id"),
+]  # fmt: skip
+
+
+def _text(description: str = "OK") -> dict[str, Any]:
+    return {"description": description, "content": {"text/plain": {"schema": {"type": "string"}}}}
+
+
+def _finish(paths: dict[str, Any], token: bool) -> None:
+    """Rules of every operation: the bearer token (but ``/healthz``) when the server has
+    one, and JSON for every state-changing request."""
+    for path, item in paths.items():
+        for method, op in item.items():
+            op["security"] = [] if path == "/healthz" or not token else [{"bearer": []}]
+            if op["security"]:
+                op["responses"]["401"] = _json(_ref("ErrorOut"), "Missing or wrong token")
+            if method == "post":
+                op["responses"]["415"] = _json(_ref("ErrorOut"), "Not sent as application/json")
+
+
+def openapi_document(version: str, *, token: bool = False) -> dict[str, Any]:
+    """OpenAPI 3.1 for every control route; ``token``: the server requires a bearer token."""
     array = {"type": "array", "items": {}}
     event_action = {
         action: {
-            "post": _op(summary, {"200": _json(_ref("EventOut"))}, params=[_path_param("event_id")])
+            "post": _op(
+                summary,
+                {"200": _json(_ref("EventOut"))},
+                body="ActionBody",
+                params=[_path_param("event_id")],
+                body_required=False,
+            )
         }
         for action, summary in (
             ("approve", "Approve an event (as the platform operator)"),
@@ -100,7 +140,12 @@ def openapi_document(version: str) -> dict[str, Any]:
             "get": _op(
                 "The Scheduled Events document a VM sees",
                 {"200": _json({})},
-                params=[_path_param("vm"), _query("api-version")],
+                params=[
+                    _path_param("vm"),
+                    _query(
+                        "api-version", enum=list(SUPPORTED_VERSIONS), default=SUPPORTED_VERSIONS[-1]
+                    ),
+                ],
             )
         },
         "/api/v1/clock": {"get": _op("The platform clock", {"200": _json(_ref("ClockOut"))})},
@@ -115,28 +160,37 @@ def openapi_document(version: str) -> dict[str, Any]:
             "get": _op(
                 "Append-only history",
                 {"200": _json(array)},
-                params=[
-                    _query("after", "integer"),
-                    _query("limit", "integer"),
-                    _query("event_id"),
-                    _query("operation_id"),
-                ],
+                params=_HISTORY_PARAMS,
             )
         },
-        "/metrics": {
-            "get": {"summary": "Prometheus metrics", "responses": {"200": {"description": "OK"}}}
-        },
-        "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "OK"}}}},
-        "/openapi.json": {
-            "get": {"summary": "This document", "responses": {"200": {"description": "OK"}}}
-        },
+        "/": {"get": _op("Where the API and its documentation are", {"200": _json({})})},
+        "/metrics": {"get": _op("Prometheus metrics", {"200": _text()})},
+        "/healthz": {"get": _op("Liveness", {"200": _json({})})},
+        "/openapi.json": {"get": _op("This document", {"200": _json({})})},
     }
+    _finish(paths, token)
     return {
         "openapi": "3.1.0",
-        "info": {"title": "forewarn control API", "version": version},
+        "security": [{"bearer": []}] if token else [],
+        "info": {
+            "title": "forewarn control API",
+            "version": version,
+            "description": (
+                "State-changing requests must be sent as Content-Type: application/json. "
+                "The API answers only to its own address (on loopback: any loopback address "
+                "or localhost) and names given with --control-host, and refuses cross-origin "
+                'requests. Every error is {"error": "..."}.'
+            ),
+        },
         "paths": paths,
         "components": {
             "schemas": schema_components(),
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The server's --control-token (required off loopback)",
+                }
+            },
         },
     }

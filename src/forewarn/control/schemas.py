@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
+from ..fabric import OperationKind
+
 __all__ = [
+    "ActionBody",
     "AdvanceBody",
     "ClockOut",
     "ErrorOut",
@@ -21,7 +24,8 @@ class OperationBody(msgspec.Struct, forbid_unknown_fields=True):
     """Create an operation. Name the target with exactly one of ``vms``, ``host``,
     ``scope``, or ``target`` (a VM, host or scope name, resolved in that order)."""
 
-    kind: str
+    # A plain str, so that an unknown kind gets the fabric's message naming the known ones.
+    kind: Annotated[str, msgspec.Meta(extra_json_schema={"enum": [k.value for k in OperationKind]})]
     vms: list[str] | None = None
     host: str | None = None
     scope: str | None = None
@@ -34,7 +38,11 @@ class OperationBody(msgspec.Struct, forbid_unknown_fields=True):
 class AdvanceBody(msgspec.Struct, forbid_unknown_fields=True):
     """Advance a virtual clock."""
 
-    seconds: float
+    seconds: Annotated[float, msgspec.Meta(extra_json_schema={"minimum": 0})]
+
+
+class ActionBody(msgspec.Struct, forbid_unknown_fields=True):
+    """An event action takes no options: no body, or an empty object."""
 
 
 class ErrorOut(msgspec.Struct):
@@ -105,10 +113,22 @@ class ClockOut(msgspec.Struct):
     next_due: float | None
 
 
+#: The one-target rule of ``OperationBody`` (the server answers 400 otherwise).
+_TARGETS = {
+    "target": {"type": "string"},
+    "vms": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": True},
+    "host": {"type": "string"},
+    "scope": {"type": "string"},
+}
+
+
 def schema_components() -> dict[str, Any]:
     """JSON Schemas of every body, for the OpenAPI document."""
     _, components = msgspec.json.schema_components(
-        [OperationBody, AdvanceBody, ErrorOut, EventOut, OperationOut, VmOut, ClockOut],
+        [OperationBody, AdvanceBody, ActionBody, ErrorOut, EventOut, OperationOut, VmOut, ClockOut],
         ref_template="#/components/schemas/{name}",
     )
+    components["OperationBody"]["oneOf"] = [
+        {"required": [name], "properties": {name: schema}} for name, schema in _TARGETS.items()
+    ]
     return components

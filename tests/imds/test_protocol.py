@@ -1,35 +1,26 @@
 """The HTTP/1.1 protocol of ``forewarn serve`` (``imds/protocol.py``), over real sockets.
 
 Every test starts ``serve_endpoint`` on 127.0.0.1 and speaks raw HTTP over asyncio
-streams (no HTTP client library), so the assertions are on the exact bytes on the wire. The
-client's source address picks the VM (127.1.0.2 is web-1); Linux routes all of
-127.0.0.0/8 to loopback, so any such address can be bound.
+streams (``rawhttp.py``), so the assertions are on the exact bytes on the wire.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
-import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 
 import pytest
 
-from forewarn.imds import protocol, serve_endpoint
+from forewarn.imds.connection import MAX_HEAD, Connection
 from forewarn.imds.endpoint import MAX_BODY
-from forewarn.imds.protocol import EndpointServer
 
 from .conftest import (
     EMPTY_WEB,
-    INSTANCE_VERSION,
     JSON_TYPE,
     NEWEST,
     RATE_BODY,
-    SE,
     TEXT_TYPE,
     VERSIONS,
     Imds,
@@ -38,238 +29,32 @@ from .conftest import (
     fleet,
     reboot_document,
 )
-
-HOST = "127.0.0.1"
-WEB1 = "127.1.0.2"
-WORKERS0 = "127.1.0.7"
-FRONTEND0 = "127.1.0.12"
-TIMEOUT = 5.0
-
-NAME_TARGET = f"/metadata/instance/compute/name?api-version={INSTANCE_VERSION}&format=text"
-MALFORMED_BODY = b'{"error":"Malformed request"}'
-TOO_LARGE_BODY = b'{"error":"Request body too large"}'
-DATE_RE = re.compile(
-    rb"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
-    rb" \d{4} \d\d:\d\d:\d\d GMT"
+from .rawhttp import (
+    DATE_RE,
+    FRONTEND0,
+    MALFORMED_BODY,
+    NAME_TARGET,
+    TIMEOUT,
+    TOO_LARGE_BODY,
+    WEB1,
+    WORKERS0,
+    Client,
+    Serve,
+    Served,
+    bound_socket,
+    chunked,
+    expected_bytes,
+    get,
+    parse_head,
+    request,
+    se_target,
+    serve,
+    served,
+    start_requests,
+    web1,
 )
 
-
-def se_target(version: str = NEWEST) -> str:
-    """The Scheduled Events request target at ``version`` (origin form)."""
-    return f"{SE}?api-version={version}"
-
-
-def request(
-    method: str = "GET",
-    target: str | None = None,
-    *,
-    headers: Sequence[tuple[str, str]] = (("Metadata", "true"),),
-    body: bytes = b"",
-    http: str = "HTTP/1.1",
-) -> bytes:
-    """A raw request; a body gets a content-length unless ``headers`` frame it."""
-    lines = [f"{method} {target or se_target()} {http}", "Host: 169.254.169.254"]
-    lines += [f"{name}: {value}" for name, value in headers]
-    framed = any(name.lower() in ("content-length", "transfer-encoding") for name, _ in headers)
-    if body and not framed:
-        lines.append(f"Content-Length: {len(body)}")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
-
-
-def get(version: str = NEWEST, *extra: tuple[str, str], http: str = "HTTP/1.1") -> bytes:
-    """A raw GET of the Scheduled Events document, with ``extra`` headers."""
-    return request("GET", se_target(version), headers=(("Metadata", "true"), *extra), http=http)
-
-
-def start_requests(*ids: str) -> bytes:
-    return json.dumps({"StartRequests": [{"EventId": i} for i in ids]}).encode()
-
-
-def chunked(*pieces: bytes) -> bytes:
-    """``pieces`` in chunked transfer coding, with the terminating chunk."""
-    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
-
-
-@dataclass
-class Response:
-    """One response as read off the wire."""
-
-    status: int
-    headers: list[tuple[bytes, bytes]]
-    body: bytes
-    raw: bytes
-
-    def header(self, name: str) -> bytes | None:
-        """The single value of header ``name`` (lower-case), or None."""
-        values = [v for k, v in self.headers if k == name.encode()]
-        assert len(values) <= 1, f"{name} sent {len(values)} times"
-        return values[0] if values else None
-
-    @property
-    def without_date(self) -> bytes:
-        """The raw bytes minus the ``date`` line (which may tick between two responses)."""
-        return re.sub(rb"\r\ndate: [^\r]*", b"", self.raw)
-
-
-def parse_head(head: bytes) -> tuple[int, list[tuple[bytes, bytes]]]:
-    """Status code and (lower-cased name, value) headers of a response head."""
-    status_line, *lines = head[:-4].split(b"\r\n")
-    version, code, _reason = status_line.split(b" ", 2)
-    assert version == b"HTTP/1.1", status_line
-    headers = []
-    for line in lines:
-        name, sep, value = line.partition(b":")
-        assert sep and name == name.strip().lower(), line
-        headers.append((name, value.strip()))
-    return int(code), headers
-
-
-def expected_bytes(
-    response: Response, status: bytes, body: bytes, *extra: bytes, close: bool = False
-) -> bytes:
-    """What the server must send: status line, date, content type, ``extra`` headers,
-    content-length, ``connection: close`` when ``close``, then the body."""
-    date = response.header("date")
-    assert date is not None
-    head = [b"HTTP/1.1 " + status, b"date: " + date, b"content-type: " + JSON_TYPE.encode()]
-    head += extra
-    head.append(b"content-length: %d" % len(body))
-    if close:
-        head.append(b"connection: close")
-    return b"\r\n".join(head) + b"\r\n\r\n" + body
-
-
-@dataclass
-class Client:
-    """A raw connection to the endpoint."""
-
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
-
-    async def send(self, *parts: bytes, pause: float = 0.0) -> None:
-        """Write ``parts`` one by one (separate TCP writes when ``pause`` is set)."""
-        for i, part in enumerate(parts):
-            if i and pause:
-                await asyncio.sleep(pause)
-            self.writer.write(part)
-            await asyncio.wait_for(self.writer.drain(), TIMEOUT)
-
-    async def response(self) -> Response:
-        """Read exactly one response, framed by its content-length (none for a 304)."""
-        head = await asyncio.wait_for(self.reader.readuntil(b"\r\n\r\n"), TIMEOUT)
-        status, headers = parse_head(head)
-        lengths = [v for k, v in headers if k == b"content-length"]
-        if status == 304:
-            assert lengths == [], "a 304 must not announce a body"
-            length = 0
-        else:
-            assert len(lengths) == 1, head
-            length = int(lengths[0])
-        body = await asyncio.wait_for(self.reader.readexactly(length), TIMEOUT)
-        return Response(status, headers, body, head + body)
-
-    async def responses(self, count: int) -> list[Response]:
-        return [await self.response() for _ in range(count)]
-
-    async def ask(self, *requests: bytes) -> list[Response]:
-        """Send ``requests`` pipelined in one write and read their responses."""
-        await self.send(b"".join(requests))
-        return await self.responses(len(requests))
-
-    async def rest(self) -> bytes:
-        """Everything until the server closes (fails if it does not close)."""
-        return await asyncio.wait_for(self.reader.read(), TIMEOUT)
-
-    async def unsolicited(self) -> bytes:
-        """Whatever arrives unasked within a moment (b"" for nothing, or for EOF)."""
-        try:
-            return await asyncio.wait_for(self.reader.read(65536), 0.1)
-        except TimeoutError:
-            return b""
-
-    async def assert_open(self) -> None:
-        """The server neither closed nor sent anything unasked."""
-        with pytest.raises(TimeoutError):
-            await asyncio.wait_for(self.reader.read(1), 0.05)
-        assert not self.reader.at_eof()
-
-
-@dataclass
-class Served:
-    """An endpoint server on an ephemeral port, with a way to connect to it."""
-
-    imds: Imds
-    server: EndpointServer
-    port: int
-    clients: list[Client] = field(default_factory=list)
-
-    async def connect(
-        self, source: str | None = WEB1, port: int | None = None, *, rcvbuf: int | None = None
-    ) -> Client:
-        """A connection from ``source`` (None: 127.0.0.1) to the endpoint (or ``port``)."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            if rcvbuf is not None:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-            sock.bind((source or HOST, 0))
-            sock.setblocking(False)
-            await asyncio.wait_for(
-                asyncio.get_running_loop().sock_connect(sock, (HOST, port or self.port)), TIMEOUT
-            )
-        except BaseException:
-            sock.close()
-            raise
-        reader, writer = await asyncio.open_connection(sock=sock)
-        client = Client(reader, writer)
-        self.clients.append(client)
-        return client
-
-
-def bound_socket(sndbuf: int | None = None) -> socket.socket:
-    """A TCP socket bound to an ephemeral port of 127.0.0.1 (accepted sockets inherit
-    ``sndbuf``)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    if sndbuf is not None:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
-    sock.bind((HOST, 0))
-    return sock
-
-
-Serve = Callable[..., Awaitable[Served]]
-
-
-@pytest.fixture
-async def serve() -> AsyncIterator[Serve]:
-    """Start ``serve_endpoint`` for an Imds (plus any extra bound sockets); stop after."""
-    started: list[Served] = []
-
-    async def start(
-        imds: Imds, extra: Sequence[socket.socket] = (), *, sndbuf: int | None = None
-    ) -> Served:
-        main = bound_socket(sndbuf)
-        server = await serve_endpoint(imds.app.endpoint, [main, *extra])
-        served = Served(imds, server, main.getsockname()[1])
-        started.append(served)
-        return served
-
-    yield start
-    for served in started:
-        for client in served.clients:
-            client.writer.close()
-        await served.server.close()
-
-
-@pytest.fixture
-async def served(imds: Imds, serve: Serve) -> Served:
-    """The demo fleet (every scope enabled, no rate limit) on a real socket."""
-    return await serve(imds)
-
-
-@pytest.fixture
-async def web1(served: Served) -> Client:
-    """A connection from web-1's address."""
-    return await served.connect(WEB1)
-
+__all__ = ["serve", "served", "web1"]  # fixtures shared from rawhttp
 
 # ------------------------------------------------------------------ persistence
 
@@ -400,8 +185,8 @@ async def test_body_of_exactly_the_limit_is_accepted(
 
 
 @pytest.mark.parametrize("framing", ["content-length", "chunked"])
-async def test_body_over_64_kib_is_rejected(
-    imds: Imds, web1: Client, reboot_web0: str, framing: str
+async def test_body_over_64_kib_is_refused_and_closed(
+    imds: Imds, served: Served, web1: Client, reboot_web0: str, framing: str
 ) -> None:
     body = start_requests(reboot_web0)
     body += b" " * (MAX_BODY + 1 - len(body))
@@ -409,14 +194,17 @@ async def test_body_over_64_kib_is_rejected(
         raw = post_head(("Transfer-Encoding", "chunked")) + chunked(body[:40000], body[40000:])
     else:
         raw = request("POST", body=body)
-    too_large, after = await web1.ask(raw, get())
+    await web1.send(raw + get())
+    too_large = await web1.response()
     assert too_large.raw == expected_bytes(
-        too_large, b"413 Request Entity Too Large", TOO_LARGE_BODY
+        too_large, b"413 Request Entity Too Large", TOO_LARGE_BODY, close=True
     )
+    assert await web1.rest() == b""  # refused and closed: what follows is not answered
     assert (imds.event(reboot_web0).status, imds.event(reboot_web0).approved_by) == (
         "Scheduled",
         None,
     )
+    [after] = await (await served.connect(WEB1)).ask(get())
     assert after.body == reboot_document(NEWEST)
 
 
@@ -459,11 +247,9 @@ async def test_valid_request_before_garbage_is_answered_first(web1: Client) -> N
 async def test_malformed_reply_is_exact(web1: Client) -> None:
     # Regression: the canned 400 once announced content-length 28 for its 29-byte body.
     await web1.send(b"BREW / HTTP/1.1\r\n\r\n")
-    raw = await web1.rest()
-    assert raw == (
-        b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\n"
-        b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(MALFORMED_BODY), MALFORMED_BODY)
-    )
+    response = await web1.response()
+    assert response.raw == expected_bytes(response, b"400 Bad Request", MALFORMED_BODY, close=True)
+    assert await web1.rest() == b""
 
 
 async def test_upgrade_request_is_answered_once(web1: Client) -> None:
@@ -580,13 +366,13 @@ async def test_back_pressure_with_2000_pipelined_requests(
 ) -> None:
     # Tiny socket buffers make the server's writes back up, so it must pause reading.
     pauses: list[int] = []
-    pause_writing = protocol._Connection.pause_writing
+    pause_writing = Connection.pause_writing
 
-    def spy(connection: protocol._Connection) -> None:
+    def spy(connection: Connection) -> None:
         pauses.append(1)
         pause_writing(connection)
 
-    monkeypatch.setattr(protocol._Connection, "pause_writing", spy)
+    monkeypatch.setattr(Connection, "pause_writing", spy)
     served = await serve(imds, sndbuf=4096)
     client = await served.connect(WEB1, rcvbuf=4096)
     count = 2000
@@ -636,7 +422,7 @@ async def test_many_pipelined_upgrade_requests_are_each_answered_once(web1: Clie
 
 
 async def test_oversized_request_head_is_refused_with_431(web1: Client, served: Served) -> None:
-    huge = get(NEWEST, ("X-Padding", "a" * (protocol.MAX_HEAD + 1024)))
+    huge = get(NEWEST, ("X-Padding", "a" * (MAX_HEAD + 1024)))
     await web1.send(huge[: len(huge) - 4])  # the head never ends
     raw = await web1.rest()
     assert raw.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")

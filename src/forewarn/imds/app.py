@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from ..fabric import Fabric
+from .deferred import resolve
 from .endpoint import MAX_BODY, TOO_LARGE, Endpoint, ImdsSettings
 from .messages import Request
 
@@ -56,7 +57,7 @@ class ImdsApp:
                 local_port=server[1] if server else None,
                 body=body,
             )
-            reply = self.endpoint.handle(request)
+            reply = await resolve(self.endpoint.handle(request))  # ``wait`` resolved
         if reply.delay > 0:
             await asyncio.sleep(reply.delay)
         headers = [(b"content-type", reply.content_type), *reply.headers]

@@ -13,9 +13,10 @@ from ..server import (
     ConfigError,
     ServeConfig,
     banner,
+    bind_listeners,
     build_runtime,
     configure_logging,
-    open_listeners,
+    prepare,
     run_server,
 )
 from ..server.config import DEFAULT_CONTROL_BIND, DEFAULT_IMDS_BIND
@@ -70,14 +71,16 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
 @click.option(
     "--clock",
     type=click.Choice(["real", "virtual"]),
-    default="real",
-    help="virtual: time moves only via the control API (clock/advance).",
+    default=None,
+    help="virtual: time moves only via the control API (clock/advance). "
+    "Default: what --db remembers, else real.",
 )
 @click.option(
     "--time-scale",
     type=float,
-    default=1.0,
-    help="Divide every platform duration by this (60: a Reboot gets 15 s notice).",
+    default=None,
+    help="Divide every platform duration by this (60: a Reboot gets 15 s notice). "
+    "Default: what --db remembers, else 1.",
 )
 @click.option(
     "--imds-bind",
@@ -90,6 +93,13 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
     "--control-token",
     default=None,
     help="Require this Bearer token on the control API (needed off loopback).",
+)
+@click.option(
+    "--control-host",
+    "control_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="Another name the control API answers to, besides its own address (repeatable).",
 )
 @click.option(
     "--per-vm-ports/--no-per-vm-ports",
@@ -123,14 +133,19 @@ def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> Non
         click.echo(yaml.safe_dump(config.as_dict(), sort_keys=False), nl=False)
         return
     configure_logging(config.log_format)
-    try:
-        runtime = build_runtime(config)
+    try:  # nothing is created until every listener is bound
+        prepared = prepare(config)
     except (FabricError, StoreError) as exc:
         fail(str(exc))
     try:
-        listeners = open_listeners(runtime)
+        listeners = bind_listeners(config, prepared.topology)
     except OSError as exc:
-        runtime.close()
+        prepared.close()
+        fail(str(exc))
+    try:
+        runtime = build_runtime(config, prepared=prepared)
+    except (FabricError, StoreError) as exc:
+        listeners.close()
         fail(str(exc))
 
     def ready() -> None:

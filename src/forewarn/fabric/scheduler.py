@@ -1,7 +1,7 @@
 """Fires the fabric's timers: sleeps until the next due transition, never polls.
 
 It wakes early when the fabric changes (a new operation may be due sooner) or when a
-virtual clock jumps.
+virtual clock jumps. While the store refuses writes it retries every couple of seconds.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from .engine import Fabric
 __all__ = ["Scheduler"]
 
 log = logging.getLogger(__name__)
+
+#: How often a failing store is tried again.
+STORE_RETRY_SECONDS = 2.0
 
 
 class Scheduler:
@@ -41,6 +44,12 @@ class Scheduler:
                 continue
             due = self._fabric.next_due()
             delay = math.inf if due is None else self._clock.real_seconds_until(due)
+            if self._fabric.store_error() is not None:
+                # Writes are failing: try again in a moment (a probe write when nothing
+                # else is due), so that the store's recovery is noticed by itself.
+                if delay > STORE_RETRY_SECONDS:
+                    self._fabric.probe_store()
+                delay = STORE_RETRY_SECONDS if delay <= 0 else min(delay, STORE_RETRY_SECONDS)
             timeout = None if math.isinf(delay) else max(delay, 0.0)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=timeout)

@@ -12,6 +12,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from ..control import parse_control_host
+
 __all__ = ["ConfigError", "ServeConfig", "parse_bind"]
 
 DEFAULT_IMDS_BIND = "127.0.0.1:8169"
@@ -49,11 +51,14 @@ class ServeConfig:
 
     fleet: str | None = None
     db: str = "forewarn.db"
-    clock: Literal["real", "virtual"] = "real"
-    time_scale: float = 1.0
+    #: None: what the database remembers, else "real" and 1 (``build_runtime`` decides).
+    clock: Literal["real", "virtual"] | None = None
+    time_scale: float | None = None
     imds_bind: tuple[str, ...] = (DEFAULT_IMDS_BIND,)
     control_bind: str = DEFAULT_CONTROL_BIND
     control_token: str | None = None
+    #: Extra names (``--control-host``) the control API answers to besides its own address.
+    control_hosts: tuple[str, ...] = ()
     per_vm_ports: bool = True
     rate_limit: float = 5.0
     first_call_delay: float = 0.0
@@ -61,7 +66,8 @@ class ServeConfig:
     log_format: Literal["console", "json"] = "console"
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.time_scale) and self.time_scale > 0):
+        scale = self.time_scale
+        if scale is not None and not (math.isfinite(scale) and scale > 0):
             raise ConfigError("--time-scale must be a positive number")
         if not (math.isfinite(self.rate_limit) and self.rate_limit >= 0):
             raise ConfigError("--rate-limit must be >= 0 (0 turns it off)")
@@ -77,11 +83,17 @@ class ServeConfig:
             raise ConfigError(
                 f"the control API would listen on {host}, off loopback: set --control-token"
             )
+        for name in self.control_hosts:
+            try:
+                parse_control_host(name)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data, for ``--print-config``."""
         out = asdict(self)
         out["imds_bind"] = list(self.imds_bind)
+        out["control_hosts"] = list(self.control_hosts)
         if out["control_token"]:
             out["control_token"] = "***"
         return out

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
+import os
 import resource
 import signal
 import socket
-from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import structlog
@@ -18,13 +20,17 @@ from prometheus_client import CollectorRegistry
 
 from ..control import ControlApp
 from ..fabric import (
+    Changes,
     Clock,
     Fabric,
     FabricConfig,
     FleetError,
     FleetSpec,
     HistoryEntry,
+    InlineJournal,
+    Journal,
     Scheduler,
+    StoreUnavailable,
     Topology,
     build_topology,
     demo_fleet,
@@ -33,10 +39,18 @@ from ..fabric import (
     load_fleet_file,
 )
 from ..imds import Endpoint, EndpointMetrics, ImdsSettings, serve_endpoint
-from ..store import SQLiteStore
+from ..store import SQLiteStore, ThreadedJournal
 from .config import ServeConfig, parse_bind
 
-__all__ = ["Runtime", "build_runtime", "choose_fleet", "run_server"]
+__all__ = [
+    "Prepared",
+    "Runtime",
+    "bind_listeners",
+    "build_runtime",
+    "choose_fleet",
+    "prepare",
+    "run_server",
+]
 
 log = structlog.get_logger("forewarn")
 
@@ -55,8 +69,46 @@ class Runtime:
     registry: CollectorRegistry
 
     def close(self) -> None:
-        """Release the database."""
+        """Write what is queued, then release the database."""
+        self.fabric.close()
         self.store.close()
+
+
+@dataclass
+class Prepared:
+    """What a server needs before it may create anything: its fleet and, when the
+    database exists already, that database (opened, checked and locked)."""
+
+    spec: FleetSpec
+    topology: Topology
+    store: SQLiteStore | None
+
+    def close(self) -> None:
+        """Release the database, if one was opened."""
+        if self.store is not None:
+            self.store.close()
+
+
+def prepare(config: ServeConfig) -> Prepared:
+    """Load and check the fleet and an existing database; creates no file.
+
+    ``forewarn serve`` binds its listeners after this and before ``build_runtime``, so a
+    port that is taken leaves no new database behind.
+    """
+    given = load_fleet_file(config.fleet) if config.fleet is not None else None
+    given_topology = build_topology(given) if given is not None else None
+    store = None
+    if config.db == ":memory:" or os.path.exists(config.db):
+        store = SQLiteStore(config.db)
+    try:
+        stored = store.stored_fleet() if store is not None else None
+        spec = choose_fleet(given, stored, config.db)
+        topology = given_topology if given_topology is not None else build_topology(spec)
+    except Exception:
+        if store is not None:
+            store.close()
+        raise
+    return Prepared(spec, topology, store)
 
 
 def choose_fleet(given: FleetSpec | None, stored: dict[str, Any] | None, db: str) -> FleetSpec:
@@ -77,15 +129,41 @@ def choose_fleet(given: FleetSpec | None, stored: dict[str, Any] | None, db: str
     return demo_fleet()
 
 
-def build_runtime(config: ServeConfig, *, clock: Clock | None = None) -> Runtime:
-    """Wire a server from its configuration (without opening any listener)."""
-    given = load_fleet_file(config.fleet) if config.fleet is not None else None
-    given_topology = build_topology(given) if given is not None else None  # fails before
-    store = SQLiteStore(config.db)  # any database file is made
+def remembered(config: ServeConfig, stored: dict[str, Any]) -> ServeConfig:
+    """The clock kind and time scale: the flags' when given, else what the database
+    remembers, else the defaults. Changing the clock kind of a database is allowed (with
+    a warning): a virtual clock's position would not mean anything to a real one."""
+    clock = config.clock or stored.get("clock") or "real"
+    scale = config.time_scale or stored.get("time_scale") or 1.0
+    if config.clock and stored.get("clock") and config.clock != stored["clock"]:
+        log.warning(
+            "clock kind changed",
+            db=config.db,
+            was=stored["clock"],
+            now=config.clock,
+        )
+    return replace(config, clock=clock, time_scale=float(scale))
+
+
+def build_runtime(
+    config: ServeConfig,
+    *,
+    clock: Clock | None = None,
+    prepared: Prepared | None = None,
+    threaded: bool = True,
+) -> Runtime:
+    """Wire a server from its configuration (without opening any listener).
+
+    ``threaded``: changes are written by a writer thread with group commit, reported on
+    the event loop that makes the first change (what ``forewarn serve`` runs); otherwise
+    at once, on the caller's thread.
+    """
+    prepared = prepared or prepare(config)
+    store = prepared.store or SQLiteStore(config.db)
     try:
-        spec = choose_fleet(given, store.stored_fleet(), config.db)
-        topology = given_topology if given_topology is not None else build_topology(spec)
-        store.save_fleet(fleet_to_builtins(spec))
+        config = remembered(config, store.stored_settings())
+        store.save_fleet(fleet_to_builtins(prepared.spec))
+        store.save_settings({"clock": config.clock, "time_scale": config.time_scale})
         if clock is None and config.clock == "virtual":
             clock = Clock.virtual(start=store.clock_position())
             store.save_clock_position(clock.now())  # virtual time resumes here after a restart
@@ -94,13 +172,19 @@ def build_runtime(config: ServeConfig, *, clock: Clock | None = None) -> Runtime
     except Exception:
         store.close()
         raise
+    topology = prepared.topology
+    journal: Journal = (
+        ThreadedJournal(store, on_written=_log_written)
+        if threaded
+        else InlineJournal(store, on_written=_log_written)
+    )
     fabric = Fabric(
         topology,
         store,
         clock,
-        FabricConfig(time_scale=config.time_scale, enablement=config.enablement),
+        FabricConfig(time_scale=config.time_scale or 1.0, enablement=config.enablement),
+        journal=journal,
     )
-    fabric.on_history(_log_history)
     registry = CollectorRegistry()
     metrics = EndpointMetrics(registry)
     endpoint = Endpoint(
@@ -110,12 +194,19 @@ def build_runtime(config: ServeConfig, *, clock: Clock | None = None) -> Runtime
         ),
         on_response=metrics.observe,
     )
-    control = ControlApp(fabric, registry=registry, token=config.control_token)
+    control = ControlApp(
+        fabric, registry=registry, token=config.control_token, hosts=config.control_hosts
+    )
     return Runtime(config, clock, store, topology, fabric, endpoint, control, registry)
 
 
+def _log_written(written: Sequence[Changes]) -> None:
+    """Every durable transition as one structured log line (on the writer's thread)."""
+    for changes in written:
+        _log_history(changes.history)
+
+
 def _log_history(entries: list[HistoryEntry]) -> None:
-    """Every transition as one structured log line."""
     for entry in entries:
         ids = {"scope": entry.scope_id, "operation_id": entry.operation_id,
                "event_id": entry.event_id}  # fmt: skip
@@ -173,22 +264,26 @@ class Listeners:
 
 def open_listeners(runtime: Runtime) -> Listeners:
     """Bind every socket (endpoint, per-VM ports, control); fail before serving if taken."""
+    return bind_listeners(runtime.config, runtime.topology)
+
+
+def bind_listeners(config: ServeConfig, topology: Topology) -> Listeners:
+    """``open_listeners`` before any runtime exists (``forewarn serve`` binds first)."""
     imds: list[socket.socket] = []
     vm_ports: dict[int, str] = {}
     try:
-        for bind in runtime.config.imds_bind:
+        for bind in config.imds_bind:
             imds.append(_listen(*parse_bind(bind)))
-        if runtime.config.per_vm_ports:
-            host = parse_bind(runtime.config.imds_bind[0])[0]
-            taken = {parse_bind(b)[1] for b in (*runtime.config.imds_bind,
-                                                 runtime.config.control_bind)}  # fmt: skip
-            for vm in runtime.topology.vms.values():
+        if config.per_vm_ports:
+            host = parse_bind(config.imds_bind[0])[0]
+            taken = {parse_bind(b)[1] for b in (*config.imds_bind, config.control_bind)}
+            for vm in topology.vms.values():
                 if vm.port in taken:
                     raise OSError(f"VM {vm.name!r} wants port {vm.port}, which a listener uses")
                 if vm.port is not None:
                     imds.append(_listen(host, vm.port))
                     vm_ports[vm.port] = vm.name
-        control = _listen(*parse_bind(runtime.config.control_bind))
+        control = _listen(*parse_bind(config.control_bind))
     except OSError:
         for sock in imds:
             sock.close()
@@ -213,7 +308,8 @@ def banner(runtime: Runtime, listeners: Listeners) -> Iterator[str]:
     fleet = runtime.topology
     yield (
         f"forewarn: {len(fleet.vms)} VMs in {len(fleet.scopes)} scopes; clock "
-        f"{runtime.config.clock}, time scale {runtime.config.time_scale:g}; db {runtime.config.db}"
+        f"{runtime.config.clock}, time scale {runtime.config.time_scale or 1:g}; "
+        f"db {runtime.config.db}"
     )
     default = fleet.default_vm
     if default:
@@ -281,6 +377,14 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
         scheduler_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await scheduler_task
+        with contextlib.suppress(StoreUnavailable):
+            await runtime.fabric.durable()  # what was accepted is written before we go
+        log.info("stopped", db=runtime.config.db, store_error=_store_error(runtime))
+
+
+def _store_error(runtime: Runtime) -> str | None:
+    error = runtime.fabric.store_error()
+    return None if error is None else str(error)
 
 
 def _raise_open_file_limit() -> None:
@@ -301,6 +405,10 @@ def run_server(
     import uvloop
 
     _raise_open_file_limit()
+    # The fleet and everything loaded at start live as long as the process: keep them out
+    # of the collector's full passes, which would otherwise pause every request.
+    gc.collect()
+    gc.freeze()
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(_serve(runtime, listeners, ready))

@@ -34,13 +34,14 @@ class ThreadedJournal:
     def __init__(
         self,
         store: Store,
-        loop: asyncio.AbstractEventLoop,
         *,
         on_written: Callable[[Sequence[Changes]], None] | None = None,
     ) -> None:
-        """``on_written`` runs on the writer thread after each durable group (logging)."""
+        """``on_written`` runs on the writer thread after each durable group (logging).
+
+        Outcomes are reported on the event loop that submits the first commit."""
         self._store = store
-        self._loop = loop
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._on_written = on_written
         self._settle: SettleCallback | None = None
         self._queue: list[Commit] = []
@@ -53,9 +54,11 @@ class ThreadedJournal:
 
     def start(self, settle: SettleCallback) -> None:
         self._settle = settle
-        self._thread.start()
 
     def submit(self, commit: Commit) -> None:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()  # commits come from this loop only
+            self._thread.start()
         with self._cond:
             self._queue.append(commit)
             self._cond.notify()
@@ -108,6 +111,6 @@ class ThreadedJournal:
         return None
 
     def _report(self, group: list[Commit], error: StoreUnavailable | None) -> None:
-        assert self._settle is not None
+        assert self._settle is not None and self._loop is not None
         with contextlib.suppress(RuntimeError):  # the loop is gone (shutdown): data is on disk
             self._loop.call_soon_threadsafe(self._settle, group, error)

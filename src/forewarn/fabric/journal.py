@@ -96,7 +96,9 @@ class Journal(Protocol):
 class InlineJournal:
     """Writes each commit at once, on the caller's thread."""
 
-    def __init__(self, store: Store, on_written: Callable[[Changes], None] | None = None) -> None:
+    def __init__(
+        self, store: Store, on_written: Callable[[Sequence[Changes]], None] | None = None
+    ) -> None:
         self._store = store
         self._settle: SettleCallback | None = None
         self._on_written = on_written
@@ -112,7 +114,7 @@ class InlineJournal:
             self._settle([commit], as_unavailable(exc))
             return
         if self._on_written is not None:
-            self._on_written(commit.changes)
+            self._on_written([commit.changes])
         self._settle([commit], None)
 
     def discard_queued(self) -> None:

@@ -213,7 +213,7 @@ def test_rolling_platform_reboot_walks_update_domains_one_at_a_time(
 
 
 def test_rolling_maintenance_keeps_hosts_apart_within_an_update_domain(fabric: Fabric) -> None:
-    fabric.submit(OperationRequest(kind="live-migration", scope="web"))
+    fabric.submit(OperationRequest(kind="host-update", scope="web"))
     events = fabric.view("web").events
     assert sorted(e.resources for e in events) == [("web-0",), ("web-3",)]
     assert {e.not_before for e in events} == {T0 + 15 * MINUTE}
@@ -247,8 +247,9 @@ def test_rollout_skips_vms_deleted_meanwhile(fabric: Fabric) -> None:
 
 
 def test_rollout_batch_never_lists_a_vm_deleted_at_the_same_instant(fabric: Fabric) -> None:
-    fabric.submit(OperationRequest(kind="spot-eviction", scope="workers"))  # UD 0 first
-    submit(fabric, "spot-eviction", "workers_1")  # UD 1, due at the same instants
+    fabric.submit(OperationRequest(kind="host-update", scope="workers"))
+    fabric.advance(18 * MINUTE + 30)  # UD 0 started at 15 min; removed, UD 1 due, at 20 min
+    submit(fabric, "spot-eviction", "workers_1")  # in UD 1: deleted 30 s + 1 min later
     fabric.advance(30 + MINUTE)
     assert fabric.is_deleted("workers_1")
     listed = {n for e in fabric.view("workers").events for n in e.resources}

@@ -80,7 +80,7 @@ def test_approval_after_restart_completes_a_partly_approved_operation(
 
 def test_rollout_continues_after_restart(database: Database) -> None:
     fabric = database.open()
-    fabric.submit(OperationRequest(kind="live-migration", scope="web"))
+    fabric.submit(OperationRequest(kind="host-update", scope="web"))
     first = {e.event_id for e in fabric.view("web").events}
     again = database.restart()
     again.advance(20 * MINUTE)  # UD 0 started at 15 min, removed at 20: UD 1 is announced

@@ -1,7 +1,13 @@
 """From an operation request to the VMs it touches, validated.
 
 A request names VMs, a host, or a scope. A scope target is platform maintenance that
-walks the scope's update domains one batch at a time (a rollout).
+walks the scope's update domains one batch at a time (a rollout); only the operations that
+Azure rolls out that way take one. User operations name VMs (the user asks for an instance,
+never a host), and live migration, degraded or failed hardware and Spot eviction concern the
+VMs of a host, not a whole availability set.
+
+Notices are in the server's clock: a notice given with a request is not divided by the time
+scale, so both of its bounds (the operation's minimum and maximum) are.
 """
 
 from __future__ import annotations
@@ -9,13 +15,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .catalogue import OperationSpec, spec_for
+from .catalogue import OperationKind, OperationSpec, spec_for
 from .errors import InvalidOperation
 from .topology import VM, ScopeKind, Topology
 
 __all__ = ["OperationRequest", "Plan", "group_key", "plan_request"]
 
-MAX_NOTICE = 7 * 24 * 3600.0
+DAY = 24 * 3600.0
+MAX_NOTICE = 7 * DAY
+#: Platform maintenance that walks a scope's update domains (the only scope targets).
+ROLLING_KINDS = frozenset(
+    {OperationKind.HOST_UPDATE, OperationKind.PLATFORM_REBOOT, OperationKind.PLATFORM_REDEPLOY}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +34,9 @@ class OperationRequest:
     """What a user, the control API or a scenario asks the platform to do.
 
     Exactly one of ``vms``, ``host`` and ``scope`` names the target. ``notice_seconds``,
-    ``description`` and ``duration_seconds`` override the catalogue (not scaled).
+    ``description`` and ``duration_seconds`` override the catalogue. ``notice_seconds`` is
+    in the server's clock (never divided by the time scale; its bounds are);
+    ``duration_seconds`` is what the event announces, as in production.
     """
 
     kind: str
@@ -94,11 +107,25 @@ def _resolve(
     return vms, True
 
 
-def _check_spec(spec: OperationSpec, vms: list[VM], rolling: bool, topology: Topology) -> None:
+def _check_target(spec: OperationSpec, request: OperationRequest) -> None:
+    """Which kinds of target an operation takes (the README's operations table)."""
+    kind = spec.kind.value
+    if spec.user_initiated and request.scope is not None:
+        raise InvalidOperation(f"{kind} is a user operation; name a VM, not a scope")
+    if spec.user_initiated and request.host is not None:
+        raise InvalidOperation(f"{kind} is a user operation; name a VM, not a host")
+    if request.scope is not None and spec.kind not in ROLLING_KINDS:
+        *others, last = (k.value for k in OperationKind if k in ROLLING_KINDS)
+        rolling = f"{', '.join(others)} and {last}"
+        raise InvalidOperation(
+            f"{kind} concerns a VM or the VMs of a host, not a whole scope; name a VM or a "
+            f"host (only {rolling} walk a scope's update domains)"
+        )
+
+
+def _check_spec(spec: OperationSpec, vms: list[VM], topology: Topology) -> None:
     if spec.user_initiated and not spec.needs_scale_set and len(vms) != 1:
         raise InvalidOperation(f"{spec.kind.value} applies to one VM; name a single VM")
-    if spec.user_initiated and rolling:
-        raise InvalidOperation(f"{spec.kind.value} is a user operation; name a VM, not a scope")
     if spec.needs_spot:
         not_spot = [vm.name for vm in vms if not vm.spot]
         if not_spot:
@@ -118,18 +145,33 @@ def _check_spec(spec: OperationSpec, vms: list[VM], rolling: bool, topology: Top
             )
 
 
-def _check_overrides(request: OperationRequest, spec: OperationSpec, min_notice: float) -> None:
+def _at_scale(platform: str, time_scale: float) -> str:
+    """What a bound in the server's clock is in platform time, when the clock is scaled."""
+    return "" if time_scale == 1 else f" (time scale {time_scale:g}: {platform} of platform time)"
+
+
+def _check_overrides(
+    request: OperationRequest, spec: OperationSpec, min_notice: float, time_scale: float
+) -> None:
     notice = request.notice_seconds
+    kind = spec.kind.value
     if notice is not None:
         if spec.created_started:
-            raise InvalidOperation(f"{spec.kind.value} starts at once; it takes no notice")
+            raise InvalidOperation(f"{kind} starts at once; it takes no notice")
         if not notice >= min_notice:
             raise InvalidOperation(
-                f"notice {notice:g} s is below the minimum of {min_notice:g} s "
-                f"for {spec.kind.value}"
+                f"notice {notice:g} s is below the minimum of {min_notice:g} s for {kind}"
+                + _at_scale(f"{min_notice * time_scale:g} s", time_scale)
             )
-        if notice > (spec.max_notice or MAX_NOTICE):
-            raise InvalidOperation(f"notice {notice:g} s is more than 7 days")
+        longest = spec.max_notice or MAX_NOTICE
+        if notice > longest / time_scale:
+            days = f"{longest / DAY:g} days"
+            if time_scale == 1:
+                raise InvalidOperation(f"notice {notice:g} s is more than {days}")
+            raise InvalidOperation(
+                f"notice {notice:g} s is more than the maximum of {longest / time_scale:g} s "
+                f"for {kind}" + _at_scale(days, time_scale)
+            )
     duration = request.duration_seconds
     if duration is not None and duration < -1:
         raise InvalidOperation("duration_seconds must be -1 (unknown), 0 or positive")
@@ -140,15 +182,22 @@ def plan_request(
     topology: Topology,
     is_deleted: Callable[[str], bool],
     min_notice: Callable[[OperationSpec, list[VM]], float],
+    *,
+    time_scale: float = 1.0,
 ) -> Plan:
-    """Validate ``request`` and split its VMs into batches; raises a FabricError subclass."""
+    """Validate ``request`` and split its VMs into batches; raises a FabricError subclass.
+
+    ``min_notice`` gives the least notice in the server's clock (already scaled);
+    ``time_scale`` scales the longest notice the same way.
+    """
     try:
         spec = spec_for(request.kind)
     except ValueError as exc:
         raise InvalidOperation(str(exc)) from None
     vms, rolling = _resolve(request, topology, is_deleted)
-    _check_spec(spec, vms, rolling, topology)
-    _check_overrides(request, spec, min_notice(spec, vms))
+    _check_target(spec, request)
+    _check_spec(spec, vms, topology)
+    _check_overrides(request, spec, min_notice(spec, vms), time_scale)
     if not rolling:
         return Plan(request, spec, (tuple(vm.name for vm in vms),))
     by_domain: dict[int, list[str]] = {}

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from .config import AgentConfig, ConfigError, Coordination, check
+from .config import AgentConfig, ConfigError, Coordination, HandlerSpec, check
 
 __all__ = ["ENV_PREFIX", "as_dict", "env_settings", "load_config"]
 
@@ -38,24 +38,39 @@ _TOP = _scalar_fields(AgentConfig)
 _COORD = _scalar_fields(Coordination)
 
 
-def _explain(error: msgspec.ValidationError, source: str) -> ConfigError:
+def _explain(error: msgspec.ValidationError, source: str, prefix: str = "") -> ConfigError:
     """``Expected int - at `$.rules[0].min_vms``` -> ``file: rules[0].min_vms: expected int``."""
     match = _LOCATION.match(str(error))
     assert match is not None
     message, path = match["message"], (match["path"] or "").lstrip(".")
+    path = ".".join(p for p in (prefix, path) if p)
     message = message[:1].lower() + message[1:]
     unknown = re.match(r"object contains unknown field `([^`]+)`", message)
     if unknown:
         key = f"{path}.{unknown[1]}" if path else unknown[1]
         return ConfigError(f"{source}: {key}: unknown key")
+    if path.startswith("handlers.") and path.endswith(".type"):
+        message += " (known: exec, webhook, python, kubernetes)"
     return ConfigError(f"{source}: {path or '(top level)'}: {message}")
+
+
+def _check_handlers(handlers: Any, source: str) -> None:
+    """Handlers one by one, so an error names the handler (msgspec says ``handlers[...]``)."""
+    if not isinstance(handlers, dict):
+        return
+    for name, spec in handlers.items():
+        try:
+            msgspec.convert(spec, HandlerSpec)
+        except msgspec.ValidationError as exc:
+            raise _explain(exc, source, f"handlers.{name}") from None
 
 
 def _convert_env(name: str, value: str, type_: Any) -> Any:
     try:
         return msgspec.convert(value, type_, strict=False)
     except msgspec.ValidationError as exc:
-        raise ConfigError(f"environment {name}={value!r}: {str(exc).split(' - at')[0]}") from None
+        why = str(exc).split(" - at")[0]
+        raise ConfigError(f"environment {name}={value!r}: {why[:1].lower()}{why[1:]}") from None
 
 
 def env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
@@ -115,6 +130,7 @@ def load_config(
     if path is not None:
         source = str(path)
         merged = _read_toml(Path(path))
+        _check_handlers(merged.get("handlers"), source)
         try:  # the file alone must be valid: errors then point at the file's keys
             msgspec.convert(merged, AgentConfig)
         except msgspec.ValidationError as exc:

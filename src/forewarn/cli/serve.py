@@ -20,6 +20,7 @@ from ..server import (
     run_server,
 )
 from ..server.config import DEFAULT_CONTROL_BIND, DEFAULT_IMDS_BIND
+from ..server.logs import LOG_LEVELS
 from ..store import StoreError
 from .errors import fail
 
@@ -121,7 +122,19 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
     default="on-first-request",
     help="When a scope's Scheduled Events are on (Azure: after its first request).",
 )
-@click.option("--log-format", type=click.Choice(["console", "json"]), default="console")
+@click.option(
+    "--log-format",
+    type=click.Choice(["console", "json"]),
+    default="console",
+    help="console: lines for a person (coloured on a terminal unless NO_COLOR is set); "
+    "json: one object per line.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS),
+    default="info",
+    help="Log from this level up (info: every transition; warning: problems only).",
+)
 @click.option("--print-config", is_flag=True, help="Print the effective configuration and exit.")
 def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> None:
     """Run the metadata endpoint and the control API."""
@@ -132,7 +145,7 @@ def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> Non
     if print_config:
         click.echo(yaml.safe_dump(config.as_dict(), sort_keys=False), nl=False)
         return
-    configure_logging(config.log_format)
+    configure_logging(config.log_format, config.log_level)
     try:  # nothing is created until every listener is bound
         prepared = prepare(config)
     except (FabricError, StoreError) as exc:

@@ -1,6 +1,7 @@
 """Composition root and process runner of ``forewarn serve``."""
 
 from .config import ConfigError, ServeConfig, parse_bind
+from .logs import configure_logging
 from .runtime import (
     Listeners,
     Prepared,
@@ -9,7 +10,6 @@ from .runtime import (
     bind_listeners,
     build_runtime,
     choose_fleet,
-    configure_logging,
     open_listeners,
     prepare,
     run_server,

@@ -64,6 +64,7 @@ class ServeConfig:
     first_call_delay: float = 0.0
     enablement: Literal["on-first-request", "always"] = "on-first-request"
     log_format: Literal["console", "json"] = "console"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     def __post_init__(self) -> None:
         scale = self.time_scale

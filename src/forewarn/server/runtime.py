@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import logging
 import os
 import resource
 import signal
@@ -306,8 +305,10 @@ def banner(runtime: Runtime, listeners: Listeners) -> Iterator[str]:
         yield f"forewarn:   also http://{_address(sock)}" + (f" (VM {name})" if name else "")
     yield f"forewarn: control API on http://{_address(listeners.control)} (OpenAPI: /openapi.json)"
     fleet = runtime.topology
+    vms = f"{len(fleet.vms)} VM" + ("" if len(fleet.vms) == 1 else "s")
+    scopes = f"{len(fleet.scopes)} scope" + ("" if len(fleet.scopes) == 1 else "s")
     yield (
-        f"forewarn: {len(fleet.vms)} VMs in {len(fleet.scopes)} scopes; clock "
+        f"forewarn: {vms} in {scopes}; clock "
         f"{runtime.config.clock}, time scale {runtime.config.time_scale or 1:g}; "
         f"db {runtime.config.db}"
     )
@@ -325,22 +326,6 @@ def banner(runtime: Runtime, listeners: Listeners) -> Iterator[str]:
             f"forewarn: as VM {other.name!r}:  curl -s --interface {other.address} "
             f"-H Metadata:true 'http://{endpoint}/metadata/scheduledevents?api-version=2020-07-01'"
         )
-
-
-def configure_logging(fmt: str) -> None:
-    """structlog to stderr, as console lines or JSON."""
-    renderer: Any = (
-        structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer()
-    )
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso"),
-            renderer,
-        ],
-        logger_factory=structlog.PrintLoggerFactory(file=__import__("sys").stderr),
-    )
-    logging.basicConfig(level=logging.WARNING)
 
 
 async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], None] | None) -> None:

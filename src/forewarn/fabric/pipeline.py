@@ -140,22 +140,25 @@ class Pipeline:
 
     def _settle(self, commits: Sequence[Commit], error: StoreUnavailable | None) -> None:
         """The journal's report, on the engine's thread, in submission order."""
+        probes = [c for c in commits if c.generation < 0]
         live = [c for c in commits if c.generation == self._generation and not c.done]
+        for probe in probes:
+            probe.settle(error)
         if error is None:
             for commit in live:
                 self._publish(commit)
             self.error = None  # a write went through: the store works again
             return
+        if not live and not probes:
+            return  # commits already rolled back with the failure that came first
+        if not live and self.error is not None:
+            return  # a probe queued behind that failure: keep the failure's reason
         self.error = error
         self._hold_until = self._monotonic() + RETRY_SECONDS
         if error.permanent:
             self._permanent = error
-        for commit in commits:
-            if commit.generation < 0:
-                commit.settle(error)  # a probe
-        if not live:
-            return
-        self._rollback(error)
+        if live:
+            self._rollback(error)
 
     def _publish(self, commit: Commit) -> None:
         if self._inflight and self._inflight[0] is commit:

@@ -11,6 +11,8 @@ from .conftest import API, TestClient, observe
 
 TOKEN = "s3cret"
 GOOD = {"Authorization": f"Bearer {TOKEN}"}
+#: RFC 9110 §11.1: the scheme is case-insensitive.
+GOOD_SPELLINGS = ["Bearer", "bearer", "BEARER", "bEaReR"]
 BAD_HEADERS = {
     "none": {},
     "wrong-token": {"Authorization": "Bearer guess"},
@@ -18,6 +20,8 @@ BAD_HEADERS = {
     "basic-scheme": {"Authorization": f"Basic {TOKEN}"},
     "token-prefix": {"Authorization": "Bearer s3cre"},
     "token-extended": {"Authorization": f"Bearer {TOKEN}x"},
+    "token-other-case": {"Authorization": f"Bearer {TOKEN.upper()}"},
+    "scheme-glued": {"Authorization": f"Bearer{TOKEN}"},
     "empty": {"Authorization": ""},
 }
 ROUTES = [
@@ -48,14 +52,17 @@ def test_requests_without_the_right_token_are_401_and_change_nothing(
     response = secured.request(method, path, headers=headers, json=BODIES.get(path))
     assert response.status_code == 401
     assert response.json() == {"error": "missing or wrong Authorization: Bearer token"}
+    assert response.headers["www-authenticate"] == "Bearer"
     assert observe(fabric) == before
 
 
+@pytest.mark.parametrize("scheme", GOOD_SPELLINGS)
 @pytest.mark.parametrize(("method", "path"), ROUTES)
 def test_requests_with_the_right_token_are_served(
-    secured: TestClient, method: str, path: str
+    secured: TestClient, method: str, path: str, scheme: str
 ) -> None:
-    response = secured.request(method, path, headers=GOOD, json=BODIES.get(path))
+    headers = {"Authorization": f"{scheme} {TOKEN}"}
+    response = secured.request(method, path, headers=headers, json=BODIES.get(path))
     assert response.status_code in (200, 201), response.text
 
 

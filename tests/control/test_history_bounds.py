@@ -15,6 +15,10 @@ from .conftest import API
         ({"after": "-1"}, "query parameter after is out of range"),
         ({"limit": "10001"}, "limit must be 0 to 10000"),
         ({"last": "-5"}, "query parameter last is out of range"),
+        ({"last": "10001"}, "last must be 0 to 10000"),
+        # limit is checked even when last, which overrides it, is given
+        ({"last": "5", "limit": "true"}, "query parameter limit must be an integer"),
+        ({"last": "5", "limit": "10001"}, "limit must be 0 to 10000"),
     ],
 )
 def test_out_of_range_paging_is_a_400(

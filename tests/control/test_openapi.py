@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -10,8 +11,9 @@ import pytest
 from starlette.routing import Route
 
 from forewarn import __version__
+from forewarn.contract import SUPPORTED_VERSIONS
 from forewarn.control import ControlApp
-from forewarn.fabric import Fabric
+from forewarn.fabric import Fabric, OperationKind
 
 from .conftest import TestClient
 
@@ -131,3 +133,102 @@ def test_every_documented_route_is_served(app: ControlApp, document: dict[str, A
 
 def test_every_served_route_is_documented(app: ControlApp, document: dict[str, Any]) -> None:
     assert served(app) == documented(document)
+
+
+# ------------------------------------------------------------------ what the server enforces
+
+
+def parameter(doc: dict[str, Any], path: str, name: str) -> dict[str, Any]:
+    params = doc["paths"][path]["get"]["parameters"]
+    found: dict[str, Any] = next(p for p in params if p["name"] == name)
+    return found
+
+
+def test_every_405_allows_exactly_the_documented_methods(
+    client: TestClient, document: dict[str, Any]
+) -> None:
+    for path, item in document["paths"].items():
+        methods = {m.upper() for m in item if m in HTTP_METHODS}
+        if "GET" in methods:
+            methods.add("HEAD")
+        url = path.replace("{event_id}", "X").replace("{operation_id}", "X").replace("{vm}", "x")
+        response = client.request("PATCH", url, headers={"Content-Type": "application/json"})
+        assert response.status_code == 405, path
+        assert response.headers["allow"] == ", ".join(sorted(methods)), path
+
+
+@pytest.mark.parametrize("name", ["limit", "last"])
+def test_history_documents_limit_and_last_with_the_servers_bounds(
+    client: TestClient, document: dict[str, Any], name: str
+) -> None:
+    schema = parameter(document, "/api/v1/history", name)["schema"]
+    assert (schema["type"], schema["minimum"], schema["maximum"]) == ("integer", 0, 10_000)
+    for value, status in [(0, 200), (10_000, 200), (10_001, 400), (-1, 400)]:
+        response = client.get("/api/v1/history", params={name: value})
+        assert response.status_code == status, (name, value)
+
+
+def test_kind_is_an_enum_of_exactly_the_operations_the_server_knows(
+    client: TestClient, document: dict[str, Any]
+) -> None:
+    kinds = document["components"]["schemas"]["OperationBody"]["properties"]["kind"]["enum"]
+    assert kinds == [k.value for k in OperationKind]
+    for kind in kinds:  # each is known (it may still not apply to jumpbox)
+        response = client.post("/api/v1/operations", json={"kind": kind, "target": "jumpbox"})
+        assert "unknown operation" not in response.text, kind
+    response = client.post("/api/v1/operations", json={"kind": "reboot", "target": "jumpbox"})
+    assert "unknown operation" in response.json()["error"]
+
+
+TARGETS = {"target": "web-0", "vms": ["web-0"], "host": "host-1", "scope": "web"}
+
+
+def test_operation_body_needs_exactly_one_target(
+    client: TestClient, document: dict[str, Any]
+) -> None:
+    """The schema's ``oneOf`` and the server agree on every combination of targets."""
+    body = document["components"]["schemas"]["OperationBody"]
+    branches = body["oneOf"]
+    assert sorted(b["required"][0] for b in branches) == sorted(TARGETS)
+    for count in range(len(TARGETS) + 1):
+        for names in itertools.combinations(TARGETS, count):
+            given = {name: TARGETS[name] for name in names}
+            valid = sum(all(k in given for k in b["required"]) for b in branches) == 1
+            response = client.post("/api/v1/operations", json={"kind": "platform-reboot", **given})
+            assert (response.status_code < 300) == valid, (names, response.text)
+            if response.status_code < 300:
+                client.post(f"/api/v1/events/{response.json()['event_ids'][0]}/cancel", json={})
+
+
+def test_documents_take_an_enum_of_api_versions(
+    client: TestClient, document: dict[str, Any]
+) -> None:
+    schema = parameter(document, "/api/v1/documents/{vm}", "api-version")["schema"]
+    assert schema["enum"] == list(SUPPORTED_VERSIONS)
+    for version in schema["enum"]:
+        response = client.get("/api/v1/documents/web-0", params={"api-version": version})
+        assert response.status_code == 200, version
+    assert (
+        client.get("/api/v1/documents/web-0", params={"api-version": "latest"}).status_code == 400
+    )
+
+
+def test_a_token_is_applied_to_every_operation_but_healthz(fabric: Fabric) -> None:
+    secured = TestClient(ControlApp(fabric, token="t").asgi)
+    doc = secured.get("/openapi.json", headers={"Authorization": "Bearer t"}).json()
+    assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    for path, method, op in operations(doc):
+        url = path.replace("{event_id}", "X").replace("{operation_id}", "X").replace("{vm}", "x")
+        response = secured.request(method, url, headers={"Content-Type": "application/json"})
+        if path == "/healthz":
+            assert op["security"] == []
+            assert response.status_code == 200
+        else:
+            assert op["security"] == [{"bearer": []}], path
+            assert "401" in op["responses"], path
+            assert response.status_code == 401, path
+
+
+def test_without_a_token_no_operation_asks_for_one(document: dict[str, Any]) -> None:
+    assert all(op["security"] == [] for _, _, op in operations(document))
+    assert "bearer" in document["components"]["securitySchemes"]

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from click.testing import CliRunner
 
+from forewarn.cli import main
 from forewarn.server import ConfigError, ServeConfig, parse_bind
+
+from ..serverproc import ServerProcess
+from .live import raw_request
 
 
 @pytest.mark.parametrize(
@@ -87,3 +95,61 @@ def test_as_dict_hides_the_token_and_lists_binds() -> None:
     assert out["control_token"] == "***"
     assert out["imds_bind"] == ["127.0.0.1:1", "127.0.0.1:2"]
     assert "extra" not in out
+
+
+# ------------------------------------------------------------------ --control-host
+
+
+@pytest.mark.parametrize(
+    "name", ["forewarn.test", "Proxy.Example:8443", "192.0.2.7", "[2001:db8::1]:80", "::1", "a_b"]
+)
+def test_control_hosts_take_names_and_addresses(name: str) -> None:
+    assert ServeConfig(control_hosts=(name,)).control_hosts == (name,)
+
+
+@pytest.mark.parametrize(
+    "name", ["", "http://x.example", "x.example/path", "*.example", "a b", "x:99999", "x:port"]
+)
+def test_a_control_host_that_is_not_a_name_is_refused(name: str) -> None:
+    with pytest.raises(ConfigError, match=r"--control-host .* must be a host name or IP address"):
+        ServeConfig(control_hosts=("ok.example", name))
+
+
+def test_control_hosts_come_from_flags_env_and_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for var in [v for v in os.environ if v.startswith("FOREWARN_")]:
+        monkeypatch.delenv(var)
+    runner = CliRunner()
+
+    def effective(*args: str, env: dict[str, str] | None = None) -> Any:
+        result = runner.invoke(main, ["serve", *args, "--print-config"], env=env)
+        assert result.exit_code == 0, result.output
+        return yaml.safe_load(result.stdout)["control_hosts"]
+
+    assert effective() == []
+    assert effective("--control-host", "a.example", "--control-host", "b:1") == ["a.example", "b:1"]
+    env = {"FOREWARN_SERVE_CONTROL_HOSTS": "c.example d.example"}
+    assert effective(env=env) == ["c.example", "d.example"]
+    (tmp_path / "serve.yaml").write_text("control_hosts: [e.example]\n")
+    assert effective("--config", "serve.yaml") == ["e.example"]
+    assert effective("--config", "serve.yaml", env=env) == ["c.example", "d.example"]
+    result = runner.invoke(main, ["serve", "--control-host", "http://x", "--print-config"])
+    assert result.exit_code == 2
+    assert "--control-host 'http://x' must be a host name" in result.output
+
+
+def test_a_served_control_api_answers_to_configured_names_only(tmp_path: Path) -> None:
+    """``forewarn serve --control-host`` as a real process: the name reaches the API."""
+    server = ServerProcess(tmp_path / "f.db", ["--control-host", "forewarn.test"]).start()
+    try:
+        for host, status in [
+            ("forewarn.test", 200),
+            (f"localhost:{server.control_port}", 200),
+            (f"evil.example:{server.control_port}", 421),
+        ]:
+            response = raw_request(server.control_port, "GET", "/api/v1/clock", [("Host", host)])
+            assert response.status_code == status, host
+    finally:
+        server.stop()

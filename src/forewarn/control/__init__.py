@@ -2,5 +2,6 @@
 
 from .app import ControlApp, event_out, operation_out
 from .openapi import openapi_document
+from .security import parse_control_host
 
-__all__ = ["ControlApp", "event_out", "openapi_document", "operation_out"]
+__all__ = ["ControlApp", "event_out", "openapi_document", "operation_out", "parse_control_host"]

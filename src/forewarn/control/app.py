@@ -432,17 +432,19 @@ class ControlApp:
         return _json(self._clock_out())
 
     async def history(self, request: Request) -> Response:
-        last = request.query_params.get("last")
-        limit = _int_param(request, "last" if last is not None else "limit", 1000)
-        if not 0 <= limit <= MAX_HISTORY:
-            raise _BadRequest(f"limit must be 0 to {MAX_HISTORY}")
+        newest = "last" in request.query_params
+        limits = {name: _int_param(request, name, 1000) for name in ("limit", "last")}
+        for name, number in limits.items():
+            if number > MAX_HISTORY:
+                raise _BadRequest(f"{name} must be 0 to {MAX_HISTORY}")
+        limit = limits["last" if newest else "limit"]
         entries = await run_in_threadpool(  # a disk read: never on the event loop
             self.fabric.history,
             after=_int_param(request, "after", 0),
             limit=limit,
             event_id=request.query_params.get("event_id"),
             operation_id=request.query_params.get("operation_id"),
-            newest=last is not None,
+            newest=newest,
         )
         return _json(entries)
 

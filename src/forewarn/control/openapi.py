@@ -26,12 +26,11 @@ def _op(
     ok: dict[str, Any],
     body: str | None = None,
     params: list[dict[str, Any]] | None = None,
-    body_required: bool = True,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"summary": summary, "responses": {**ok, **_ERR}}
     if body:
         out["requestBody"] = {
-            "required": body_required,
+            "required": True,
             "content": {"application/json": {"schema": _ref(body)}},
         }
     if params:
@@ -89,7 +88,6 @@ def openapi_document(version: str, *, token: bool = False) -> dict[str, Any]:
                 {"200": _json(_ref("EventOut"))},
                 body="ActionBody",
                 params=[_path_param("event_id")],
-                body_required=False,
             )
         }
         for action, summary in (

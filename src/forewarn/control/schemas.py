@@ -42,7 +42,7 @@ class AdvanceBody(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class ActionBody(msgspec.Struct, forbid_unknown_fields=True):
-    """An event action takes no options: no body, or an empty object."""
+    """An event action takes no options: ``{}`` (an empty body is accepted too)."""
 
 
 class ErrorOut(msgspec.Struct):

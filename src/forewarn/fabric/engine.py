@@ -327,8 +327,13 @@ class Fabric:
         """Carry out an operation request; returns its (first) operation."""
         self.catch_up()  # timers that are due fire first
         now = self.clock.now()
-        plan = plan_request(request, self.topology, self._work.deleted.__contains__,
-                            self._min_notice)  # fmt: skip
+        plan = plan_request(
+            request,
+            self.topology,
+            self._work.deleted.__contains__,
+            self._min_notice,
+            time_scale=self.config.time_scale,
+        )
         self._check_in_progress(plan, now)
         self._check_preview_limit(plan)
         tx = _Tx(now)

@@ -1,5 +1,375 @@
-"""Commands for people on a VM (``forewarn watch``, ``discover``, ``events/approve --url``)."""
+"""Commands for people on a VM: ``forewarn watch``, ``forewarn discover``, and ``--url`` for
+``forewarn events`` / ``forewarn approve`` (read or approve on a metadata endpoint, real
+Azure or forewarn, instead of forewarn's control API).
+
+VM side: only the client and the contract, never the emulator. Errors end as one line.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import json
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from .client import (
+    DEFAULT_API_VERSION,
+    ClientError,
+    Document,
+    DocumentChange,
+    Event,
+    ScheduledEventsClient,
+    discover,
+)
+from .contract import format_rfc1123
+
+__all__ = ["VM_COMMANDS", "discover_command", "watch", "with_endpoint_url"]
+
+CHANGE_LINES = 8
+
+
+def _client(url: str | None, source_address: str | None, api_version: str) -> ScheduledEventsClient:
+    try:
+        return ScheduledEventsClient(url, api_version=api_version, local_address=source_address)
+    except (ClientError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _iso(moment: datetime | None) -> str:
+    return "-" if moment is None else moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def countdown(event: Event, now: datetime) -> str:
+    """``in 14m59s`` until NotBefore, ``due`` once it passed, ``started`` when Started."""
+    if event.started:
+        return "started"
+    if event.not_before is None:
+        return "-"
+    left = int((event.not_before - now).total_seconds())
+    if left <= 0:
+        return "due"
+    days, rest = divmod(left, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if days:
+        return f"in {days}d{hours:02d}h"
+    if hours:
+        return f"in {hours}h{minutes:02d}m"
+    return f"in {minutes}m{seconds:02d}s" if minutes else f"in {seconds}s"
+
+
+def wire_document(document: Document) -> dict[str, Any]:
+    """A typed document back in wire form (keys and order as the endpoint sends them)."""
+    return {
+        "DocumentIncarnation": document.incarnation,
+        "Events": [
+            {
+                "EventId": e.event_id,
+                "EventStatus": str(e.status),
+                "EventType": str(e.event_type),
+                "ResourceType": str(e.resource_type),
+                "Resources": list(e.resources),
+                "NotBefore": format_rfc1123(e.not_before.timestamp()) if e.not_before else "",
+                "Description": e.description,
+                "EventSource": str(e.source),
+                "DurationInSeconds": e.duration_seconds,
+                **dict(e.extra),
+            }
+            for e in document.events
+        ],
+        **dict(document.extra),
+    }
+
+
+# ---------------------------------------------------------------- events / approve --url
+
+
+def show_endpoint_events(
+    url: str, api_version: str | None, as_json: bool, source_address: str | None
+) -> None:
+    """``forewarn events --url``: the document this machine gets from the endpoint."""
+    with _client(url, source_address, api_version or DEFAULT_API_VERSION) as client:
+        try:
+            document = client.get()
+        except ClientError as exc:
+            raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(wire_document(document), indent=2))
+        return
+    now = datetime.now(UTC)
+    table = Table(title=f"{client.url}: DocumentIncarnation {document.incarnation}")
+    table.add_column("EventId", no_wrap=True, min_width=36)
+    for name in ("Status", "Type", "NotBefore", "When", "Source", "Duration"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("Resources", overflow="fold")
+    for e in document.events:
+        duration = "-" if e.duration_seconds < 0 else f"{e.duration_seconds}s"
+        row = (e.event_id, str(e.status), str(e.event_type), _iso(e.not_before),
+               countdown(e, now), str(e.source), duration, ", ".join(e.resources))  # fmt: skip
+        table.add_row(*row)
+    Console().print(table)
+
+
+def approve_on_endpoint(
+    url: str, event_ids: tuple[str, ...], api_version: str | None, source_address: str | None
+) -> None:
+    """``forewarn approve --url``: POST StartRequests for every id in one call."""
+    with _client(url, source_address, api_version or DEFAULT_API_VERSION) as client:
+        try:
+            client.approve(*event_ids)
+        except ClientError as exc:
+            raise click.ClickException(str(exc)) from None
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+    click.echo(f"approved on {client.url}: {', '.join(event_ids)}")
+
+
+_URL_HELP = "Ask this metadata endpoint (e.g. http://169.254.169.254) instead of the control API."
+_SOURCE_HELP = "Bind this source address (speak as one VM of a forewarn fleet)."
+
+
+def _endpoint_params() -> list[click.Parameter]:
+    return [
+        click.Option(["--url"], default=None, help=_URL_HELP),
+        click.Option(["--source-address"], default=None, help=_SOURCE_HELP + " With --url."),
+    ]
+
+
+def _events_with_url(control: click.Command) -> click.Command:
+    original = control.callback
+    assert original is not None
+
+    def callback(url: str | None, source_address: str | None, **options: Any) -> None:
+        if url is None:
+            if source_address is not None:
+                raise click.UsageError("--source-address needs --url")
+            original(**options)
+            return
+        if options.get("as_vm") is not None:
+            raise click.UsageError(
+                "--as asks the control API; with --url the endpoint answers for the VM "
+                "asking (choose it with --source-address)"
+            )
+        show_endpoint_events(url, options.get("api_version"), bool(options.get("as_json")),
+                             source_address)  # fmt: skip
+
+    return click.Command(
+        control.name, params=[*control.params, *_endpoint_params()], callback=callback,
+        help=(control.help or "") + "\n\nWith --url, the document from a metadata endpoint.",
+        short_help=control.short_help, context_settings=control.context_settings,
+    )  # fmt: skip
+
+
+def _approve_with_url(control: click.Command) -> click.Command:
+    original = control.callback
+    assert original is not None
+    ids = click.Argument(["event_ids"], nargs=-1, required=True, metavar="EVENT_ID...")
+
+    def callback(
+        url: str | None, source_address: str | None, api_version: str | None,
+        event_ids: tuple[str, ...],
+    ) -> None:  # fmt: skip
+        if url is None:
+            if source_address is not None or api_version is not None:
+                raise click.UsageError("--source-address and --api-version need --url")
+            for event_id in event_ids:
+                original(event_id=event_id)
+            return
+        approve_on_endpoint(url, event_ids, api_version, source_address)
+
+    version = click.Option(["--api-version"], default=None,
+                           help=f"With --url (default {DEFAULT_API_VERSION}).")  # fmt: skip
+    return click.Command(
+        control.name, params=[ids, *_endpoint_params(), version], callback=callback,
+        help="Approve EVENT_ID... as the operator (control API), or with --url as this VM, "
+        "on a metadata endpoint (several ids in one request).",
+    )  # fmt: skip
+
+
+_VARIANTS: dict[str, Callable[[click.Command], click.Command]] = {
+    "events": _events_with_url,
+    "approve": _approve_with_url,
+}
+
+
+def with_endpoint_url(command: click.Command) -> click.Command:
+    """``events`` and ``approve`` gain ``--url`` (the metadata endpoint); others unchanged."""
+    variant = _VARIANTS.get(command.name or "")
+    return command if variant is None else variant(command)
+
+
+# ---------------------------------------------------------------- watch
+
+
+class _View:
+    """What ``watch`` shows: the latest document, this VM's events, recent changes."""
+
+    def __init__(self, url: str, vm: str | None) -> None:
+        self.url = url
+        self.vm = vm
+        self.document: Document | None = None
+        self.changes: deque[str] = deque(maxlen=CHANGE_LINES)
+        self.problem: str | None = None
+        self.lock = threading.Lock()
+
+    def lines(self, change: DocumentChange, now: datetime) -> Iterator[str]:
+        """Plain text for one change: one line per event added, updated or removed."""
+        stamp = _iso(now)
+        incarnation = change.document.incarnation
+        if change.previous is None:
+            count = len(change.document.events)
+            yield f"{stamp} incarnation {incarnation}: {count} event{'s' * (count != 1)}"
+        for kind, events in (("added", change.added), ("updated", change.updated),
+                             ("removed", change.removed)):  # fmt: skip
+            for e in events:
+                mine = " [this VM]" if self.vm and e.affects(self.vm) else ""
+                yield (
+                    f"{stamp} incarnation {incarnation}: {kind} {e.event_id} {e.event_type} "
+                    f"{e.status} NotBefore {_iso(e.not_before)} ({countdown(e, now)}) "
+                    f"resources {','.join(e.resources)}{mine}"
+                )
+
+    def apply(self, change: DocumentChange, now: datetime) -> list[str]:
+        with self.lock:
+            self.document = change.document
+            self.problem = None
+            lines = list(self.lines(change, now))
+            clock = now.strftime("%H:%M:%S")
+            self.changes.extend(f"{clock} {line.split(' ', 1)[1]}" for line in lines)
+            return lines
+
+    def render(self) -> RenderableType:
+        """The live view, re-rendered a few times a second so countdowns move."""
+        now = datetime.now(UTC)
+        with self.lock:
+            document, changes, problem = self.document, list(self.changes), self.problem
+        who = f" as {self.vm}" if self.vm else ""
+        title = f"Scheduled Events at {self.url}{who}"
+        if document is not None:
+            title += f" (DocumentIncarnation {document.incarnation})"
+        table = Table(title=title, expand=False)
+        for name in ("EventId", "Type", "Status", "NotBefore", "Countdown", "Source"):
+            table.add_column(name, no_wrap=True)
+        table.add_column("Resources", overflow="fold")
+        for e in document.events if document else ():
+            mine = bool(self.vm and e.affects(self.vm))
+            table.add_row(
+                e.event_id, str(e.event_type), str(e.status), _iso(e.not_before),
+                countdown(e, now), str(e.source), ", ".join(e.resources),
+                style="bold yellow" if mine else None,
+            )  # fmt: skip
+        parts: list[RenderableType] = [table]
+        if document is not None and not document.events:
+            parts.append(Text("no events", style="dim"))
+        if problem:
+            parts.append(Text(problem, style="bold red"))
+        parts.extend(Text(line, style="dim") for line in changes)
+        return Group(*parts)
+
+
+def _identity(client: ScheduledEventsClient, as_vm: str | None) -> str | None:
+    if as_vm:
+        return as_vm
+    try:
+        return client.instance().compute_name
+    except ClientError:
+        return None  # an endpoint without instance metadata: nothing is highlighted
+
+
+def _follow(
+    client: ScheduledEventsClient, interval: float, on_change: Callable[[DocumentChange], object],
+    on_problem: Callable[[str], None],
+) -> None:  # fmt: skip
+    """Watch until interrupted; after the first document, errors are reported, not fatal."""
+    known: Document | None = None
+    while True:
+        try:
+            for change in client.watch(interval, since=known):
+                known = change.document
+                on_change(change)
+        except ClientError as exc:
+            if known is None:
+                raise click.ClickException(str(exc)) from None
+            on_problem(str(exc))
+            time.sleep(interval)
+
+
+@click.command()
+@click.option("--url", default=None,
+              help="Metadata endpoint (default: $FOREWARN_IMDS_URL, $SCHEDULEDEVENTSIP, "
+              "http://169.254.169.254).")  # fmt: skip
+@click.option("--as-vm", default=None,
+              help="Highlight this VM's events (default: the instance's name).")  # fmt: skip
+@click.option("--interval", type=click.FloatRange(min=0.05), default=1.0,
+              help="Seconds between polls.")  # fmt: skip
+@click.option("--source-address", default=None, help=_SOURCE_HELP)
+@click.option("--api-version", default=DEFAULT_API_VERSION)
+def watch(
+    url: str | None, as_vm: str | None, interval: float, source_address: str | None,
+    api_version: str,
+) -> None:  # fmt: skip
+    """Watch the Scheduled Events document live: changes as they happen, countdowns.
+
+    On a terminal, a live table (this VM's events highlighted); otherwise one line per
+    change, for logs and scripts. Ctrl-C stops.
+    """
+    with _client(url, source_address, api_version) as client:
+        vm = _identity(client, as_vm)
+        view = _View(client.url, vm)
+        try:
+            if sys.stdout.isatty():
+                with Live(get_renderable=view.render, refresh_per_second=4,
+                          console=Console()):  # fmt: skip
+
+                    def problem(text: str) -> None:
+                        with view.lock:
+                            view.problem = text
+
+                    _follow(client, interval, lambda c: view.apply(c, datetime.now(UTC)),
+                            problem)  # fmt: skip
+            else:
+
+                def show(change: DocumentChange) -> None:
+                    for line in view.apply(change, datetime.now(UTC)):
+                        click.echo(line)
+                    sys.stdout.flush()
+
+                def warn(text: str) -> None:
+                    click.echo(f"forewarn: warning: {text}", err=True)
+
+                _follow(client, interval, show, warn)
+        except KeyboardInterrupt:
+            return
+
+
+@click.command(name="discover")
+@click.option("--lease-file", "lease_files", multiple=True, type=click.Path(dir_okay=False),
+              help="Read these DHCP lease files instead of the system's (repeatable).")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def discover_command(lease_files: tuple[str, ...], as_json: bool) -> None:
+    """Find the metadata endpoint as Azure's articles do (variables, DHCP option 245)."""
+    found = discover(lease_files or None)
+    where = f" in {found.lease_file}" if found.lease_file else ""
+    if as_json:
+        data = {"url": found.url, "source": found.source,
+                "lease_file": str(found.lease_file) if found.lease_file else None}  # fmt: skip
+        click.echo(json.dumps(data, indent=2))
+        return
+    if found.source == "default":
+        how = "the default: no $FOREWARN_IMDS_URL, $SCHEDULEDEVENTSIP or DHCP option 245"
+    else:
+        how = f"from {found.source}{where}"
+    click.echo(f"{found.url}  ({how})")
+
+
+VM_COMMANDS: tuple[click.Command, ...] = (watch, discover_command)

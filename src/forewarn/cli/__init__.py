@@ -10,6 +10,7 @@ import click
 
 from .. import __version__
 from ..server.config import DEFAULT_CONTROL_BIND
+from ..vmcli import VM_COMMANDS, with_endpoint_url
 from .control import COMMANDS as CONTROL_COMMANDS
 from .errors import OneLineErrors
 from .serve import serve
@@ -42,4 +43,6 @@ def main(ctx: click.Context, control_url: str, token: str | None) -> None:
 
 main.add_command(serve)
 for _command in CONTROL_COMMANDS:
+    main.add_command(with_endpoint_url(_command))  # events/approve --url: a metadata endpoint
+for _command in VM_COMMANDS:
     main.add_command(_command)

@@ -343,7 +343,7 @@ class Forewarn:
         return document
 
     def _action(self, event_id: str, action: str) -> dict[str, Any]:
-        event: dict[str, Any] = self._call("POST", f"/events/{event_id}/{action}")
+        event: dict[str, Any] = self._call("POST", f"/events/{event_id}/{action}", json={})
         return event
 
     def approve(self, event_id: str) -> dict[str, Any]:

@@ -89,10 +89,14 @@ class ThreadedJournal:
                 group = self._queue[:MAX_GROUP]
                 del self._queue[:MAX_GROUP]
                 poisoned = self._poisoned
-            error = _SKIPPED if poisoned else self._write(group)
-            if error is not None:
+            if poisoned:  # built on a change that failed: the engine rolls it back
+                self._report(group, _SKIPPED)
+                continue
+            error = self._write(group)
+            if error is not None and any(c.generation >= 0 for c in group):
                 with self._cond:
-                    self._poisoned = True
+                    self._poisoned = True  # until the engine has rolled back (a probe
+                    # changes nothing, so nothing is built on it)
             self._report(group, error)
 
     def _write(self, group: list[Commit]) -> StoreUnavailable | None:

@@ -1,0 +1,3 @@
+"""The testing kit's tests run users' test files in a child pytest (``pytester``)."""
+
+pytest_plugins = ["pytester"]

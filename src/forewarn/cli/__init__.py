@@ -38,7 +38,18 @@ ENV_PREFIX = "FOREWARN"
 @click.pass_context
 def main(ctx: click.Context, control_url: str, token: str | None) -> None:
     """forewarn: Azure Scheduled Events, runnable anywhere."""
-    ctx.obj = {"control": control_url.rstrip("/"), "token": token}
+    from_env = click.core.ParameterSource.ENVIRONMENT
+    ctx.obj = {
+        "control": control_url,
+        "control_origin": (
+            "FOREWARN_CONTROL" if ctx.get_parameter_source("control_url") == from_env
+            else "--control"
+        ),
+        "token": token,
+        "token_origin": (
+            "FOREWARN_TOKEN" if ctx.get_parameter_source("token") == from_env else "--token"
+        ),
+    }  # fmt: skip
 
 
 main.add_command(serve)

@@ -2,16 +2,38 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
-import msgspec
 
 from ..contract import SUPPORTED_VERSIONS
 from ..fabric import OperationKind
-from .api import ControlApi
+from .api import ControlApi, segment
 from .errors import finite
-from .output import print_json, table, when
+from .output import Column, print_json, table, when
 
 __all__ = ["COMMANDS"]
+
+#: The most history entries one request may return (the control API's own bound).
+MAX_HISTORY = 10_000
+
+_wide = click.option(
+    "--wide", is_flag=True, help="Every column at full width, whatever the terminal's width."
+)
+
+
+def _started_at_once(op: dict[str, Any]) -> bool:
+    """True when the operation's events were created Started (a VM sees NotBefore "")."""
+    return bool(op["state"] != "scheduled" and op["started_at"] == op["created_at"])
+
+
+def _when_line(op: dict[str, Any]) -> str:
+    """When the operation happens, as its VMs see it."""
+    if _started_at_once(op):
+        return "Started at once (no NotBefore)"
+    if op["state"] == "scheduled":
+        return f"NotBefore {when(op['not_before'])} UTC"
+    return f"{op['state']} at {when(op['started_at'] or op['not_before'])} UTC"
 
 
 @click.command(
@@ -27,10 +49,17 @@ __all__ = ["COMMANDS"]
     type=float,
     default=None,
     callback=finite,
-    help="Notice in seconds (default: minimum).",
+    help="Notice in seconds of the server's clock, already divided by its --time-scale "
+    "(at scale 60, 15 is 15 min of platform time); its minimum and maximum scale alike. "
+    "Default: the operation's usual notice.",
 )
 @click.option("--description", default=None, help="Description shown in the event.")
-@click.option("--duration", type=int, default=None, help="DurationInSeconds shown in the event.")
+@click.option(
+    "--duration",
+    type=int,
+    default=None,
+    help="DurationInSeconds announced in the event, in platform seconds (never scaled).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the operation as JSON.")
 @click.pass_context
 def trigger(
@@ -57,8 +86,8 @@ def trigger(
         print_json(op)
         return
     click.echo(
-        f"{op['id']}: {op['kind']} on {op['target']} ({op['state']}), "
-        f"NotBefore {when(op['not_before'])} UTC, events {', '.join(op['event_ids']) or 'none'}"
+        f"{op['id']}: {op['kind']} on {op['target']} ({op['state']}), {_when_line(op)}, "
+        f"events {', '.join(op['event_ids']) or 'none'}"
     )
     if op["unnotified"]:
         click.echo(
@@ -71,8 +100,11 @@ def trigger(
 @click.option("--as", "as_vm", default=None, help="Show the document this VM gets.")
 @click.option("--api-version", default=None, help=f"With --as (default {SUPPORTED_VERSIONS[-1]}).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_wide
 @click.pass_context
-def events(ctx: click.Context, as_vm: str | None, api_version: str | None, as_json: bool) -> None:
+def events(
+    ctx: click.Context, as_vm: str | None, api_version: str | None, as_json: bool, wide: bool
+) -> None:
     """List live events (or, with --as, the document one VM sees)."""
     if api_version is not None and as_vm is None:
         raise click.UsageError("--api-version needs --as VM (it picks how that VM sees events)")
@@ -80,7 +112,7 @@ def events(ctx: click.Context, as_vm: str | None, api_version: str | None, as_js
     if as_vm is not None:
         document = api.call(
             "GET",
-            f"/api/v1/documents/{as_vm}",
+            f"/api/v1/documents/{segment(as_vm)}",
             params={"api-version": api_version or SUPPORTED_VERSIONS[-1]},
         )
         if as_json:
@@ -88,17 +120,24 @@ def events(ctx: click.Context, as_vm: str | None, api_version: str | None, as_js
             return
         table(
             f"{as_vm}: DocumentIncarnation {document['DocumentIncarnation']}",
-            ["EventId", "Status", "Type", "Resources", "NotBefore"],
+            [
+                Column("EventId", "key"),
+                Column("Event", "phrase"),
+                Column("NotBefore", "phrase"),
+                Column("Resources", "list"),
+                Column("Source", optional=1),
+            ],
             [
                 [
                     e["EventId"],
-                    e["EventStatus"],
-                    e["EventType"],
-                    ", ".join(e["Resources"]),
+                    f"{e['EventType']} {e['EventStatus']}",
                     e["NotBefore"] or "-",
+                    ", ".join(e["Resources"]),
+                    e.get("EventSource", "-"),
                 ]
                 for e in document["Events"]
             ],
+            wide=wide,
         )
         return
     listing = api.call("GET", "/api/v1/events")
@@ -107,19 +146,26 @@ def events(ctx: click.Context, as_vm: str | None, api_version: str | None, as_js
         return
     table(
         "Live events",
-        ["Id", "Scope", "Status", "Type", "Resources", "NotBefore", "Approved"],
+        [
+            Column("Id", "key"),
+            Column("Event", "phrase"),
+            Column("NotBefore (UTC)", "phrase"),
+            Column("Resources", "list"),
+            Column("Scope", optional=1),
+            Column("Approved", optional=2),
+        ],
         [
             [
                 e["id"],
-                e["scope"],
-                e["status"],
-                e["type"],
-                ", ".join(e["resources"]),
+                f"{e['type']} {e['status']}",
                 when(e["not_before"]),
+                ", ".join(e["resources"]),
+                e["scope"],
                 e["approved_by"] or "-",
             ]
             for e in listing
         ],
+        wide=wide,
     )
 
 
@@ -127,7 +173,8 @@ def _event_command(action: str, help_text: str) -> click.Command:
     @click.argument("event_id")
     @click.pass_context
     def command(ctx: click.Context, event_id: str) -> None:
-        result = ControlApi(ctx).call("POST", f"/api/v1/events/{event_id}/{action}")
+        path = f"/api/v1/events/{segment(event_id)}/{action}"
+        result = ControlApi(ctx).call("POST", path, json={})  # JSON: never a browser's form
         click.echo(f"{result['id']}: {result['status']}")
 
     command.__doc__ = help_text
@@ -145,8 +192,9 @@ def advance(ctx: click.Context, seconds: float) -> None:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_wide
 @click.pass_context
-def topology(ctx: click.Context, as_json: bool) -> None:
+def topology(ctx: click.Context, as_json: bool, wide: bool) -> None:
     """Scopes and VMs of the running server."""
     data = ControlApi(ctx).call("GET", "/api/v1/topology")
     if as_json:
@@ -166,33 +214,82 @@ def topology(ctx: click.Context, as_json: bool) -> None:
         for s in data["scopes"]
         for vm in s["vms"]
     ]
-    table("Fleet", ["VM", "Scope", "Kind", "Host", "UD", "FD", "Address", "Status"], rows)
+    columns = ["VM", "Scope", "Kind", "Host", "UD", "FD", "Address", "Status"]
+    table(
+        "Fleet",
+        [Column(name, optional=1 if name == "Kind" else 0) for name in columns],
+        rows,
+        wide=wide,
+    )
+
+
+def _limit(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    if not 1 <= value <= MAX_HISTORY:
+        raise click.BadParameter(
+            f"{value} is not a number of entries from 1 to {MAX_HISTORY}", ctx, param
+        )
+    return value
+
+
+def _detail(entry: dict[str, Any]) -> str:
+    """An entry's detail as ``key=value`` words that wrap at their spaces."""
+    words = []
+    for key, value in entry["detail"].items():
+        if value in (None, [], {}, "") or (key == "id" and value == _subject(entry)):
+            continue
+        if isinstance(value, list):
+            value = ",".join(str(v) for v in value)
+        elif isinstance(value, float) and (key.endswith("_at") or key == "not_before"):
+            value = when(value)
+        words.append(f"{key}={value}")
+    return " ".join(words) or "-"
+
+
+def _subject(entry: dict[str, Any]) -> str:
+    """The id an entry is about: its event, else its operation, else its rollout."""
+    rollout = entry["detail"].get("id") if entry["kind"].startswith("rollout.") else None
+    return str(entry["event_id"] or entry["operation_id"] or rollout or "-")
 
 
 @click.command()
-@click.option("--limit", type=int, default=50)
+@click.option(
+    "--limit",
+    type=int,
+    default=50,
+    callback=_limit,
+    help=f"How many of the newest entries to show (1 to {MAX_HISTORY}).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_wide
 @click.pass_context
-def history(ctx: click.Context, limit: int, as_json: bool) -> None:
-    """The append-only history of every transition."""
+def history(ctx: click.Context, limit: int, as_json: bool, wide: bool) -> None:
+    """The append-only history of every transition, newest last."""
     entries = ControlApi(ctx).call("GET", "/api/v1/history", params={"last": limit})
     if as_json:
         print_json(entries)
         return
     table(
         "History",
-        ["#", "At (UTC)", "Kind", "Scope", "Event", "Detail"],
+        [
+            Column("#"),
+            Column("At (UTC)", "phrase"),
+            Column("Kind"),
+            Column("Id", "key", shortest=15),
+            Column("Detail", "list"),
+            Column("Scope", optional=1),
+        ],
         [
             [
                 str(h["seq"]),
                 when(h["at"]),
                 h["kind"],
+                _subject(h),
+                _detail(h),
                 h["scope_id"] or "-",
-                h["event_id"] or "-",
-                msgspec.json.encode(h["detail"]).decode(),
             ]
             for h in entries
         ],
+        wide=wide,
     )
 
 

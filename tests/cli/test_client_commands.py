@@ -183,7 +183,7 @@ def test_history_shows_the_newest_entries_of_a_long_history(
     [
         (["trigger", "reboot-everything", "web-0"], "reboot-everything"),
         (["trigger", "user-reboot", "web-99"], "'web-99' is neither a VM, a host nor a scope"),
-        (["trigger", "user-reboot", "host-1"], "user-reboot is a user operation; name a VM, not a host"),
+        (["trigger", "user-reboot", "host-1"], "name a VM, not a host"),
         (["trigger", "user-reboot", "web-0", "--notice", "5"], "below the minimum"),
         (["cancel", "NO-SUCH-EVENT"], "no live event with id 'NO-SUCH-EVENT' (HTTP 404)"),
         (["approve", "NO-SUCH-EVENT"], "no live event with id 'NO-SUCH-EVENT'"),

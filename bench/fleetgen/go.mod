@@ -1,0 +1,3 @@
+module forewarn.bench/fleetgen
+
+go 1.19

@@ -1,0 +1,337 @@
+"""Helpers the fleet benchmarks share: build and run the Go generator, watch a server.
+
+The generator (``bench/fleetgen``, Go standard library only) is built with ``go build``
+into a temporary directory on every run, offline (``GOPROXY=off``); nothing is
+downloaded. Server and generator are pinned to different cores, and the server's CPU and
+RSS are read from ``/proc`` while the load runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "FLEETGEN_SOURCE",
+    "FleetgenRun",
+    "ProcSampler",
+    "ServerHandle",
+    "build_fleetgen",
+    "control_call",
+    "exit_on_sigterm",
+    "forewarn_env",
+    "free_port",
+    "go_missing_reason",
+    "load_average",
+    "pinned",
+    "start_server",
+    "wait_for_port",
+    "write_vms_file",
+]
+
+FLEETGEN_SOURCE = Path(__file__).resolve().parent / "fleetgen"
+PATH = "/metadata/scheduledevents?api-version=2020-07-01"
+SERVER_CPU, LOAD_CPU = 0, 1
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_for_port(
+    port: int, timeout: float = 60.0, proc: subprocess.Popen[Any] | None = None
+) -> None:
+    """Return once something accepts on ``port``; fail early if ``proc`` died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} before listening")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port} after {timeout:.0f}s")
+
+
+def pinned(cpu: int, command: Sequence[str]) -> list[str]:
+    """Run on one CPU when taskset exists and the CPU does: server and load never share."""
+    if shutil.which("taskset") and cpu < (os.cpu_count() or 1):
+        return ["taskset", "-c", str(cpu), *command]
+    return list(command)
+
+
+def load_average() -> str:
+    """The 1/5/15-minute load average, to say how busy the machine was."""
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def go_missing_reason() -> str | None:
+    """Why the Go generator cannot be built here, or None when it can."""
+    if shutil.which("go") is None:
+        return "go is not installed (Debian: apt-get install golang-go)"
+    return None
+
+
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit, so every server a benchmark started is stopped."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
+def forewarn_env(source: Path | None) -> dict[str, str]:
+    """Environment for ``python -m forewarn``: ``source`` (a ``src`` directory, e.g. of
+    ``git archive COMMIT``) is imported instead of the installed tree when given."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if source is not None:
+        if not (source / "forewarn" / "__init__.py").is_file():
+            raise RuntimeError(f"{source} holds no forewarn package (give its src directory)")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), env.get("PYTHONPATH")]))
+    return env
+
+
+def build_fleetgen(directory: Path) -> Path:
+    """Compile the generator into ``directory`` (offline, standard library only)."""
+    reason = go_missing_reason()
+    if reason is not None:
+        raise RuntimeError(reason)
+    binary = directory / "fleetgen"
+    env = {**os.environ, "GOPROXY": "off", "GOFLAGS": "", "CGO_ENABLED": "0"}
+    if "HOME" not in env and "GOCACHE" not in env:
+        env["GOCACHE"] = str(directory / "gocache")
+    result = subprocess.run(
+        ["go", "build", "-o", str(binary), "."],
+        cwd=FLEETGEN_SOURCE,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"go build of {FLEETGEN_SOURCE} failed:\n{result.stderr}")
+    return binary
+
+
+def write_vms_file(path: Path, vms: Sequence[tuple[str, str, bool]]) -> Path:
+    """The generator's VM list: ``ADDRESS NAME [approve]`` per line."""
+    lines = [f"{addr} {name}{' approve' if approves else ''}" for addr, name, approves in vms]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def control_call(
+    port: int, method: str, path: str, body: Any = None, timeout: float = 60.0
+) -> tuple[int, Any, float]:
+    """One control-API call: (status, decoded JSON body, seconds it took)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        payload = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"} if payload is not None else {}
+        started = time.perf_counter()
+        conn.request(method, path, body=payload, headers=headers)
+        response = conn.getresponse()
+        raw = response.read()
+        took = time.perf_counter() - started
+    finally:
+        conn.close()
+    return response.status, (json.loads(raw) if raw else None), took
+
+
+@dataclass
+class ServerHandle:
+    """A server child process and where its output went."""
+
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+
+@contextlib.contextmanager
+def start_server(
+    command: Sequence[str],
+    ports: Sequence[int],
+    log: Path,
+    timeout: float = 120.0,
+    env: dict[str, str] | None = None,
+) -> Iterator[ServerHandle]:
+    """A server pinned to the server CPU, output to ``log``, until the block ends."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            pinned(SERVER_CPU, command),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env or forewarn_env(None),
+        )
+    try:
+        for port in ports:
+            wait_for_port(port, timeout=timeout, proc=proc)
+        yield ServerHandle(proc, log)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+class ProcSampler:
+    """CPU share, run-queue wait and RSS of one process, read from /proc.
+
+    The run-queue wait (summed over the process's threads, from ``schedstat``) is how
+    long it was ready to run but another process had its core: on a shared machine that
+    is the measure of how much a window measured the neighbours instead of the server.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._tick = os.sysconf("SC_CLK_TCK")
+        self._page = os.sysconf("SC_PAGE_SIZE")
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start: tuple[float, float, float] | None = None
+        self.rss_max = 0
+        self.cpu_percent = 0.0
+        self.wait_percent = 0.0
+
+    def _cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / self._tick  # utime, stime
+
+    def _wait_seconds(self) -> float:
+        total = 0
+        for task in Path(f"/proc/{self.pid}/task").iterdir():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                total += int((task / "schedstat").read_text().split()[1])
+        return total / 1e9
+
+    def rss(self) -> int:
+        """Resident set size in bytes, now."""
+        pages = int(Path(f"/proc/{self.pid}/statm").read_text().split()[1])
+        return pages * self._page
+
+    def _watch(self) -> None:
+        while not self._stop.wait(1.0):
+            with contextlib.suppress(OSError):
+                self.rss_max = max(self.rss_max, self.rss())
+
+    def begin(self) -> None:
+        """Start the window."""
+        self._start = (time.monotonic(), self._cpu_seconds(), self._wait_seconds())
+        self.rss_max = self.rss()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def end(self) -> None:
+        """Close the window: averages over it, in % of one core (or of the wall time)."""
+        assert self._start is not None, "begin() first"
+        wall0, cpu0, wait0 = self._start
+        wall = time.monotonic() - wall0
+        if wall > 0:
+            self.cpu_percent = 100.0 * (self._cpu_seconds() - cpu0) / wall
+            self.wait_percent = 100.0 * (self._wait_seconds() - wait0) / wall
+        with contextlib.suppress(OSError):
+            self.rss_max = max(self.rss_max, self.rss())
+        self._stop.set()
+
+
+@dataclass
+class FleetgenRun:
+    """The generator running in the background; ``start`` is its first scheduled poll."""
+
+    proc: subprocess.Popen[str]
+    start: float
+    stderr: list[str] = field(default_factory=list)
+
+    @classmethod
+    def launch(
+        cls,
+        binary: Path,
+        port: int,
+        vms_file: Path,
+        seconds: float,
+        *,
+        rate: float = 1.0,
+        extra: Sequence[str] = (),
+        ready_timeout: float = 180.0,
+    ) -> FleetgenRun:
+        """Start the generator pinned to the load CPU and wait until every VM connected."""
+        command = [
+            str(binary),
+            "-target",
+            f"127.0.0.1:{port}",
+            "-vms",
+            str(vms_file),
+            "-seconds",
+            f"{seconds:g}",
+            "-rate",
+            f"{rate:g}",
+            "-path",
+            PATH,
+            *extra,
+        ]
+        proc = subprocess.Popen(
+            pinned(LOAD_CPU, command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        lines: queue.Queue[str | None] = queue.Queue()
+        captured: list[str] = []
+
+        def pump() -> None:
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                captured.append(line.rstrip("\n"))
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+        deadline = time.monotonic() + ready_timeout
+        while time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=1.0)
+            except queue.Empty:
+                continue
+            if line is None:
+                break
+            if line.startswith("fleetgen: ready start="):
+                start = float(line.split("start=", 1)[1].split()[0])
+                return cls(proc, start, captured)
+        proc.kill()
+        raise RuntimeError("fleetgen did not get ready:\n" + "\n".join(captured))
+
+    def result(self) -> dict[str, Any]:
+        """Wait for the report."""
+        assert self.proc.stdout is not None
+        out = self.proc.stdout.read()
+        code = self.proc.wait()
+        if code != 0 or not out.strip():
+            raise RuntimeError(f"fleetgen failed ({code}):\n" + "\n".join(self.stderr))
+        report: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+        return report
+
+    def sleep_until(self, offset: float) -> None:
+        """Sleep until ``offset`` seconds after the first scheduled poll."""
+        delay = self.start + offset - time.time()
+        if delay > 0:
+            time.sleep(delay)

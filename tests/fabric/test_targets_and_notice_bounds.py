@@ -127,9 +127,6 @@ def test_the_longest_notice_of_any_operation_scales_too() -> None:
         scaled_plan(7 * DAY / 60 + 1, kind="host-update")
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the engine does not pass its time scale to plan_request yet"
-)
 def test_a_fabric_at_time_scale_60_scales_the_longest_notice(build: FabricFactory) -> None:
     fabric = build(time_scale=60)
     op = submit(fabric, "degraded-hardware", "web-0", notice_seconds=7 * DAY / 60)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import pty
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -144,3 +148,37 @@ def test_an_empty_listing_prints_its_headers(tmp_path: Path) -> None:
         "Scope",
         "Approved",
     ]
+
+
+def on_a_terminal(server: ServerProcess, *args: str, **env: str) -> str:
+    """``forewarn ARGS`` with stdout on a terminal: what the user's screen receives."""
+    master, slave = pty.openpty()
+    clean = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "forewarn", "--control", server.control_url, *args],
+        stdout=slave, stderr=subprocess.PIPE, env={**clean, "COLUMNS": "80", **env},
+    )  # fmt: skip
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # EIO: the command is done with the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    return b"".join(chunks).decode()
+
+
+@pytest.mark.parametrize("no_color", [None, "1"], ids=["colour", "NO_COLOR"])
+def test_tables_are_styled_only_on_a_terminal_without_no_color(
+    busy: ServerProcess, no_color: str | None
+) -> None:
+    screen = on_a_terminal(busy, "events", **({"NO_COLOR": no_color} if no_color else {}))
+    assert "Live events" in screen
+    assert ("\x1b[" in screen) == (no_color is None)
+    piped = run_cli(["events"], busy.control_url).stdout
+    assert "Live events" in piped and "\x1b" not in piped

@@ -1,15 +1,16 @@
-"""How the CLI prints: times, counts, JSON and tables that fit the terminal.
+"""How the CLI prints: times, JSON and tables that fit the terminal.
 
 A table is laid out for the terminal's width (80 columns when output is not a terminal, or
 ``COLUMNS``): optional columns go first, then phrases wrap at their spaces, then ids that
 may be cut are cut; the key fields always stay, and ids a user must copy stay whole.
-``--wide`` prints every column at full width whatever the terminal. Colour only ever
-reaches a terminal, and never with ``NO_COLOR`` set (rich's own rules).
+``--wide`` prints every column at full width whatever the terminal. Styles only ever reach
+a terminal, and never with ``NO_COLOR`` set.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,7 +22,7 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["Column", "plural", "print_json", "table", "when"]
+__all__ = ["Column", "layout", "print_json", "table", "when"]
 
 #: Space between two columns: one of padding, one of the (blank) divider.
 GAP = 2
@@ -53,11 +54,6 @@ def when(epoch: float | None) -> str:
     if epoch is None:
         return "-"
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def plural(count: int, noun: str) -> str:
-    """``1 VM``, ``2 VMs``, ``0 events``."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def print_json(data: Any) -> None:
@@ -122,7 +118,8 @@ def table(
     wide: bool = False,
 ) -> None:
     """Print ``rows`` under ``title``, laid out for the terminal (see the module)."""
-    console = Console()
+    # rich keeps bold and italic under NO_COLOR; a user who set it asked for plain text
+    console = Console(color_system=None if os.environ.get("NO_COLOR") else "auto")
     shown, widths = layout(columns, rows, console.width, wide=wide)
     hidden = [c.header for i, c in enumerate(columns) if i not in shown]
     out = Table(

@@ -257,16 +257,6 @@ def _set(**extra: Any) -> dict[str, Any]:
             id="duplicate-address",
         ),
         pytest.param(
-            {
-                "scopes": [
-                    _app(vms=[{"name": "a"}]),
-                    _app(name="z", vms=[{"name": "b", "address": "127.1.0.1"}]),
-                ]
-            },
-            r"share address 127\.1\.0\.1",
-            id="explicit-address-collides-with-assigned",
-        ),
-        pytest.param(
             {"scopes": [_app(vms=[{"name": "a", "port": 9000}, {"name": "b", "port": 9000}])]},
             r"'a' and 'b' share port 9000",
             id="duplicate-port",

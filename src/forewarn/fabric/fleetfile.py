@@ -1,14 +1,15 @@
 """Fleet files: a YAML description of scopes and VMs, turned into a Topology.
 
 The schema is msgspec Structs, so a mistake is reported with its path
-(``$.scopes[1].update_domains``) instead of surfacing later as a KeyError.
-Anything the file leaves out (hosts, domains, addresses) is assigned deterministically,
-so the same file always yields the same fleet.
+(``$.scopes[1].update_domains``) instead of surfacing later as a KeyError; the checks
+msgspec cannot express say where too, and every error names where the fleet came from
+(the file, or the database that stored it). Anything the file leaves out (hosts, domains,
+addresses, ports) is assigned deterministically (``layout``), so the same file always
+yields the same fleet.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from importlib import resources
 from pathlib import Path
@@ -18,23 +19,30 @@ import msgspec
 import yaml
 
 from .errors import FleetError
+from .layout import HostAssigner, assign_addresses, normalize_address, parse_prefix
 from .topology import VM, Scope, ScopeKind, ScopePolicy, Topology
 from .yamlfile import YamlError, read_yaml
 
 __all__ = [
+    "MAX_VMS",
     "FleetSpec",
     "build_topology",
     "demo_fleet",
     "fleet_from_builtins",
+    "fleet_origin",
     "fleet_to_builtins",
     "load_fleet_file",
 ]
 
-MAX_AUTO_ADDRESSES = 250 * 250
+#: A typo such as ``vms: 100000000`` should be one clear line, not an exhausted machine.
+MAX_VMS = 1_000_000
 
 
-class VmSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """One VM written out by hand; anything omitted is assigned."""
+class VmSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, gc=False):
+    """One VM written out by hand (or named from a count); anything omitted is assigned.
+
+    ``gc=False``: plain values only, and a big fleet makes one per VM.
+    """
 
     name: str
     host: str | None = None
@@ -71,8 +79,8 @@ class ScopeSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     preview_limit: bool = False
 
 
-class FleetSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """A whole fleet file."""
+class FleetSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, dict=True):
+    """A whole fleet file (``dict=True`` only so it can remember its origin, unstored)."""
 
     scopes: list[ScopeSpec]
     location: str = "westeurope"
@@ -82,23 +90,31 @@ class FleetSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     port_base: int | None = None
 
 
+def fleet_origin(spec: FleetSpec) -> str:
+    """Where ``spec`` came from (``fleet file x.yaml``, …), for error messages."""
+    origin: str = spec.__dict__.get("origin", "fleet")
+    return origin
+
+
 def load_fleet_file(path: str | Path) -> FleetSpec:
     """Read and validate a YAML (or JSON) fleet file."""
     try:
         raw = read_yaml(path)
     except OSError as exc:
-        raise FleetError(f"cannot read fleet file {path}: {exc.strerror}") from None
+        raise FleetError(f"cannot read fleet file {path}: {exc.strerror or exc}") from None
     except YamlError as exc:
         raise FleetError(f"fleet file {exc}") from None
-    return fleet_from_builtins(raw, origin=str(path))
+    return fleet_from_builtins(raw, origin=f"fleet file {path}")
 
 
 def fleet_from_builtins(raw: Any, origin: str = "fleet") -> FleetSpec:
     """Validate plain data (from YAML, JSON or the database) as a fleet."""
     try:
-        return msgspec.convert(raw, FleetSpec)
+        spec = msgspec.convert(raw, FleetSpec)
     except msgspec.ValidationError as exc:
         raise FleetError(f"{origin}: {exc}") from None
+    spec.__dict__["origin"] = origin
+    return spec
 
 
 def fleet_to_builtins(spec: FleetSpec) -> dict[str, Any]:
@@ -113,194 +129,232 @@ def demo_fleet() -> FleetSpec:
     return fleet_from_builtins(yaml.safe_load(text), origin="built-in demo fleet")
 
 
-class _Assigner:
-    """Hands out hosts and loopback addresses in fleet order."""
-
-    def __init__(self, spec: FleetSpec, total_vms: int) -> None:
-        if spec.hosts is not None and spec.hosts < 1:
-            raise FleetError("hosts must be at least 1")
-        self.host_count = spec.hosts or max(1, (total_vms + 3) // 4)
-        self.prefix = spec.address_prefix
-        try:
-            ipaddress.ip_address(f"{self.prefix}.0.1")
-        except ValueError:
-            raise FleetError(f"address_prefix {self.prefix!r} must be like '127.1'") from None
-        self.index = 0
-        self.cursor = 0
-        self.domains: dict[tuple[str, str], int] = {}
-        self.port_base = spec.port_base
-        if self.port_base is not None and not 1 <= self.port_base <= 65535 - total_vms:
-            raise FleetError(f"port_base {self.port_base} leaves no room for {total_vms} ports")
-
-    def next(self) -> tuple[str, int | None]:
-        """Address and (with ``port_base``) dedicated port of the next VM."""
-        i = self.index
-        self.index += 1
-        if i >= MAX_AUTO_ADDRESSES:
-            raise FleetError(f"at most {MAX_AUTO_ADDRESSES} VMs get automatic addresses")
-        address = f"{self.prefix}.{i // 250}.{i % 250 + 1}"
-        port = None if self.port_base is None else self.port_base + i
-        return address, port
-
-    def host(self, scope_id: str, update_domain: int) -> str:
-        """The next host, round robin, that holds no other update domain of this scope.
-
-        A host never carries two update domains of one scope, so maintaining a host
-        never takes down more than one update domain of any scope. When no host of the
-        pool qualifies, the pool grows by one (``hosts`` is a minimum).
-        """
-        for step in range(self.host_count):
-            index = (self.cursor + step) % self.host_count
-            if self._fits(f"host-{index + 1}", scope_id, update_domain):
-                break
-        else:
-            index = self.host_count
-            self.host_count += 1
-        self.cursor = (index + 1) % self.host_count
-        name = f"host-{index + 1}"
-        self.place(name, scope_id, update_domain)
-        return name
-
-    def place(self, host: str, scope_id: str, update_domain: int) -> None:
-        """Record a VM on ``host`` (explicit hosts too, so automatic ones avoid clashes)."""
-        self.domains.setdefault((host, scope_id), update_domain)
-
-    def _fits(self, host: str, scope_id: str, update_domain: int) -> bool:
-        held = self.domains.get((host, scope_id))
-        return held is None or held == update_domain
-
-
-def _generated_names(scope: ScopeSpec) -> list[VmSpec]:
-    kind = ScopeKind(scope.kind)
-    if kind is ScopeKind.CLOUD_SERVICE:
-        if not scope.roles:
-            raise FleetError(f"cloud service {scope.name!r} needs roles, e.g. {{FrontEnd: 2}}")
-        return [
-            VmSpec(f"{role}_IN_{n}") for role, count in scope.roles.items() for n in range(count)
-        ]
-    count = scope.vms if isinstance(scope.vms, int) else (1 if kind is ScopeKind.STANDALONE else 0)
-    if count < 1:
-        raise FleetError(f"scope {scope.name!r} needs at least one VM")
-    if kind is ScopeKind.STANDALONE:
-        if count != 1:
-            raise FleetError(f"standalone scope {scope.name!r} holds exactly one VM")
-        return [VmSpec(scope.name)]
-    if kind is ScopeKind.SCALE_SET:
-        return [VmSpec(f"{scope.name}_{i}") for i in range(count)]
-    return [VmSpec(f"{scope.name}-{i}") for i in range(count)]
-
-
-def _policy(scope: ScopeSpec) -> ScopePolicy:
-    terminate = scope.terminate_notification
-    if terminate is not None and ScopeKind(scope.kind) is not ScopeKind.SCALE_SET:
-        raise FleetError(f"terminate_notification is a scale-set setting ({scope.name!r})")
-    auto = set(scope.auto_approve or ())
-    return ScopePolicy(
-        auto_approve_user_reboot="reboot" in auto,
-        auto_approve_user_redeploy="redeploy" in auto,
-        terminate_notification=terminate is not None and terminate.enabled,
-        terminate_timeout_minutes=terminate.timeout_minutes if terminate else 5,
-        per_vm_visibility=scope.gpu and scope.fault_domains == 1,
-        preview_user_operation_limit=scope.preview_limit,
-    )
-
-
-def _scope_ids(scope: ScopeSpec) -> list[str]:
-    if scope.placement_groups < 1:
-        raise FleetError(f"scope {scope.name!r}: placement_groups must be at least 1")
-    if scope.placement_groups == 1:
-        return [scope.name]
-    if ScopeKind(scope.kind) is not ScopeKind.SCALE_SET:
-        raise FleetError(f"placement_groups is a scale-set setting ({scope.name!r})")
-    return [f"{scope.name}/pg{k}" for k in range(scope.placement_groups)]
+def _error(message: str, path: str) -> FleetError:
+    """An error that says where in the file, in msgspec's notation (``$.scopes[1].vms``)."""
+    return FleetError(f"{message} - at `{path}`")
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+_NAME_RULE = "must be 1-80 letters, digits, '.', '-', '_' (starting with a letter or digit)"
 
 
-def _check_names(spec: FleetSpec, vm_lists: list[list[VmSpec]]) -> None:
+def _check_name(what: str, name: str, where: str) -> None:
     """Names as Azure allows them: they end up in documents, URLs and log lines."""
-    if not spec.scopes:
-        raise FleetError("a fleet needs at least one scope")
-    for scope, vm_specs in zip(spec.scopes, vm_lists, strict=True):
-        if not _NAME.fullmatch(scope.name):
-            raise FleetError(f"scope name {scope.name!r} must be letters, digits, '.', '-', '_'")
-        for vm in vm_specs:
-            if not _NAME.fullmatch(vm.name):
-                raise FleetError(f"VM name {vm.name!r} must be letters, digits, '.', '-', '_'")
-            if vm.port is not None and not 1 <= vm.port <= 65535:
-                raise FleetError(f"VM {vm.name!r}: port {vm.port} is outside 1..65535")
+    if not _NAME.fullmatch(name):
+        raise _error(f"{what} name {name!r} {_NAME_RULE}", where)
+
+
+def _count(scope: ScopeSpec, where: str) -> int:
+    """How many VMs a scope asks for, before any name is made."""
+    kind = ScopeKind(scope.kind)
+    if isinstance(scope.vms, list):
+        count = len(scope.vms)
+    elif kind is ScopeKind.CLOUD_SERVICE:
+        if not scope.roles:
+            raise _error(f"cloud service {scope.name!r} needs roles, e.g. {{FrontEnd: 2}}", where)
+        count = sum(max(0, n) for n in scope.roles.values())
+    elif scope.vms is None:
+        count = 1 if kind is ScopeKind.STANDALONE else 0
+    else:
+        count = scope.vms
+    if count < 1:
+        raise _error(f"scope {scope.name!r} needs at least one VM", where + ".vms")
+    if kind is ScopeKind.STANDALONE and count != 1:
+        raise _error(f"standalone scope {scope.name!r} holds exactly one VM", where)
+    if count > MAX_VMS:
+        raise _error(
+            f"scope {scope.name!r} asks for {count} VMs; a fleet holds at most {MAX_VMS}",
+            where + ".vms",
+        )
+    return count
+
+
+def _vm_specs(scope: ScopeSpec, where: str) -> list[VmSpec]:
+    """The scope's VMs: as written, or named from the count (names checked once)."""
+    if isinstance(scope.vms, list):
+        for j, vm in enumerate(scope.vms):
+            _check_name("VM", vm.name, f"{where}.vms[{j}].name")
+        return scope.vms
+    kind = ScopeKind(scope.kind)
+    if kind is ScopeKind.CLOUD_SERVICE:
+        assert scope.roles is not None  # _count checked
+        out: list[VmSpec] = []
+        for role, count in scope.roles.items():
+            _check_name("role", f"{role}_IN_{max(0, count - 1)}", f"{where}.roles.{role}")
+            out.extend(VmSpec(f"{role}_IN_{n}") for n in range(count))
+        return out
+    if kind is ScopeKind.STANDALONE:
+        return [VmSpec(scope.name)]
+    count = scope.vms if isinstance(scope.vms, int) else 0
+    sep = "_" if kind is ScopeKind.SCALE_SET else "-"
+    _check_name("VM", f"{scope.name}{sep}{count - 1}", f"{where}.name")  # the longest one
+    return [VmSpec(f"{scope.name}{sep}{i}") for i in range(count)]
+
+
+def _policy(scope: ScopeSpec, where: str) -> ScopePolicy:
+    terminate = scope.terminate_notification
+    if terminate is not None and ScopeKind(scope.kind) is not ScopeKind.SCALE_SET:
+        raise _error(
+            f"terminate_notification is a scale-set setting ({scope.name!r})",
+            where + ".terminate_notification",
+        )
+    auto = set(scope.auto_approve or ())
+    try:
+        return ScopePolicy(
+            auto_approve_user_reboot="reboot" in auto,
+            auto_approve_user_redeploy="redeploy" in auto,
+            terminate_notification=terminate is not None and terminate.enabled,
+            terminate_timeout_minutes=terminate.timeout_minutes if terminate else 5,
+            per_vm_visibility=scope.gpu and scope.fault_domains == 1,
+            preview_user_operation_limit=scope.preview_limit,
+        )
+    except FleetError as exc:
+        raise _error(str(exc), where + ".terminate_notification") from None
+
+
+def _scope_ids(scope: ScopeSpec, where: str) -> list[str]:
+    if scope.placement_groups < 1:
+        raise _error(
+            f"scope {scope.name!r}: placement_groups must be at least 1",
+            where + ".placement_groups",
+        )
+    if scope.placement_groups == 1:
+        return [scope.name]
+    if ScopeKind(scope.kind) is not ScopeKind.SCALE_SET:
+        raise _error(
+            f"placement_groups is a scale-set setting ({scope.name!r})", where + ".placement_groups"
+        )
+    return [f"{scope.name}/pg{k}" for k in range(scope.placement_groups)]
 
 
 def build_topology(spec: FleetSpec) -> Topology:
-    """Expand a fleet spec into scopes and VMs, assigning what the file left out."""
-    vm_lists = [
-        scope.vms if isinstance(scope.vms, list) else _generated_names(scope)
-        for scope in spec.scopes
-    ]
-    _check_names(spec, vm_lists)
-    assigner = _Assigner(spec, sum(len(v) for v in vm_lists))
+    """Expand a fleet spec into scopes and VMs, assigning what the file left out.
+
+    Every error starts with where the fleet came from (``fleet file x.yaml: …``).
+    """
+    try:
+        return _build(spec)
+    except FleetError as exc:
+        raise FleetError(f"{fleet_origin(spec)}: {exc}") from None
+
+
+def _build(spec: FleetSpec) -> Topology:
+    if not spec.scopes:
+        raise _error("a fleet needs at least one scope", "$.scopes")
+    if spec.hosts is not None and spec.hosts < 1:
+        raise _error("hosts must be at least 1", "$.hosts")
+    try:
+        parse_prefix(spec.address_prefix)
+    except FleetError as exc:
+        raise _error(str(exc), "$.address_prefix") from None
+    wheres = [f"$.scopes[{k}]" for k in range(len(spec.scopes))]
+    for scope, where in zip(spec.scopes, wheres, strict=True):
+        _check_name("scope", scope.name, f"{where}.name")
+    total = sum(_count(scope, where) for scope, where in zip(spec.scopes, wheres, strict=True))
+    if total > MAX_VMS:
+        raise FleetError(f"the fleet asks for {total} VMs; it may hold at most {MAX_VMS}")
+    vm_lists = [_vm_specs(s, where) for s, where in zip(spec.scopes, wheres, strict=True)]
+    port_base = spec.port_base
+    if port_base is not None and not 1 <= port_base <= 65535 - total:
+        raise _error(f"port_base {port_base} leaves no room for {total} ports", "$.port_base")
+    addresses = assign_addresses(spec.address_prefix, _explicit_addresses(vm_lists, wheres))
+    hosts = HostAssigner(spec.hosts or max(1, (total + 3) // 4))
+    explicit_hosts = False
     scopes: list[Scope] = []
     vms: list[VM] = []
-    for scope, vm_specs in zip(spec.scopes, vm_lists, strict=True):
-        if scope.kind == "standalone" and len(vm_specs) != 1:
-            raise FleetError(f"standalone scope {scope.name!r} holds exactly one VM")
-        if not vm_specs:
-            raise FleetError(f"scope {scope.name!r} needs at least one VM")
+    slot = 0
+    for scope, vm_specs, where in zip(spec.scopes, vm_lists, wheres, strict=True):
         if scope.update_domains < 1 or scope.fault_domains < 1:
-            raise FleetError(f"scope {scope.name!r}: domain counts must be at least 1")
+            raise _error(f"scope {scope.name!r}: domain counts must be at least 1", where)
         kind = ScopeKind(scope.kind)
-        policy = _policy(scope)
-        scope_ids = _scope_ids(scope)
+        policy = _policy(scope, where)
+        scope_ids = _scope_ids(scope, where)
         members: dict[str, list[str]] = {sid: [] for sid in scope_ids}
+        zones = scope.zones or [""]
+        scale_set = scope.name if kind is ScopeKind.SCALE_SET else ""
+        uds, fds, groups = scope.update_domains, scope.fault_domains, len(scope_ids)
         for i, vm_spec in enumerate(vm_specs):
-            scope_id = scope_ids[i % len(scope_ids)]
-            address, port = assigner.next()
-            update_domain = _domain(vm_spec.update_domain, i, scope.update_domains, "update")
-            zones = scope.zones or [""]
+            scope_id = scope_ids[i % groups]
+            if vm_spec.update_domain is None:
+                update_domain = i % uds
+            else:
+                update_domain = _domain(vm_spec.update_domain, uds, "update", where, i)
+            if vm_spec.host is None:
+                host = hosts.assign(scope_id, update_domain)
+            else:
+                host = vm_spec.host
+                hosts.place(host, scope_id, update_domain)
+                explicit_hosts = True
+            if vm_spec.fault_domain is None:
+                fault_domain = i % fds
+            else:
+                fault_domain = _domain(vm_spec.fault_domain, fds, "fault", where, i)
+            if vm_spec.port is None:
+                port = None if port_base is None else port_base + slot
+            else:
+                port = _port(vm_spec.port, where, i)
             vms.append(
                 VM(
                     name=vm_spec.name,
                     scope_id=scope_id,
-                    host=_host(assigner, vm_spec, scope_id, update_domain),
-                    address=vm_spec.address or address,
+                    host=host,
+                    address=addresses[slot],
                     update_domain=update_domain,
-                    fault_domain=_domain(vm_spec.fault_domain, i, scope.fault_domains, "fault"),
-                    zone=vm_spec.zone if vm_spec.zone is not None else zones[i % len(zones)],
-                    port=vm_spec.port if vm_spec.port is not None else port,
-                    spot=vm_spec.spot if vm_spec.spot is not None else scope.spot,
-                    scale_set=scope.name if kind is ScopeKind.SCALE_SET else "",
+                    fault_domain=fault_domain,
+                    zone=zones[i % len(zones)] if vm_spec.zone is None else vm_spec.zone,
+                    port=port,
+                    spot=scope.spot if vm_spec.spot is None else vm_spec.spot,
+                    scale_set=scale_set,
                     location=spec.location,
                 )
             )
             members[scope_id].append(vm_spec.name)
+            slot += 1
         for scope_id, names in members.items():
             if not names:
-                raise FleetError(f"placement group {scope_id!r} would hold no VM")
-            scopes.append(
-                Scope(
-                    scope_id, kind, tuple(names), policy, scope.update_domains, scope.fault_domains
+                raise _error(
+                    f"placement group {scope_id!r} would hold no VM", where + ".placement_groups"
                 )
-            )
-    _check_addresses(vms)
-    _check_hosts(vms)
-    default = spec.default_vm or (vms[0].name if vms else None)
-    return Topology(scopes, vms, default)
+            scopes.append(Scope(scope_id, kind, tuple(names), policy, uds, fds))
+    if explicit_hosts:  # automatic hosts never break the rule; hosts from the file may
+        _check_hosts(vms)
+    default = spec.default_vm
+    if default and not any(vm.name == default for vm in vms):
+        raise _error(f"default VM {default!r} is not in the fleet", "$.default_vm")
+    return Topology(scopes, vms, default or vms[0].name)
 
 
-def _host(assigner: _Assigner, vm: VmSpec, scope_id: str, update_domain: int) -> str:
-    if vm.host is None:
-        return assigner.host(scope_id, update_domain)
-    assigner.place(vm.host, scope_id, update_domain)
-    return vm.host
+def _explicit_addresses(vm_lists: list[list[VmSpec]], wheres: list[str]) -> list[str | None]:
+    """Every VM's address from the file (normalized), or None; invalid ones refused."""
+    out: list[str | None] = []
+    for vm_specs, where in zip(vm_lists, wheres, strict=True):
+        for j, vm in enumerate(vm_specs):
+            if vm.address is None:
+                out.append(None)
+                continue
+            address = normalize_address(vm.address)
+            if address is None:
+                raise _error(
+                    f"VM {vm.name!r} has an invalid address {vm.address!r}",
+                    f"{where}.vms[{j}].address",
+                )
+            out.append(address)
+    return out
 
 
-def _domain(explicit: int | None, index: int, count: int, what: str) -> int:
-    if explicit is None:
-        return index % count
+def _domain(explicit: int, count: int, what: str, where: str, index: int) -> int:
     if not 0 <= explicit < count:
-        raise FleetError(f"{what} domain {explicit} is outside 0..{count - 1}")
+        raise _error(
+            f"{what} domain {explicit} is outside 0..{count - 1}",
+            f"{where}.vms[{index}].{what}_domain",
+        )
     return explicit
+
+
+def _port(port: int, where: str, index: int) -> int:
+    if not 1 <= port <= 65535:
+        raise _error(f"port {port} is outside 1..65535", f"{where}.vms[{index}].port")
+    return port
 
 
 def _check_hosts(vms: list[VM]) -> None:
@@ -314,11 +368,3 @@ def _check_hosts(vms: list[VM]) -> None:
                 f"and {vm.name!r} (update domain {vm.update_domain}) of scope {vm.scope_id!r}; "
                 "a host holds one update domain of a scope"
             )
-
-
-def _check_addresses(vms: list[VM]) -> None:
-    for vm in vms:
-        try:
-            ipaddress.ip_address(vm.address)
-        except ValueError:
-            raise FleetError(f"VM {vm.name!r} has an invalid address {vm.address!r}") from None

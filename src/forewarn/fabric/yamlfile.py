@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -14,8 +14,14 @@ class YamlError(ValueError):
     """A file that is not valid YAML (the message is one line, with file and position)."""
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+if TYPE_CHECKING:
+    _SafeLoader = yaml.SafeLoader
+else:  # libyaml's parser when PyYAML has it: a fleet file may list 100,000 VMs
+    _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StrictLoader(_SafeLoader):
+    """A safe loader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -40,7 +46,10 @@ def _one_line(exc: yaml.YAMLError) -> str:
 
 def read_yaml(path: str | Path) -> Any:
     """The data in a YAML (or JSON) file; YamlError or OSError otherwise."""
-    text = Path(path).read_text(encoding="utf-8")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise YamlError(f"{path} is not UTF-8 text (byte {exc.start})") from None
     try:
         return yaml.load(text, Loader=_StrictLoader)
     except YamlError as exc:

@@ -10,9 +10,11 @@ __all__ = ["VmResolver"]
 class VmResolver:
     """Maps a connection (client address, local port) to the VM it speaks for.
 
-    Every VM has its own address (127.1.x.y by default), so ``curl --interface`` picks a
-    VM; a VM with a dedicated port is that port's VM whatever the source; anything else
-    is the default VM (plain ``127.0.0.1`` requests), or nobody when there is none.
+    Every VM has its own address (127.1.x.y by default, then 127.2.x.y and on across
+    127.0.0.0/8 for big fleets), so ``curl --interface`` picks a VM; a VM with a dedicated
+    port is that port's VM whatever the source; anything else is the default VM (plain
+    ``127.0.0.1`` requests), or nobody when there is none. One dict look-up per request
+    whatever the fleet's size: the maps are the topology's own, built once.
     """
 
     __slots__ = ("_by_address", "_by_port", "_default")

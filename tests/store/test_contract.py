@@ -1,0 +1,311 @@
+"""The Store contract, run against every store: SQLite (a file) and PostgreSQL (a database).
+
+What the fabric relies on: all-or-nothing writes, records back as written and in creation
+order, an append-only filterable history, remembered fleet/settings/clock, a restart
+that shows exactly what was shown before, and clear refusals of damaged databases.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forewarn.contract import EventSource, EventStatus, EventType
+from forewarn.fabric import (
+    Changes,
+    Clock,
+    EventRecord,
+    Fabric,
+    HistoryEntry,
+    OperationRecord,
+    OperationRequest,
+    OperationState,
+    RolloutRecord,
+    ScopeState,
+    StoreUnavailable,
+)
+from forewarn.store import SQLiteStore, StoreError
+from forewarn.store.postgres import PostgresStore
+
+from ..fabric.helpers import MINUTE, T0, live, make_fabric, observable, submit
+from ..scaleout.pg import PgDatabase, pg_database
+
+
+class Backend:
+    """One database of one store kind: open stores on it, and damage it for real."""
+
+    kind: str
+
+    def open(self) -> Any:
+        raise NotImplementedError
+
+    def sql(self, statement: str) -> None:
+        """Run SQL on the database behind the store's back."""
+        raise NotImplementedError
+
+    def set_newer_schema(self) -> None:
+        raise NotImplementedError
+
+
+class SQLiteBackend(Backend):
+    kind = "sqlite"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def open(self) -> SQLiteStore:
+        return SQLiteStore(self.path)
+
+    def sql(self, statement: str) -> None:
+        with sqlite3.connect(self.path) as db:
+            db.execute(statement)
+
+    def set_newer_schema(self) -> None:
+        self.sql("UPDATE meta SET value = '999' WHERE key = 'schema'")
+
+
+class PostgresBackend(Backend):
+    kind = "postgresql"
+
+    def __init__(self, database: PgDatabase) -> None:
+        self.database = database
+
+    def open(self) -> PostgresStore:
+        return PostgresStore(self.database.url)
+
+    def sql(self, statement: str) -> None:
+        self.database.execute(statement)
+
+    def set_newer_schema(self) -> None:
+        self.sql("INSERT INTO schema_migrations (version, name) VALUES (999, '0999_future.sql')")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    if request.param == "sqlite":
+        yield SQLiteBackend(tmp_path / "contract.db")
+        return
+    yield from (PostgresBackend(db) for db in pg_database())
+
+
+@pytest.fixture
+def open_store(backend: Backend) -> Iterator[Callable[[], Any]]:
+    """Open stores on the backend's database; each is closed after the test."""
+    opened: list[Any] = []
+
+    def open_one() -> Any:
+        if opened:
+            opened[-1].close()  # one server at a time (SQLite locks its file)
+        store = backend.open()
+        opened.append(store)
+        return store
+
+    yield open_one
+    for store in opened:
+        store.close()
+
+
+def _operation(op_id: str, **fields: Any) -> OperationRecord:
+    values: dict[str, Any] = dict(
+        id=op_id, kind="user-reboot", target="vm a", vms=("a",), state=OperationState.SCHEDULED,
+        created_at=T0, not_before=T0 + 900, impact_seconds=60.0, hold_seconds=600.0,
+        deletes_vms=False,
+    )  # fmt: skip
+    values.update(fields)
+    return OperationRecord(**values)
+
+
+def _event(event_id: str, **fields: Any) -> EventRecord:
+    values: dict[str, Any] = dict(
+        id=event_id, operation_id="op-1", scope_id="web", event_type=EventType.REBOOT,
+        source=EventSource.USER, status=EventStatus.SCHEDULED, resources=("web-0",),
+        description="a réboot ☃", duration_seconds=-1, created_at=T0, not_before=T0 + 900.5,
+    )  # fmt: skip
+    values.update(fields)
+    return EventRecord(**values)
+
+
+def test_a_new_database_is_empty(open_store: Callable[[], Any]) -> None:
+    store = open_store()
+    snapshot = store.load()
+    assert (snapshot.operations, snapshot.events, snapshot.rollouts) == ([], [], [])
+    assert (snapshot.scopes, snapshot.deleted_vms) == ([], [])
+    assert store.history() == []
+    assert store.stored_fleet() is None
+    assert store.stored_settings() == {}
+    assert store.clock_position() is None
+
+
+def test_records_come_back_as_written_in_creation_order(open_store: Callable[[], Any]) -> None:
+    store = open_store()
+    events = [_event(f"E{i}", not_before=T0 + i) for i in (3, 1, 2)]
+    rollout = RolloutRecord(
+        id="rollout-1", kind="platform-reboot", scope_id="web",
+        batches=(("web-0", "web-3"), ("web-1",)), next_batch=1, current_operation="op-1",
+        options={"notice_seconds": 60.0},
+    )  # fmt: skip
+    store.apply(
+        Changes(
+            operations=[_operation("op-1")],
+            events=events,
+            rollouts=[rollout],
+            scopes=[ScopeState(scope_id="web", incarnation=7, last_request_at=T0 + 0.25)],
+            deleted_vms=["workers_1"],
+        )
+    )
+    # An update keeps a record's place; a removed event is gone.
+    approved = _event("E3", not_before=T0 + 3, approved_by="web-3", approved_at=T0 + 1)
+    store.apply(Changes(events=[approved], removed_events=["E1"], deleted_vms=["workers_1"]))
+    snapshot = open_store().load()
+    assert snapshot.operations == [_operation("op-1")]
+    assert snapshot.events == [approved, events[2]]
+    assert snapshot.rollouts == [rollout]
+    assert snapshot.scopes == [ScopeState(scope_id="web", incarnation=7, last_request_at=T0 + 0.25)]
+    assert snapshot.deleted_vms == ["workers_1"]
+
+
+def test_a_write_is_all_or_nothing(open_store: Callable[[], Any]) -> None:
+    store = open_store()
+    store.apply(Changes(operations=[_operation("op-1")], history=[HistoryEntry(at=T0, kind="a")]))
+    broken = Changes(
+        operations=[_operation("op-2")],
+        deleted_vms=["a"],
+        history=[HistoryEntry(at=T0, kind="b", detail={"bad": object()})],
+    )
+    with pytest.raises(TypeError):
+        store.apply(broken)
+    with pytest.raises(TypeError):  # a group holding one bad change writes none of them
+        store.apply_all([Changes(operations=[_operation("op-3")]), broken])
+    snapshot = store.load()
+    assert [o.id for o in snapshot.operations] == ["op-1"]
+    assert snapshot.deleted_vms == []
+    assert [h.kind for h in store.history()] == ["a"]
+    store.apply(Changes(operations=[_operation("op-4")]))  # still usable
+    assert [o.id for o in store.load().operations] == ["op-1", "op-4"]
+
+
+def test_a_group_is_written_in_order(open_store: Callable[[], Any]) -> None:
+    store = open_store()
+    store.apply_all(
+        [
+            Changes(events=[_event("E1")], history=[HistoryEntry(at=T0, kind="one")]),
+            Changes(events=[_event("E1", status=EventStatus.STARTED)]),
+            Changes(removed_events=["E1"], history=[HistoryEntry(at=T0 + 1, kind="two")]),
+            Changes(events=[_event("E2")]),
+            Changes(),  # an empty change in a group writes nothing
+        ]
+    )
+    assert [e.id for e in store.load().events] == ["E2"]
+    assert [h.kind for h in store.history()] == ["one", "two"]
+    store.apply(Changes())  # a probe: a harmless write
+    assert [h.kind for h in store.history()] == ["one", "two"]
+
+
+def test_history_is_append_only_ordered_and_filterable(open_store: Callable[[], Any]) -> None:
+    fabric = make_fabric(store=open_store(), enablement="always")
+    first = submit(fabric, "user-reboot", "web-0")
+    second = submit(fabric, "host-update", host="host-3")
+    event_id = live(fabric, first)[0].id
+    fabric.approve(fabric.topology.vm("web-1"), [event_id])
+    fabric.advance(20 * MINUTE)
+    entries = fabric.history(limit=100_000)
+    seqs = [h.seq for h in entries]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs) and seqs[0] >= 1
+    kinds = [h.kind for h in fabric.history(event_id=event_id)]
+    assert kinds == ["event.scheduled", "event.approved", "event.started", "event.completed"]
+    by_op = fabric.history(operation_id=second.id)
+    assert by_op and all(h.operation_id == second.id for h in by_op)
+    assert fabric.history(event_id=event_id, operation_id=second.id) == []
+    assert fabric.history(newest=True, limit=2) == entries[-2:]
+    page, after = [], 0
+    while chunk := fabric.history(after=after, limit=3):
+        page += chunk
+        after = chunk[-1].seq
+    assert page == entries
+    submit(fabric, "live-migration", "web-2")
+    assert fabric.history(limit=100_000)[: len(entries)] == entries
+
+
+def test_fleet_settings_and_clock_are_remembered(open_store: Callable[[], Any]) -> None:
+    store = open_store()
+    store.save_fleet({"scopes": [{"kind": "standalone", "name": "a"}]})
+    store.save_fleet({"scopes": [{"kind": "standalone", "name": "b"}]})
+    store.save_settings({"clock": "virtual", "time_scale": 60.0})
+    store.save_clock_position(T0 + 0.5)
+    store.apply(Changes(clock_position=T0 + 90.25))
+    again = open_store()
+    assert again.stored_fleet() == {"scopes": [{"kind": "standalone", "name": "b"}]}
+    assert again.stored_settings() == {"clock": "virtual", "time_scale": 60.0}
+    assert again.clock_position() == T0 + 90.25
+
+
+def _busy(fabric: Fabric) -> None:
+    approved = live(fabric, submit(fabric, "user-reboot", "web-0"))[0].id
+    fabric.approve(fabric.topology.vm("web-3"), [approved.lower()])
+    host = submit(fabric, "host-update", host="host-3")
+    partly = live(fabric, host)[0]
+    fabric.approve(fabric.topology.vm(partly.resources[0]), [partly.id])
+    evicted = live(fabric, submit(fabric, "spot-eviction", "workers_1"))[0].id
+    fabric.start_event(evicted)
+    fabric.submit(OperationRequest(kind="platform-reboot", scope="shop"))
+    fabric.advance(MINUTE)  # the eviction completes: workers_1 is deleted
+
+
+def test_a_restart_shows_exactly_what_was_shown(open_store: Callable[[], Any]) -> None:
+    clock = Clock.virtual(start=T0)
+    fabric = make_fabric(store=open_store(), clock=clock, enablement="always")
+    _busy(fabric)
+    before = observable(fabric)
+    again = make_fabric(store=open_store(), clock=clock, enablement="always")
+    assert observable(again) == before
+    assert again.is_deleted("workers_1")
+    again.advance(20 * MINUTE)  # timers resume from absolute instants
+    assert {r.done for r in again.rollouts()} == {False}
+    assert again.view("web").incarnation > before["views"]["web"].incarnation
+
+
+def test_a_schema_from_a_newer_forewarn_is_refused(
+    backend: Backend, open_store: Callable[[], Any]
+) -> None:
+    open_store().close()
+    backend.set_newer_schema()
+    with pytest.raises(StoreError, match="999"):
+        backend.open()
+
+
+def test_a_missing_table_is_refused_naming_it(
+    backend: Backend, open_store: Callable[[], Any]
+) -> None:
+    open_store().close()
+    backend.sql("DROP TABLE events")
+    with pytest.raises(StoreError, match="table events is missing"):
+        backend.open().load()
+
+
+def test_a_damaged_row_is_refused_naming_its_table(
+    backend: Backend, open_store: Callable[[], Any]
+) -> None:
+    store = open_store()
+    store.apply(Changes(operations=[_operation("op-1")]))
+    store.close()
+    if backend.kind == "sqlite":
+        backend.sql("UPDATE operations SET data = 'not json'")
+    else:
+        backend.sql("UPDATE operations SET data = convert_to('not json', 'UTF8')")
+    with pytest.raises(StoreError, match="table operations cannot be read"):
+        backend.open().load()
+
+
+def test_a_store_that_cannot_write_says_so_and_changes_nothing(
+    open_store: Callable[[], Any],
+) -> None:
+    store = open_store()
+    store.apply(Changes(operations=[_operation("op-1")]))
+    store.close()
+    with pytest.raises(StoreUnavailable):
+        store.apply(Changes(operations=[_operation("op-2")]))
+    assert [o.id for o in open_store().load().operations] == ["op-1"]

@@ -28,7 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from imds_throughput import BARE_SERVER, free_port, pinned, running
+from imds_throughput import BARE_SERVER, running
+from loadgen import free_port, pinned
 
 PATH = "/metadata/scheduledevents?api-version=2020-07-01"
 MAX_LAG_MS = 50.0

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from loadgen import (
     LOAD_CPU,
+    PRIORITIES,
     exit_on_sigterm,
     forewarn_env,
     free_port,
@@ -119,6 +120,12 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="serve forewarn from this src directory (e.g. of `git archive COMMIT`)",
     )
+    parser.add_argument(
+        "--priority",
+        choices=PRIORITIES,
+        default="normal",
+        help="run the server ahead of other work on a shared machine (root)",
+    )
     args = parser.parse_args(argv)
     exit_on_sigterm()
     levels = sorted(int(x) for x in args.levels.split(","))
@@ -144,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         rates: dict[int, float] = {}
         curve: list[tuple[int, float]] = []
         env = forewarn_env(args.forewarn_src)
-        with start_server(command, [imds_port, control_port], work / "server.log", env=env):
+        with start_server(command, [imds_port, control_port], work / "server.log", env=env,
+                          priority=args.priority):  # fmt: skip
             creator = Creator(control_port, args.connections, notice=86400.0)
             for level in levels:
                 while creator.created < level and time.monotonic() < deadline:

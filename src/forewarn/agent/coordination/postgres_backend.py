@@ -7,6 +7,7 @@ the last one always reads the complete group. Expired rows are deleted as votes 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from .base import CoordinationError, Vote
@@ -28,6 +29,8 @@ class PostgresCoordinator:
         self._table = sql.Identifier(table)
         self._sql = sql
         self._conn: Any = None
+        #: One connection, one transaction at a time (psycopg would nest them as savepoints).
+        self._lock = asyncio.Lock()
 
     async def _connection(self) -> Any:
         if self._conn is None or self._conn.closed:
@@ -53,6 +56,10 @@ class PostgresCoordinator:
             )
 
     async def _run(self, work: Any) -> Any:
+        async with self._lock:
+            return await self._run_locked(work)
+
+    async def _run_locked(self, work: Any) -> Any:
         try:
             conn = await self._connection()
             return await work(conn)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from .. import __version__
+from ..agent.cli import agent
 from ..server.config import DEFAULT_CONTROL_BIND
 from ..vmcli import VM_COMMANDS, with_endpoint_url
 from .control import COMMANDS as CONTROL_COMMANDS
@@ -53,6 +54,7 @@ def main(ctx: click.Context, control_url: str, token: str | None) -> None:
 
 
 main.add_command(serve)
+main.add_command(agent)
 for _command in CONTROL_COMMANDS:
     main.add_command(with_endpoint_url(_command))  # events/approve --url: a metadata endpoint
 for _command in VM_COMMANDS:

@@ -1,0 +1,217 @@
+"""How long a big fleet takes to be ready after a restart, and how much memory it holds.
+
+For a tiny fleet (one VM: the fixed cost of starting Python, importing and binding, the
+baseline of this run), 10,000 and 100,000 VMs: create the database once with
+``forewarn serve --fleet``, then restart the server several times with only ``--db`` (the
+fleet comes from the database, as after any restart) and time each from process start
+until the metadata endpoint answers 200. It prints the median and worst time, the time
+above the baseline, and the resident memory once ready (goal: 100,000 VMs ready in <= 3 s).
+
+    python bench/fleet_startup.py [--runs 5] [--sizes 10000,100000] [--profile]
+
+``--profile`` also runs one restart of the largest fleet under cProfile and prints where
+its startup goes (the process is slower under the profiler: read the shares, not the
+seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import pstats
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PATH = "/metadata/scheduledevents?api-version=2020-07-01"
+GOAL_SECONDS = 3.0
+GOAL_VMS = 100_000
+
+
+def fleet_yaml(vms: int) -> str:
+    """A fleet of ``vms`` VMs plus the default VM: half a scale set in placement groups of
+    100, half availability sets of 100 VMs (5 update domains); ``vms=0`` is one VM."""
+    lines = ["default_vm: bench", "scopes:", "  - {kind: standalone, name: bench}"]
+    if vms:
+        half = vms // 2
+        groups = max(1, half // 100)
+        lines.append(f"  - {{kind: scale_set, name: big, vms: {half}, placement_groups: {groups}}}")
+        rest = vms - half
+        for k in range(0, rest, 100):
+            count = min(100, rest - k)
+            lines.append(
+                f"  - {{kind: availability_set, name: as{k // 100}, vms: {count}, "
+                "update_domains: 5, fault_domains: 3}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def answers(port: int) -> bool:
+    """Whether the endpoint answers a VM's request with 200 now."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    try:
+        conn.request("GET", PATH, headers={"Metadata": "true"})
+        return conn.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        conn.close()
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` in MB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time ``pid`` has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Start:
+    seconds: float
+    cpu: float  # the server's CPU time until ready: what a busy machine inflates least
+    rss_mb: float
+
+
+def start_once(directory: Path, extra: list[str], *, timeout: float = 120.0) -> Start:
+    """Start ``forewarn serve``, time it until the endpoint answers, stop it again."""
+    imds, control = free_port(), free_port()
+    command = [
+        sys.executable, "-m", "forewarn", "serve", "--db", str(directory / "fleet.db"),
+        "--imds-bind", f"127.0.0.1:{imds}", "--control-bind", f"127.0.0.1:{control}", *extra,
+    ]  # fmt: skip
+    began = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        while not answers(imds):
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                raise RuntimeError(f"server exited with {proc.returncode}:\n{err}")
+            if time.perf_counter() - began > timeout:
+                raise RuntimeError(f"server not ready after {timeout} s")
+            time.sleep(0.005)
+        ready = time.perf_counter() - began
+        return Start(ready, cpu_seconds(proc.pid), rss_mb(proc.pid))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def measure(root: Path, vms: int, runs: int) -> tuple[Start, list[Start]]:
+    """The first start (creates the database) and ``runs`` restarts of one fleet."""
+    directory = root / f"fleet-{vms}"
+    directory.mkdir()
+    fleet = directory / "fleet.yaml"
+    fleet.write_text(fleet_yaml(vms), encoding="utf-8")
+    first = start_once(directory, ["--fleet", str(fleet)])
+    return first, [start_once(directory, []) for _ in range(runs)]
+
+
+def profile_restart(root: Path, vms: int) -> None:
+    """One restart of the ``vms`` fleet under cProfile: the startup's biggest costs."""
+    directory = root / f"fleet-{vms}"
+    out = root / "startup.prof"
+    imds, control = free_port(), free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "forewarn", "serve",
+         "--db", str(directory / "fleet.db"), "--imds-bind", f"127.0.0.1:{imds}",
+         "--control-bind", f"127.0.0.1:{control}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    began = time.perf_counter()
+    while not answers(imds):
+        if proc.poll() is not None or time.perf_counter() - began > 300:
+            raise RuntimeError("profiled server did not start")
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=120)
+    stats = pstats.Stats(str(out))
+    total = max(
+        (row[3] for func, row in stats.stats.items() if func[2] == "<module>"),  # type: ignore[attr-defined]
+        default=1.0,
+    )
+    print(f"\nwhere a restart of {vms:,} VMs goes (cProfile, cumulative, share of the run):")
+    rows = sorted(
+        (
+            (row[3], f"{Path(func[0]).parent.name}/{Path(func[0]).name}:{func[2]}")
+            for func, row in stats.stats.items()  # type: ignore[attr-defined]
+            if "forewarn" in func[0] and func[2] not in ("<module>", "<lambda>")
+        ),
+        reverse=True,
+    )
+    for seconds, name in rows[:18]:
+        print(f"  {seconds:7.3f} s  {100 * seconds / total:5.1f} %  {name}")
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="restarts per fleet size")
+    parser.add_argument("--sizes", default="10000,100000", help="fleet sizes, comma-separated")
+    parser.add_argument("--profile", action="store_true", help="profile the largest restart")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"forewarn serve: from process start until the endpoint answers 200; {args.runs} "
+          "restarts each (fleet from the database)")  # fmt: skip
+    print(f"{os.cpu_count()} CPUs, load before the run {_load()}")
+    if os.getloadavg()[0] > (os.cpu_count() or 1) / 2:
+        print("warning: the machine is busy; times will be inflated (CPU times less so)")
+    print(f"{'VMs':>12} {'first start':>12} {'restart median':>15} {'worst':>7} "
+          f"{'above baseline':>15} {'CPU median':>11} {'RSS':>7}")  # fmt: skip
+    verdict = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        baseline = 0.0
+        for vms in [0, *sizes]:
+            first, restarts = measure(root, vms, args.runs)
+            median = statistics.median(r.seconds for r in restarts)
+            worst = max(r.seconds for r in restarts)
+            rss = statistics.median(r.rss_mb for r in restarts)
+            cpu = statistics.median(r.cpu for r in restarts)
+            if vms == 0:
+                baseline = median
+            label = "1 (baseline)" if vms == 0 else f"{vms + 1:,}"
+            above = "" if vms == 0 else f"{median - baseline:+.2f} s"
+            note = ""
+            if vms >= GOAL_VMS:
+                ok = median <= GOAL_SECONDS
+                verdict |= 0 if ok else 1
+                note = f"  goal <= {GOAL_SECONDS:g} s: {'OK' if ok else 'MISSED'}"
+            print(f"{label:>12} {first.seconds:10.2f} s {median:13.2f} s {worst:5.2f} s "
+                  f"{above:>15} {cpu:9.2f} s {rss:4.0f} MB{note}")  # fmt: skip
+        print(f"load after the run {_load()}")
+        if args.profile:
+            profile_restart(root, sizes[-1])
+    return verdict
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

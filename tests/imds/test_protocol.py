@@ -7,14 +7,18 @@ streams (``rawhttp.py``), so the assertions are on the exact bytes on the wire.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import logging
 import time
 from email.utils import parsedate_to_datetime
 
 import pytest
 
+from forewarn.fabric import StoreUnavailable
 from forewarn.imds.connection import MAX_HEAD, Connection
 from forewarn.imds.endpoint import MAX_BODY
+from forewarn.imds.messages import TEXT, Reply, Request
 
 from .conftest import (
     EMPTY_WEB,
@@ -472,3 +476,208 @@ async def test_expect_100_continue_gets_its_interim_answer(
     [approved] = await web1.responses(1)
     assert (approved.status, approved.body) == (200, b"")
     assert imds.event(reboot_web0).approved_by == "web-1"
+
+
+# ------------------------------------------------------------- deferred replies
+
+
+class Deferring:
+    """A stand-in endpoint (transports duck-type ``handle``): a path under ``/defer/`` is
+    answered later, with whatever the test resolves its future to; any other path at once,
+    with the path as body. It records every request it handled, in order."""
+
+    def __init__(self) -> None:
+        self.handled: list[str] = []
+        self.futures: dict[str, asyncio.Future[Reply]] = {}
+
+    def handle(self, request: Request) -> Reply:
+        self.handled.append(request.path)
+        if request.path.startswith("/defer/"):
+            future = asyncio.get_running_loop().create_future()
+            self.futures[request.path] = future
+            return Reply(202, b"a placeholder nobody must see", wait=future)
+        return Reply(200, request.path.encode(), content_type=TEXT)
+
+    async def handled_at_least(self, count: int) -> None:
+        """Wait (bounded) until ``count`` requests were handled."""
+        async with asyncio.timeout(TIMEOUT):
+            while len(self.handled) < count:
+                await asyncio.sleep(0.005)
+
+
+def plain(path: str) -> bytes:
+    return request(target=path, headers=())
+
+
+@pytest.fixture
+def deferring() -> Deferring:
+    return Deferring()
+
+
+@pytest.fixture
+async def on_deferring(serve: Serve, deferring: Deferring) -> Served:
+    return await serve(deferring)
+
+
+async def test_a_deferred_reply_holds_its_slot_and_everything_behind_it(
+    on_deferring: Served, deferring: Deferring
+) -> None:
+    client = await on_deferring.connect()
+    await client.send(plain("/defer/1") + plain("/a") + plain("/b"))
+    await deferring.handled_at_least(1)
+    assert await client.unsolicited() == b""  # no placeholder, nothing out of order
+    assert deferring.handled == ["/defer/1"]  # those behind it are not even handled yet
+    deferring.futures["/defer/1"].set_result(Reply(200, b"approved"))
+    first, second, third = await client.responses(3)
+    assert (first.status, first.body) == (200, b"approved")
+    assert [second.body, third.body] == [b"/a", b"/b"]
+    assert deferring.handled == ["/defer/1", "/a", "/b"]
+    await client.assert_open()
+
+
+async def test_other_connections_are_answered_while_one_waits(
+    on_deferring: Served, deferring: Deferring
+) -> None:
+    waiting = await on_deferring.connect()
+    await waiting.send(plain("/defer/1"))
+    await deferring.handled_at_least(1)
+    [other] = await (await on_deferring.connect(WORKERS0)).ask(plain("/other"))
+    assert other.body == b"/other"
+    deferring.futures["/defer/1"].set_result(Reply(200, b"late"))
+    [late] = await waiting.responses(1)
+    assert late.body == b"late"
+
+
+async def test_the_resolved_reply_keeps_its_own_delay(
+    on_deferring: Served, deferring: Deferring
+) -> None:
+    client = await on_deferring.connect()
+    await client.send(plain("/defer/1") + plain("/after"))
+    await deferring.handled_at_least(1)
+    loop = asyncio.get_running_loop()
+    resolved_at = loop.time()
+    deferring.futures["/defer/1"].set_result(Reply(200, b"slow", delay=0.3))
+    first, second = await client.responses(2)
+    assert loop.time() - resolved_at >= 0.28
+    assert (first.body, second.body) == (b"slow", b"/after")
+
+
+async def test_a_store_failure_while_waiting_is_a_503_that_says_why(
+    on_deferring: Served, deferring: Deferring
+) -> None:
+    client = await on_deferring.connect()
+    await client.send(plain("/defer/1") + plain("/after"))
+    await deferring.handled_at_least(1)
+    deferring.futures["/defer/1"].set_exception(StoreUnavailable("the disk is full"))
+    failed, after = await client.responses(2)
+    assert failed.raw == expected_bytes(
+        failed, b"503 Service Unavailable", b'{"error":"the disk is full"}'
+    )
+    assert after.body == b"/after"
+    await client.assert_open()
+
+
+async def test_any_other_failure_while_waiting_is_a_500(
+    on_deferring: Served, deferring: Deferring, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = await on_deferring.connect()
+    await client.send(plain("/defer/1"))
+    await deferring.handled_at_least(1)
+    deferring.futures["/defer/1"].set_exception(RuntimeError("bug"))
+    [failed] = await client.responses(1)
+    assert failed.raw == expected_bytes(
+        failed, b"500 Internal Server Error", b'{"error":"Internal server error"}'
+    )
+    assert any(r.exc_info and r.exc_info[1].args == ("bug",) for r in caplog.records)
+
+
+async def test_nothing_is_read_while_a_reply_waits(
+    on_deferring: Served, deferring: Deferring
+) -> None:
+    client = await on_deferring.connect()
+    flood = b"x" * (16 << 20)  # far more than the socket buffers hold
+    client.writer.write(plain("/defer/1") + plain("/a") + flood)
+    await deferring.handled_at_least(1)
+    with pytest.raises(TimeoutError):  # the server stopped reading: the flood cannot drain
+        await asyncio.wait_for(client.writer.drain(), 0.5)
+    assert deferring.handled == ["/defer/1"]
+    deferring.futures["/defer/1"].set_result(Reply(200, b"approved"))
+    first, second, malformed = await client.responses(3)  # then the garbage, in order
+    assert (first.body, second.body) == (b"approved", b"/a")
+    assert (malformed.status, malformed.body) == (400, MALFORMED_BODY)
+
+
+async def test_a_client_gone_while_waiting_leaks_nothing(
+    on_deferring: Served, deferring: Deferring, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = await on_deferring.connect()
+    await client.send(plain("/defer/1"))
+    await deferring.handled_at_least(1)
+    client.writer.transport.abort()  # gone, without a word
+    await asyncio.sleep(0.05)
+    assert on_deferring.server.deferred == 1  # the work behind the reply goes on
+    deferring.futures["/defer/1"].set_result(Reply(200, b"nobody reads this"))
+    async with asyncio.timeout(TIMEOUT):  # the reply finds the connection gone
+        while on_deferring.server.connections or on_deferring.server.deferred:
+            await asyncio.sleep(0.01)
+    gc.collect()
+    alive = [c for c in gc.get_objects() if isinstance(c, Connection) and c._endpoint is deferring]
+    assert alive == []
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    [fine] = await (await on_deferring.connect()).ask(plain("/still-serving"))
+    assert fine.body == b"/still-serving"
+
+
+async def test_a_coroutine_wait_runs_to_the_end_even_if_the_client_left(
+    serve: Serve,
+) -> None:
+    finished = asyncio.Event()
+    release = asyncio.Event()
+
+    async def durable() -> Reply:
+        await release.wait()
+        finished.set()
+        return Reply(200, b"")
+
+    class Coroutines:
+        def handle(self, request: Request) -> Reply:
+            return Reply(200, b"", wait=durable())
+
+    served = await serve(Coroutines())
+    client = await served.connect()
+    await client.send(plain("/approve"))
+    async with asyncio.timeout(TIMEOUT):
+        while not served.server.deferred:
+            await asyncio.sleep(0.005)
+    client.writer.transport.abort()
+    await asyncio.sleep(0.05)
+    assert not finished.is_set()
+    release.set()
+    await asyncio.wait_for(finished.wait(), TIMEOUT)
+    async with asyncio.timeout(TIMEOUT):
+        while served.server.connections or served.server.deferred:
+            await asyncio.sleep(0.01)
+
+
+async def test_the_asgi_adapter_awaits_a_deferred_reply(imds: Imds) -> None:
+    deferring = Deferring()
+    imds.app.endpoint = deferring  # type: ignore[assignment]  # duck-typed stand-in
+
+    async def resolve_soon(path: str, outcome: Reply | Exception) -> None:
+        async with asyncio.timeout(TIMEOUT):
+            while path not in deferring.futures:
+                await asyncio.sleep(0.005)
+        future = deferring.futures[path]
+        if isinstance(outcome, Reply):
+            future.set_result(outcome)
+        else:
+            future.set_exception(outcome)
+
+    resolver = asyncio.ensure_future(resolve_soon("/defer/1", Reply(200, b"approved")))
+    approved = await imds.raw(path="/defer/1")
+    await resolver
+    assert (approved.status, approved.body) == (200, b"approved")
+    resolver = asyncio.ensure_future(resolve_soon("/defer/2", StoreUnavailable("disk full")))
+    failed = await imds.raw(path="/defer/2")
+    await resolver
+    assert (failed.status, failed.body) == (503, b'{"error":"disk full"}')

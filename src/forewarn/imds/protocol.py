@@ -57,6 +57,11 @@ class EndpointServer:
         """Open connections."""
         return len(self._shared.live)
 
+    @property
+    def deferred(self) -> int:
+        """Deferred replies (``Reply.wait``) not resolved yet, whether or not anyone waits."""
+        return len(self._shared.waits)
+
     def _sweep(self) -> None:
         """One timer for every connection's deadlines (cheaper than one per request)."""
         shared = self._shared

@@ -108,8 +108,8 @@ class EventFlow:
 
     async def run(self) -> None:
         try:
-            ok, failure, complete = await self._prepare()
-            if complete and not self.gone and not self.started():
+            ok, failure, decided = await self._prepare()
+            if decided and not self.gone and not self.started():
                 await self._approve(ok, failure)
             while not self.gone:
                 await self._wait_change(None)
@@ -137,7 +137,7 @@ class EventFlow:
             self.busy = False
 
     async def _prepare(self) -> tuple[bool, str, bool]:
-        """Run the rule's handlers; returns (all succeeded, first failure, all were run)."""
+        """Run the rule's handlers: (all succeeded, first failure, whether that settles it)."""
         svc, decision = self.svc, self.decision
         record = svc.state.event(self.event_id)
         if record is not None and record.handled_at is not None:
@@ -159,6 +159,7 @@ class EventFlow:
         failed = next((o for o in outcomes if not o.ok), None)
         complete = len(outcomes) == len(steps)
         ok = failed is None and complete
+        decided = complete or failed is not None  # else the event moved on before they ran
         if failed is not None:
             outcome, failure = (
                 "failed",
@@ -175,7 +176,7 @@ class EventFlow:
         if self.event.not_before is not None and steps:
             svc.metrics.margin.observe(max(0.0, svc.clock.seconds_until(self.event.not_before)))
         self.log.info("handlers done", outcome=outcome, failure=failure or None)
-        return ok, failure, complete
+        return ok, failure, decided
 
     async def _wait_for_schedule(self) -> None:
         """Sleep until ``act_minutes_before`` NotBefore (NotBefore may move meanwhile)."""

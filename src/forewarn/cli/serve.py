@@ -21,6 +21,7 @@ from ..server import (
 )
 from ..server.config import DEFAULT_CONTROL_BIND, DEFAULT_IMDS_BIND
 from ..server.logs import LOG_LEVELS
+from ..server.workers import run_workers
 from ..store import StoreError
 from .errors import fail
 
@@ -69,6 +70,19 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
     help="Fleet file (YAML). Default: the fleet stored in --db, else the demo fleet.",
 )
 @click.option("--db", default="forewarn.db", help="SQLite database (state survives restarts).")
+@click.option(
+    "--store",
+    default=None,
+    metavar="postgresql://...",
+    help="Share the fleet's state in PostgreSQL instead of --db: every process given the "
+    "same URL serves the same fleet (one leads, the others follow).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    help="Processes serving the fleet on the same ports (needs --store).",
+)
 @click.option(
     "--clock",
     type=click.Choice(["real", "virtual"]),
@@ -146,6 +160,8 @@ def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> Non
         click.echo(yaml.safe_dump(config.as_dict(), sort_keys=False), nl=False)
         return
     configure_logging(config.log_format, config.log_level)
+    if config.workers > 1:
+        sys.exit(run_workers(config))
     try:  # nothing is created until every listener is bound
         prepared = prepare(config)
     except (FabricError, StoreError) as exc:

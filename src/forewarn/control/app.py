@@ -230,7 +230,8 @@ class ControlApp:
     """Routes of the control API over one fabric; ``asgi`` is the app to serve.
 
     ``hosts`` are extra names (``--control-host``) the API answers to besides its own
-    address; ``token``, when set, is required as ``Authorization: Bearer``.
+    address; ``token``, when set, is required as ``Authorization: Bearer``. ``middleware``
+    runs inside the access guard (a scaled-out fleet forwards changes to its leader).
     """
 
     def __init__(
@@ -240,6 +241,7 @@ class ControlApp:
         registry: CollectorRegistry | None = None,
         token: str | None = None,
         hosts: Iterable[str] = (),
+        middleware: Iterable[Middleware] = (),
     ) -> None:
         self.fabric = fabric
         self.registry = registry or CollectorRegistry()
@@ -267,7 +269,7 @@ class ControlApp:
         guard = Middleware(AccessGuard, hosts=HostPolicy(hosts), token=token)
         self.asgi = Starlette(
             routes=routes,
-            middleware=[guard],
+            middleware=[guard, *middleware],
             exception_handlers={HTTPException: _http_error, Exception: _crash},
         )
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -43,7 +43,9 @@ from .records import (
     OperationState,
     RolloutRecord,
     ScopeState,
+    Snapshot,
 )
+from .relay import Relay
 from .topology import VM, Topology
 from .views import ScopeView
 
@@ -149,6 +151,11 @@ class Fabric:
         }
         self._idle_window = self.config.scaled(self.config.idle_disable_seconds)
         self._persist_every = self.config.last_request_persist_seconds
+        #: Set while this process follows the leader of a scaled-out fleet (it never writes).
+        self._relay: Relay | None = None
+        self._relayed_at: dict[str, float] = {}
+        #: True in a scaled-out fleet: views may lag behind another front-end's.
+        self.replicated = False
 
     # ----------------------------------------------------------------- reading
 
@@ -171,6 +178,13 @@ class Fabric:
             return self._pipe.views[scope_id]
         except KeyError:
             raise NotFoundError(f"no scope named {scope_id!r}") from None
+
+    async def view_at_least(self, scope_id: str, incarnation: int, timeout: float) -> ScopeView:
+        """A scope's view once it reached ``incarnation`` (another front-end of a
+        scaled-out fleet showed it already), or after ``timeout`` s whatever it is."""
+        if scope_id not in self._pipe.views:
+            raise NotFoundError(f"no scope named {scope_id!r}")
+        return await self._pipe.view_at_least(scope_id, incarnation, timeout)
 
     def events(self) -> list[EventRecord]:
         """Every live (visible) event, in creation order (late timers fired first)."""
@@ -237,7 +251,10 @@ class Fabric:
     def catch_up(self) -> None:
         """Fire due timers now if any is late (cheap when none is): readers never see a
         Scheduled event past its NotBefore just because the scheduler has not woken yet
-        (with a threaded journal: once the transition is durable, a moment later)."""
+        (with a threaded journal: once the transition is durable, a moment later).
+        A follower leaves timers to the leader."""
+        if self._relay is not None:
+            return
         due = self._pipe.timers.next_due(self._work.active)
         if due is not None and self.clock.now() >= due:
             self.run_due()
@@ -246,7 +263,11 @@ class Fabric:
 
     async def durable(self) -> None:
         """Wait until every change made so far is durable and visible; raises
-        ``StoreUnavailable`` when it could not be written (then nothing changed)."""
+        ``StoreUnavailable`` when it could not be written (then nothing changed).
+        On a follower: until every approval it relayed is durably recorded."""
+        if self._relay is not None:
+            await self._relay.settled()
+            return
         await self._pipe.durable()
 
     def store_error(self) -> StoreUnavailable | None:
@@ -258,7 +279,9 @@ class Fabric:
         self._pipe.probe()
 
     def writes_in_flight(self) -> int:
-        """Changes queued for the disk or being written."""
+        """Changes queued for the disk or being written (a follower: relayed approvals)."""
+        if self._relay is not None:
+            return self._relay.pending()
         return self._pipe.in_flight()
 
     def close(self) -> None:
@@ -278,6 +301,8 @@ class Fabric:
         last = self._last_seen.get(scope_id)
         recent = last is not None and now - last < self._idle_window
         self._last_seen[scope_id] = now
+        if self._relay is not None:
+            return self._relay_request(vm, now, recent)
         persisted = self._work.scopes[scope_id].last_request_at
         if recent and persisted is not None and now - persisted < self._persist_every:
             return False
@@ -319,6 +344,9 @@ class Fabric:
                 raise EventNotVisible(f"EventId {shown} is not a scheduled event of this VM")
             if event_id not in wanted:
                 wanted.append(event_id)
+        if self._relay is not None:  # the leader applies it; answered once recorded
+            self._relay.approve(vm.name, wanted)
+            return [self._seen.events[i] for i in wanted if i in self._seen.events]
         return self._approve(wanted, by=vm.name)
 
     # ----------------------------------------------------------- control plane
@@ -427,8 +455,9 @@ class Fabric:
         transition (one incarnation step). Returns how many timers fired.
 
         A write that fails stops it (the timers stay due and are retried a moment later);
-        it never raises for that, so a reader that caught up still gets its document."""
-        if self._pipe.writes_on_hold():
+        it never raises for that, so a reader that caught up still gets its document.
+        A follower fires nothing: its leader does."""
+        if self._relay is not None or self._pipe.writes_on_hold():
             return 0
         fired = 0
         now = self.clock.now()
@@ -448,6 +477,102 @@ class Fabric:
                 log.warning("timers due at %s wait for the store: %s", at, exc)
                 break
         return fired
+
+    # ------------------------------------------------------------ scale-out
+
+    @property
+    def leading(self) -> bool:
+        """False while this process follows another one's changes."""
+        return self._relay is None
+
+    def follow(self, relay: Relay) -> None:
+        """Stop writing: from now on the state moves only by ``replicate``/``reload``,
+        and a VM's approvals and requests go to the leader through ``relay``."""
+        self._relay = relay
+        self.replicated = True
+
+    def lead(self, snapshot: Snapshot, journal: Journal) -> None:
+        """Become the writer: start over from ``snapshot`` (the database as the previous
+        leader left it), then write through ``journal``."""
+        self.reload(snapshot)
+        self._pipe.use_journal(journal)
+        self._relay = None
+        self._relayed_at.clear()
+
+    def reload(self, snapshot: Snapshot) -> None:
+        """Replace the whole state by ``snapshot`` (a follower that missed changes)."""
+        self._pipe.reload(snapshot)
+        self._work = self._pipe.work
+        self._seen = self._pipe.published
+        for state in self._work.scopes.values():
+            self._remember_request(state)
+
+    def replicate(self, batch: Sequence[Changes]) -> None:
+        """Apply changes the leader made durable, in order (a virtual clock follows the
+        leader's: it jumps to each position a change carries)."""
+        self._pipe.replicate(batch)
+        for changes in batch:
+            for state in changes.scopes:
+                self._remember_request(state)
+            position = changes.clock_position
+            if position is not None and self.clock.is_virtual and position > self.clock.now():
+                self.clock.jump(position - self.clock.now())
+
+    def _remember_request(self, state: ScopeState) -> None:
+        at = state.last_request_at
+        if at is not None and at > self._last_seen.get(state.scope_id, -1.0):
+            self._last_seen[state.scope_id] = at
+
+    def _relay_request(self, vm: VM, now: float, recent: bool) -> bool:
+        """A follower's ``note_request``: tell the leader at most once per persist
+        interval per scope (and at once when this request enables the scope)."""
+        assert self._relay is not None
+        was_enabled = recent or self.config.enablement == "always"
+        last = self._relayed_at.get(vm.scope_id)
+        if was_enabled and last is not None and now - last < self._persist_every:
+            return False
+        self._relayed_at[vm.scope_id] = now
+        self._relay.note_request(vm.scope_id, vm.name, now)
+        return not was_enabled
+
+    def approve_relayed(self, vm_name: str, event_ids: Iterable[str]) -> list[EventRecord]:
+        """Apply an approval a follower recorded: events already approved, started or
+        gone are skipped (applying a request twice changes nothing)."""
+        self.catch_up()
+        vm = self.topology.vms.get(vm_name)
+        if vm is None:
+            return []
+        live = [
+            i for i in event_ids
+            if (e := self._work.events.get(i)) is not None
+            and e.scope_id == vm.scope_id
+            and (not self.topology.scopes[e.scope_id].policy.per_vm_visibility
+                 or vm_name in e.resources)
+        ]  # fmt: skip
+        return self._approve(live, by=vm_name) if live else []
+
+    def note_relayed_request(self, scope_id: str, vm_name: str, at: float) -> None:
+        """Merge a follower's last request of a scope (enabling the scope if it was off)."""
+        if scope_id not in self._work.scopes:
+            return
+        last = self._last_seen.get(scope_id)
+        enabled = self.config.enablement == "always" or (
+            last is not None and at - last < self._idle_window
+        )
+        if last is None or at > last:
+            self._last_seen[scope_id] = at
+        persisted = self._work.scopes[scope_id].last_request_at
+        if persisted is not None and at <= persisted:
+            return
+        if enabled and persisted is not None and at - persisted < self._persist_every:
+            return
+        tx = _Tx(self.clock.now())
+        tx.scopes[scope_id] = msgspec.structs.replace(
+            self._work.scopes[scope_id], last_request_at=at
+        )
+        if not enabled:
+            tx.log("scope.enabled", scope_id=scope_id, detail={"vm": vm_name})
+        self._commit(tx, bookkeeping=True)
 
     # ----------------------------------------------------------------- internals
 
@@ -745,6 +870,11 @@ class Fabric:
     def _commit(
         self, tx: _Tx, *, bookkeeping: bool = False, clock_position: float | None = None
     ) -> Commit | None:
+        if self._relay is not None:
+            raise StoreUnavailable(
+                "this process follows the fleet's leader and changes nothing itself; "
+                "send the request to the leader (see forewarn status)"
+            )
         self._forget_deleted_vms(tx)
         # Rollouts move on last, once every VM this transition deletes is known, so a new
         # batch never lists a VM that dies at the same instant.

@@ -41,8 +41,25 @@ class Pipeline:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.topology = topology
-        self.work = FabricState(topology, user_kinds)
-        self.published = FabricState(topology, user_kinds)
+        self._user_kinds = user_kinds
+        self._load(snapshot)
+        self._journal = journal
+        self._monotonic = monotonic
+        self._inflight: deque[Commit] = deque()
+        self._generation = 0
+        self._change_listeners: list[Callable[[], None]] = []
+        self._history_listeners: list[Callable[[list[HistoryEntry]], None]] = []
+        self._publish_listeners: list[Callable[[Changes], None]] = []
+        self.error: StoreUnavailable | None = None
+        self._permanent: StoreUnavailable | None = None
+        self._hold_until = 0.0
+        self._view_waiters: dict[str, list[tuple[int, asyncio.Future[None]]]] = {}
+        journal.start(self._settle)
+
+    def _load(self, snapshot: Snapshot) -> None:
+        """Working and published state, timers and views, as of ``snapshot``."""
+        self.work = FabricState(self.topology, self._user_kinds)
+        self.published = FabricState(self.topology, self._user_kinds)
         loaded = Changes(
             operations=snapshot.operations,
             events=snapshot.events,
@@ -57,21 +74,10 @@ class Pipeline:
             self.timers.track(op)
         self.views: dict[str, ScopeView] = {}
         self._rendered: dict[str, tuple[RenderableEvent, ...]] = {}
-        for scope_id in topology.scopes:
+        for scope_id in self.topology.scopes:
             rendered = self.work.rendered(scope_id)
             self._rendered[scope_id] = rendered
             self.views[scope_id] = self._view(scope_id, self.work.scopes[scope_id], rendered)
-        self._journal = journal
-        self._monotonic = monotonic
-        self._inflight: deque[Commit] = deque()
-        self._generation = 0
-        self._change_listeners: list[Callable[[], None]] = []
-        self._history_listeners: list[Callable[[list[HistoryEntry]], None]] = []
-        self._publish_listeners: list[Callable[[Changes], None]] = []
-        self.error: StoreUnavailable | None = None
-        self._permanent: StoreUnavailable | None = None
-        self._hold_until = 0.0
-        journal.start(self._settle)
 
     # ----------------------------------------------------------------- listeners
 
@@ -168,6 +174,7 @@ class Pipeline:
         changes = commit.changes
         self.published.apply(changes)
         self.views.update(commit.views)
+        self._wake_view_waiters(commit.views)
         commit.settle(None)
         for listener in list(self._publish_listeners):
             listener(changes)
@@ -196,6 +203,101 @@ class Pipeline:
     def _notify_change(self) -> None:
         for listener in list(self._change_listeners):
             listener()
+
+    # ------------------------------------------------------------- replication
+
+    def use_journal(self, journal: Journal) -> None:
+        """Write through ``journal`` from now on (a process that became the leader)."""
+        self._journal = journal
+        journal.start(self._settle)
+
+    def replicate(self, batch: Sequence[Changes]) -> None:
+        """Apply changes another process (the leader) made durable.
+
+        Working and published state move together and each touched scope gets the view
+        the leader published, with the leader's incarnation: a follower never computes
+        incarnations of its own. Listeners hear of it as of a change of this process.
+        """
+        assert not self._inflight, "a process that writes does not replicate"
+        for changes in batch:
+            touched = {e.scope_id for e in changes.events}
+            for event_id in changes.removed_events:
+                event = self.published.events.get(event_id)
+                if event is not None:
+                    touched.add(event.scope_id)
+            touched.update(s.scope_id for s in changes.scopes if s.scope_id in self.views)
+            self.work.apply(changes)
+            self.published.apply(changes)
+            for op in changes.operations:
+                self.timers.track(op)
+            views: dict[str, ScopeView] = {}
+            for scope_id in touched:
+                state = self.published.scopes[scope_id]
+                rendered = self.published.rendered(scope_id)
+                if (
+                    state.incarnation == self.views[scope_id].incarnation
+                    and rendered == self._rendered[scope_id]
+                ):
+                    continue
+                self._rendered[scope_id] = rendered
+                views[scope_id] = self._view(scope_id, state, rendered)
+            self.views.update(views)
+            self._wake_view_waiters(views)
+            for listener in list(self._publish_listeners):
+                listener(changes)
+            if changes.history:
+                for history_listener in list(self._history_listeners):
+                    history_listener(changes.history)
+        self._notify_change()
+
+    def reload(self, snapshot: Snapshot) -> None:
+        """Start over from ``snapshot`` (a follower that missed changes, a new leader).
+
+        Changes still in flight are given up (their callers get ``StoreUnavailable``);
+        views are replaced whole, each scope keeping the incarnation the snapshot holds.
+        """
+        abandoned = list(self._inflight)
+        self._inflight.clear()
+        self._generation += 1
+        self._load(snapshot)
+        self.error = None
+        self._permanent = None
+        self._hold_until = 0.0
+        for commit in abandoned:
+            commit.settle(StoreUnavailable("not written: this process stopped leading the fleet"))
+        self._wake_view_waiters(self.views)
+        self._notify_change()
+
+    async def view_at_least(self, scope_id: str, incarnation: int, timeout: float) -> ScopeView:
+        """The scope's view once its incarnation reaches ``incarnation``, or after
+        ``timeout`` seconds whatever it is (a front-end behind another one catches up)."""
+        view = self.views[scope_id]
+        if view.incarnation >= incarnation:
+            return view
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._view_waiters.setdefault(scope_id, []).append((incarnation, waiter))
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), timeout)
+        except TimeoutError:
+            pass
+        finally:
+            waiters = self._view_waiters.get(scope_id, [])
+            if (incarnation, waiter) in waiters:
+                waiters.remove((incarnation, waiter))
+        return self.views[scope_id]
+
+    def _wake_view_waiters(self, views: dict[str, ScopeView]) -> None:
+        if not self._view_waiters:
+            return
+        for scope_id, view in views.items():
+            waiters = self._view_waiters.get(scope_id)
+            if not waiters:
+                continue
+            ready = [w for w in waiters if w[0] <= view.incarnation]
+            for entry in ready:
+                waiters.remove(entry)
+                if not entry[1].done():
+                    entry[1].set_result(None)
 
     # ------------------------------------------------------------- durability
 

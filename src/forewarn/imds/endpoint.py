@@ -34,7 +34,7 @@ from ..contract import (
     parse_start_requests,
     version_error_body,
 )
-from ..fabric import VM, EventNotVisible, Fabric, StoreUnavailable, monotonic
+from ..fabric import VM, EventNotVisible, Fabric, ScopeView, StoreUnavailable, monotonic
 from .cache import DocumentCache
 from .identity import VmResolver
 from .instance import INSTANCE_VERSIONS, instance_document
@@ -46,6 +46,10 @@ log = logging.getLogger(__name__)
 __all__ = ["MAX_BODY", "RULE_HEADERS", "TOO_LARGE", "Endpoint", "ImdsSettings"]
 
 MAX_BODY = 64 * 1024
+
+#: In a scaled-out fleet, the longest a front-end behind another one waits to catch up
+#: before answering a VM that has seen a newer incarnation (If-None-Match).
+CATCH_UP_SECONDS = 2.0
 
 #: The only request headers the rules look at (lower-case).
 RULE_HEADERS = frozenset({b"metadata", b"x-forwarded-for", b"if-none-match"})
@@ -127,6 +131,19 @@ def _etag_matches(header: bytes, incarnation: int) -> bool:
         if tag == "*" or tag.strip('"') == wanted:
             return True
     return False
+
+
+def _newest_etag(header: bytes) -> int:
+    """The highest incarnation an If-None-Match names (0 when none is a number)."""
+    newest = 0
+    for candidate in header.decode("latin-1").split(","):
+        tag = candidate.strip()
+        if tag.startswith(("W/", "w/")):
+            tag = tag[2:]
+        tag = tag.strip('"')
+        if tag.isascii() and tag.isdigit() and len(tag) < 19:
+            newest = max(newest, int(tag))
+    return newest
 
 
 def _version(name: str | None) -> ApiVersion:
@@ -257,10 +274,35 @@ class Endpoint:
                 return Reply(200, b"", wait=self._once_durable(reply))
             return reply
         view = self.fabric.view(vm.scope_id)
+        if (
+            if_none_match is not None
+            and self.fabric.replicated
+            and _newest_etag(if_none_match) > view.incarnation
+        ):  # another front-end showed this VM a newer document: never answer an older one
+            return Reply(200, b"", wait=self._caught_up(vm, version, if_none_match, delay))
+        return self._document(view, vm, version, if_none_match, delay)
+
+    def _document(
+        self,
+        view: ScopeView,
+        vm: VM,
+        version: ApiVersion,
+        if_none_match: bytes | None,
+        delay: float,
+    ) -> Reply:
         reply = self._cache.reply(view, vm, version)
         if if_none_match is not None and _etag_matches(if_none_match, view.incarnation):
             return Reply(304, b"", reply.headers, delay=delay)
         return replace(reply, delay=delay) if delay else reply
+
+    async def _caught_up(
+        self, vm: VM, version: ApiVersion, if_none_match: bytes, delay: float
+    ) -> Reply:
+        """The document once this front-end's view reached the incarnation the VM has
+        seen elsewhere (a scaled-out fleet), or after ``CATCH_UP_SECONDS`` whatever it is."""
+        wanted = _newest_etag(if_none_match)
+        view = await self.fabric.view_at_least(vm.scope_id, wanted, CATCH_UP_SECONDS)
+        return self._document(view, vm, version, if_none_match, delay)
 
     def _approve(self, vm: VM, body: bytes, version: ApiVersion) -> None:
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -51,6 +52,11 @@ class ServeConfig:
 
     fleet: str | None = None
     db: str = "forewarn.db"
+    #: A PostgreSQL URL: the fleet's state is shared by every process serving it (instead
+    #: of ``db``); one of them leads, the others follow.
+    store: str | None = None
+    #: Processes serving the fleet on this host (they share ``store``).
+    workers: int = 1
     #: None: what the database remembers, else "real" and 1 (``build_runtime`` decides).
     clock: Literal["real", "virtual"] | None = None
     time_scale: float | None = None
@@ -79,6 +85,18 @@ class ServeConfig:
         twice = sorted({port for port in ports if ports.count(port) > 1})
         if twice:
             raise ConfigError(f"port {twice[0]} is given to two listeners")
+        if self.store is not None and not self.store.startswith(("postgresql://", "postgres://")):
+            raise ConfigError(
+                f"--store must be a PostgreSQL URL (postgresql://USER@HOST:PORT/DB), "
+                f"not {self.store.split('://')[0] if '://' in self.store else self.store!r}; "
+                "an SQLite file is given with --db"
+            )
+        if self.workers < 1 or self.workers > 64:
+            raise ConfigError("--workers must be 1 to 64")
+        if self.workers > 1 and self.store is None:
+            raise ConfigError("--workers needs --store postgresql://...: workers share its state")
+        if self.workers > 1 and 0 in [port for _, port in binds]:
+            raise ConfigError("--workers needs fixed ports: every worker listens on the same ones")
         host, _ = parse_bind(self.control_bind)
         if not _is_loopback(host) and not self.control_token:
             raise ConfigError(
@@ -97,4 +115,15 @@ class ServeConfig:
         out["control_hosts"] = list(self.control_hosts)
         if out["control_token"]:
             out["control_token"] = "***"
+        if self.store is not None:
+            out["store"] = _without_password(self.store)
         return out
+
+    @property
+    def where(self) -> str:
+        """Where the state lives, for messages: the database file or the store's URL."""
+        return _without_password(self.store) if self.store is not None else self.db
+
+
+def _without_password(url: str) -> str:
+    return re.sub(r"^(\w+://[^:/@]*):[^@/]*@", r"\1:***@", url)

@@ -11,11 +11,12 @@ import signal
 import socket
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 import uvicorn
 from prometheus_client import CollectorRegistry
+from starlette.middleware import Middleware
 
 from ..control import ControlApp
 from ..fabric import (
@@ -29,6 +30,7 @@ from ..fabric import (
     InlineJournal,
     Journal,
     Scheduler,
+    Store,
     StoreUnavailable,
     Topology,
     build_topology,
@@ -38,8 +40,11 @@ from ..fabric import (
     load_fleet_file,
 )
 from ..imds import Endpoint, EndpointMetrics, ImdsSettings, serve_endpoint
-from ..store import SQLiteStore, ThreadedJournal
+from ..store import SQLiteStore, StoreError, ThreadedJournal
 from .config import ServeConfig, parse_bind
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
 
 __all__ = [
     "Prepared",
@@ -54,18 +59,30 @@ __all__ = [
 log = structlog.get_logger("forewarn")
 
 
+class ServerStore(Store, Protocol):
+    """A store as a server uses it: the fabric's, plus remembered settings."""
+
+    def stored_settings(self) -> dict[str, Any]: ...
+
+    def save_settings(self, settings: dict[str, Any]) -> None: ...
+
+
 @dataclass
 class Runtime:
-    """Everything one server process holds; tests build their own."""
+    """Everything one server process holds; tests build their own.
+
+    ``cluster`` is set when the state is shared in PostgreSQL (``--store``): the process
+    then follows, or leads, the other processes serving the same fleet."""
 
     config: ServeConfig
     clock: Clock
-    store: SQLiteStore
+    store: ServerStore
     topology: Topology
     fabric: Fabric
     endpoint: Endpoint
     control: ControlApp
     registry: CollectorRegistry
+    cluster: Cluster | None = None
 
     def close(self) -> None:
         """Write what is queued, then release the database."""
@@ -80,7 +97,7 @@ class Prepared:
 
     spec: FleetSpec
     topology: Topology
-    store: SQLiteStore | None
+    store: ServerStore | None
 
     def close(self) -> None:
         """Release the database, if one was opened."""
@@ -96,12 +113,14 @@ def prepare(config: ServeConfig) -> Prepared:
     """
     given = load_fleet_file(config.fleet) if config.fleet is not None else None
     given_topology = build_topology(given) if given is not None else None
-    store = None
-    if config.db == ":memory:" or os.path.exists(config.db):
+    store: ServerStore | None = None
+    if config.store is not None:
+        store = _open_postgres(config.store)  # shared: its tables are made once, by anyone
+    elif config.db == ":memory:" or os.path.exists(config.db):
         store = SQLiteStore(config.db)
     try:
         stored = store.stored_fleet() if store is not None else None
-        spec = choose_fleet(given, stored, config.db)
+        spec = choose_fleet(given, stored, config.where)
         topology = given_topology if given_topology is not None else build_topology(spec)
     except Exception:
         if store is not None:
@@ -128,10 +147,27 @@ def choose_fleet(given: FleetSpec | None, stored: dict[str, Any] | None, db: str
     return demo_fleet()
 
 
+def _open_postgres(url: str) -> ServerStore:
+    from ..store.postgres import PostgresStore  # psycopg is loaded only when used
+
+    return PostgresStore(url)
+
+
 def remembered(config: ServeConfig, stored: dict[str, Any]) -> ServeConfig:
     """The clock kind and time scale: the flags' when given, else what the database
     remembers, else the defaults. Changing the clock kind of a database is allowed (with
-    a warning): a virtual clock's position would not mean anything to a real one."""
+    a warning): a virtual clock's position would not mean anything to a real one. In a
+    scaled-out fleet (``--store``) every process must run the same clock: a process
+    started with other settings than the fleet's is refused."""
+    if config.store is not None:
+        for key, given in (("clock", config.clock), ("time_scale", config.time_scale)):
+            kept = stored.get(key)
+            if given is not None and kept is not None and given != kept:
+                flag = "--" + key.replace("_", "-")
+                raise StoreError(
+                    f"the fleet in {config.where} runs with {flag} {kept}; start every "
+                    f"process with the same {flag} (or without it)"
+                )
     clock = config.clock or stored.get("clock") or "real"
     scale = config.time_scale or stored.get("time_scale") or 1.0
     if config.clock and stored.get("clock") and config.clock != stored["clock"]:
@@ -159,6 +195,7 @@ def build_runtime(
     """
     prepared = prepared or prepare(config)
     store = prepared.store or SQLiteStore(config.db)
+    clustered = config.store is not None
     try:
         config = remembered(config, store.stored_settings())
         store.save_fleet(fleet_to_builtins(prepared.spec))
@@ -174,7 +211,7 @@ def build_runtime(
     topology = prepared.topology
     journal: Journal = (
         ThreadedJournal(store, on_written=_log_written)
-        if threaded
+        if threaded and not clustered  # a scaled-out process writes only once it leads
         else InlineJournal(store, on_written=_log_written)
     )
     fabric = Fabric(
@@ -193,10 +230,41 @@ def build_runtime(
         ),
         on_response=metrics.observe,
     )
+    cluster = _cluster(fabric, store, clock, registry) if clustered else None
+    forwarding = [] if cluster is None else [Middleware(_forwarding(), cluster=cluster)]
     control = ControlApp(
-        fabric, registry=registry, token=config.control_token, hosts=config.control_hosts
+        fabric,
+        registry=registry,
+        token=config.control_token,
+        hosts=config.control_hosts,
+        middleware=forwarding,
     )
-    return Runtime(config, clock, store, topology, fabric, endpoint, control, registry)
+    return Runtime(config, clock, store, topology, fabric, endpoint, control, registry, cluster)
+
+
+def _cluster(
+    fabric: Fabric, store: ServerStore, clock: Clock, registry: CollectorRegistry
+) -> Cluster:
+    """This process's part in a scaled-out fleet (a follower until elected)."""
+    from ..store.postgres import PostgresStore
+    from .cluster import Cluster
+    from .clustermetrics import ClusterMetrics
+
+    assert isinstance(store, PostgresStore)
+    return Cluster(
+        fabric,
+        store,
+        clock,
+        control_url=None,
+        metrics=ClusterMetrics(registry),
+        on_written=_log_written,
+    )
+
+
+def _forwarding() -> Any:
+    from .forward import LeaderForwarding
+
+    return LeaderForwarding
 
 
 def _log_written(written: Sequence[Changes]) -> None:
@@ -221,10 +289,14 @@ class _QuietServer(uvicorn.Server):
         yield
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def _listen(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
+    """A bound socket; ``reuse_port``: shared with the other workers (the kernel spreads
+    connections over them)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
@@ -255,10 +327,24 @@ class Listeners:
     imds: list[socket.socket]
     vm_ports: dict[int, str]
     control: socket.socket
+    #: A worker's own control listener (the others share ``control``): the address the
+    #: leader is reached at, for forwarding.
+    private_control: socket.socket | None = None
 
     def close(self) -> None:
         for sock in [*self.imds, self.control]:
             sock.close()
+        if self.private_control is not None:
+            self.private_control.close()
+
+    def control_sockets(self) -> list[socket.socket]:
+        """Every socket the control API serves."""
+        extra = [] if self.private_control is None else [self.private_control]
+        return [self.control, *extra]
+
+    def control_url(self) -> str:
+        """The URL at which this very process answers the control API."""
+        return f"http://{_address(self.private_control or self.control)}"
 
 
 def open_listeners(runtime: Runtime) -> Listeners:
@@ -270,9 +356,11 @@ def bind_listeners(config: ServeConfig, topology: Topology) -> Listeners:
     """``open_listeners`` before any runtime exists (``forewarn serve`` binds first)."""
     imds: list[socket.socket] = []
     vm_ports: dict[int, str] = {}
+    shared = config.workers > 1
+    private = None
     try:
         for bind in config.imds_bind:
-            imds.append(_listen(*parse_bind(bind)))
+            imds.append(_listen(*parse_bind(bind), reuse_port=shared))
         if config.per_vm_ports:
             host = parse_bind(config.imds_bind[0])[0]
             taken = {parse_bind(b)[1] for b in (*config.imds_bind, config.control_bind)}
@@ -280,14 +368,17 @@ def bind_listeners(config: ServeConfig, topology: Topology) -> Listeners:
                 if vm.port in taken:
                     raise OSError(f"VM {vm.name!r} wants port {vm.port}, which a listener uses")
                 if vm.port is not None:
-                    imds.append(_listen(host, vm.port))
+                    imds.append(_listen(host, vm.port, reuse_port=shared))
                     vm_ports[vm.port] = vm.name
-        control = _listen(*parse_bind(config.control_bind))
+        control_host, control_port = parse_bind(config.control_bind)
+        if shared:
+            private = _listen(control_host, 0)
+        control = _listen(control_host, control_port, reuse_port=shared)
     except OSError:
-        for sock in imds:
+        for sock in [*imds, *([private] if private is not None else [])]:
             sock.close()
         raise
-    return Listeners(imds, vm_ports, control)
+    return Listeners(imds, vm_ports, control, private)
 
 
 def _address(sock: socket.socket) -> str:
@@ -307,11 +398,13 @@ def banner(runtime: Runtime, listeners: Listeners) -> Iterator[str]:
     fleet = runtime.topology
     vms = f"{len(fleet.vms)} VM" + ("" if len(fleet.vms) == 1 else "s")
     scopes = f"{len(fleet.scopes)} scope" + ("" if len(fleet.scopes) == 1 else "s")
+    where = runtime.config.where
     yield (
         f"forewarn: {vms} in {scopes}; clock "
         f"{runtime.config.clock}, time scale {runtime.config.time_scale or 1:g}; "
-        f"db {runtime.config.db}"
-    )
+        + (f"store {where} (shared: `forewarn status` shows who leads)"
+           if runtime.cluster is not None else f"db {where}")
+    )  # fmt: skip
     default = fleet.default_vm
     if default:
         vm = fleet.vms[default]
@@ -330,7 +423,11 @@ def banner(runtime: Runtime, listeners: Listeners) -> Iterator[str]:
 
 async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], None] | None) -> None:
     control_server = _uvicorn(runtime.control.asgi)
-    scheduler = Scheduler(runtime.fabric, runtime.clock)
+    cluster = runtime.cluster
+    scheduler = Scheduler(runtime.fabric, runtime.clock) if cluster is None else None
+    if cluster is not None:
+        cluster.control_url = listeners.control_url()
+        cluster.start()  # follows at once; leads (and schedules) once elected
     runtime.fabric.run_due()  # timers that came due while the server was down
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
@@ -342,9 +439,15 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop)
-    scheduler_task = asyncio.create_task(scheduler.run(), name="forewarn-scheduler")
+    scheduler_task = (
+        None
+        if scheduler is None
+        else asyncio.create_task(scheduler.run(), name="forewarn-scheduler")
+    )
     endpoint_server = await serve_endpoint(runtime.endpoint, listeners.imds)
-    control_task = asyncio.create_task(control_server.serve(sockets=[listeners.control]))
+    control_task = asyncio.create_task(
+        control_server.serve(sockets=listeners.control_sockets())
+    )
     control_task.add_done_callback(lambda _: done.set())
     while not control_server.started and not control_task.done():
         await asyncio.sleep(0.01)
@@ -359,12 +462,15 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
         stop()
         await endpoint_server.close()
         await control_task
-        scheduler_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await scheduler_task
+        if scheduler_task is not None:
+            scheduler_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await scheduler_task
+        if cluster is not None:
+            await cluster.stop()  # a leader writes what it accepted and frees the lock
         with contextlib.suppress(StoreUnavailable):
             await runtime.fabric.durable()  # what was accepted is written before we go
-        log.info("stopped", db=runtime.config.db, store_error=_store_error(runtime))
+        log.info("stopped", db=runtime.config.where, store_error=_store_error(runtime))
 
 
 def _store_error(runtime: Runtime) -> str | None:

@@ -16,6 +16,7 @@ server, wrong password, a schema from a newer forewarn, a missing table) are a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Sequence
@@ -105,6 +106,12 @@ class PostgresStore:
         self._closed = False
 
     # ------------------------------------------------------------------ opening
+
+    def connection(
+        self, timeout: float = WRITE_TIMEOUT
+    ) -> contextlib.AbstractContextManager[psycopg.Connection[Any]]:
+        """A pooled autocommit connection (``forewarn.store.postgres_cluster`` uses it)."""
+        return self._pool.connection(timeout=timeout)
 
     def fence(self, epoch: int | None) -> None:
         """Write only under ``epoch`` from now on (a takeover fails every older writer)."""

@@ -1,0 +1,296 @@
+"""One process of a scaled-out fleet: follower until elected, then the fleet's writer.
+
+Every process starts as a follower: its fabric writes nothing, serves the views it
+replicates from the change log (``replication.py``) and relays what VMs ask of it
+(``relay.py``). Each process also tries, every half second, to take the PostgreSQL
+advisory lock on a session of its own; the one that holds it leads:
+
+1. it stops replicating and takes over the ``leader`` row (a new epoch: from then on a
+   write of any former leader fails, so two writers can never interleave),
+2. reloads the whole state from the database (everything the previous leader made
+   durable, nothing else) and becomes the fabric's writer (a threaded journal, fenced
+   with its epoch),
+3. runs the scheduler and applies the requests followers relayed, until its session
+   ends or another epoch shows up; then it steps down and follows again.
+
+A leader that dies ends its session, which frees the lock: another process takes over
+within a second or so, and timers that came due meanwhile fire at once, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from ..fabric import Changes, Clock, Fabric, Scheduler, StoreUnavailable
+from ..store import StoreError, ThreadedJournal
+from ..store.postgres import PostgresStore
+from ..store.postgres_cluster import ChangeFeed, ClusterTables, LeaderSession, Member
+from .clustermetrics import ClusterMetrics
+from .relay import PostgresRelay, apply_requests
+from .replication import Replicator
+
+__all__ = ["Cluster", "ClusterStatus"]
+
+log = structlog.get_logger("forewarn")
+
+#: How often a follower tries the lock, and a leader checks it still leads.
+ELECTION_SECONDS = 0.5
+#: How often each process reports itself in ``members``.
+HEARTBEAT_SECONDS = 1.0
+#: The change log keeps at least this many entries, and anything younger than this.
+LOG_KEEP_ROWS = 10_000
+LOG_KEEP_SECONDS = 600.0
+PRUNE_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    """What ``GET /api/v1/cluster`` and ``forewarn status`` show."""
+
+    member: str
+    role: str
+    epoch: int | None
+    applied_seq: int
+    lag_seconds: float | None
+    leader: dict[str, Any]
+    members: list[Member]
+
+
+class Cluster:
+    """Leadership, replication and relayed requests of one process."""
+
+    def __init__(
+        self,
+        fabric: Fabric,
+        store: PostgresStore,
+        clock: Clock,
+        *,
+        control_url: str | None,
+        metrics: ClusterMetrics,
+        on_written: Callable[[Sequence[Changes]], None] | None = None,
+    ) -> None:
+        self.fabric = fabric
+        self.store = store
+        self.clock = clock
+        self.tables = ClusterTables(store)
+        self.control_url = control_url
+        self.member = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        self.started_at = time.time()
+        self.metrics = metrics
+        self._on_written = on_written
+        self.relay = PostgresRelay(self.tables, self.member)
+        self.replicator = Replicator(
+            fabric, store, on_lag=metrics.observe_lag, on_reload=metrics.reloads.inc
+        )
+        self.epoch: int | None = None
+        self._scheduler = Scheduler(fabric, clock)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._leader_tasks: list[asyncio.Task[None]] = []
+        self._following: asyncio.Task[None] | None = None
+        self._journal: ThreadedJournal | None = None
+        self._leader_cache: tuple[float, str | None] = (0.0, None)
+        self._stopping = False
+        fabric.follow(self.relay)
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def leading(self) -> bool:
+        """True while this process is the fleet's writer."""
+        return self.epoch is not None and self.fabric.leading
+
+    @property
+    def applied(self) -> int:
+        """The last change this process's views include."""
+        return self.store.head if self.leading else self.replicator.applied
+
+    def lag(self) -> float | None:
+        """Commit-to-view time of the last change applied (0 on the leader)."""
+        return 0.0 if self.leading else self.replicator.last_lag
+
+    async def leader_url(self) -> str | None:
+        """The leader's control URL (from the ``leader`` row, cached for a moment)."""
+        if self.leading:
+            return self.control_url
+        at, url = self._leader_cache
+        if url is not None and time.monotonic() - at < 1.0:
+            return url
+        row = await asyncio.to_thread(self.tables.leader)
+        self._leader_cache = (time.monotonic(), row.control_url)
+        return row.control_url
+
+    async def wait_applied(self, seq: int, timeout: float) -> bool:
+        """Wait until this process's views include change ``seq``."""
+        if self.leading or self.replicator.applied >= seq:
+            return True
+        return await self.replicator.wait_applied(seq, timeout)
+
+    async def status(self) -> ClusterStatus:
+        """This process and the fleet, from the database."""
+        row = await asyncio.to_thread(self.tables.leader)
+        members = await asyncio.to_thread(self.tables.members)
+        return ClusterStatus(
+            member=self.member,
+            role="leader" if self.leading else "follower",
+            epoch=self.epoch,
+            applied_seq=self.applied,
+            lag_seconds=self.lag(),
+            leader={
+                "member": row.holder, "epoch": row.epoch, "control_url": row.control_url,
+                "since": row.since, "head": row.head,
+            },
+            members=members,
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------- run
+
+    def start(self) -> None:
+        """Start following, electing and reporting (on the running loop)."""
+        self._following = asyncio.create_task(self.replicator.run(reload_first=False))
+        self._tasks = [
+            asyncio.create_task(self._elect(), name="forewarn-election"),
+            asyncio.create_task(self._heartbeat(), name="forewarn-heartbeat"),
+        ]
+
+    async def stop(self) -> None:
+        """Stop every task; a leader writes what it accepted and frees the lock."""
+        self._stopping = True
+        for task in [*self._tasks, *self._leader_tasks]:
+            task.cancel()
+        if self._following is not None:
+            self._following.cancel()
+        everything = [*self._tasks, *self._leader_tasks]
+        if self._following is not None:
+            everything.append(self._following)
+        for task in everything:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self.leading:
+            with contextlib.suppress(StoreUnavailable):
+                await self.fabric.durable()
+        if self._journal is not None:
+            await asyncio.to_thread(self._journal.close)
+        with contextlib.suppress(StoreUnavailable):
+            await asyncio.to_thread(self.tables.leave, self.member)
+
+    async def _elect(self) -> None:
+        session = LeaderSession(self.store.url)
+        try:
+            while True:
+                try:
+                    won = await asyncio.to_thread(session.try_lock)
+                except StoreUnavailable as exc:
+                    log.warning("leader election failed; retrying", reason=str(exc))
+                    won = False
+                if won:
+                    try:
+                        await self._lead(session)
+                    except (StoreUnavailable, StoreError) as exc:
+                        log.warning("leading the fleet failed", reason=str(exc))
+                    finally:
+                        await self._step_down(session)
+                await asyncio.sleep(ELECTION_SECONDS)
+        finally:
+            session.close()
+
+    async def _lead(self, session: LeaderSession) -> None:
+        if self._following is not None:
+            self._following.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._following
+            self._following = None
+        epoch = await asyncio.to_thread(session.take_over, self.member, self.control_url)
+        self.store.fence(epoch)
+        snapshot = await asyncio.to_thread(self.store.load)
+        self._journal = ThreadedJournal(self.store, on_written=self._on_written)
+        self.fabric.lead(snapshot, self._journal)
+        self.epoch = epoch
+        self.metrics.became_leader(epoch)
+        log.info("leading the fleet", epoch=epoch, log_head=self.store.head, member=self.member)
+        self.fabric.run_due()  # timers that came due while nobody led
+        self._leader_tasks = [
+            asyncio.create_task(self._scheduler.run(), name="forewarn-scheduler"),
+            asyncio.create_task(self._consume_requests(), name="forewarn-requests"),
+            asyncio.create_task(self._prune(), name="forewarn-prune"),
+        ]
+        while await asyncio.to_thread(session.still_leads, epoch):
+            await asyncio.sleep(ELECTION_SECONDS)
+        if not self._stopping:
+            log.warning("no longer leading the fleet", epoch=epoch)
+
+    async def _step_down(self, session: LeaderSession) -> None:
+        for task in self._leader_tasks:
+            task.cancel()
+        for task in self._leader_tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._leader_tasks = []
+        was_leading = self.epoch is not None
+        self.epoch = None
+        self.fabric.follow(self.relay)
+        if self._journal is not None:
+            await asyncio.to_thread(self._journal.close)  # fails (fenced) or lands
+            await asyncio.sleep(0)  # its outcomes are reported on this loop
+            self._journal = None
+        session.close()  # frees the lock, if this session still held it
+        self.metrics.became_follower()
+        if self._stopping:
+            return
+        if self._following is None:
+            self._following = asyncio.create_task(self.replicator.run(reload_first=True))
+        if was_leading:
+            log.info("following the fleet's leader again", member=self.member)
+
+    async def _consume_requests(self) -> None:
+        feed: ChangeFeed | None = None
+        while True:
+            try:
+                if feed is None:
+                    feed = await asyncio.to_thread(ChangeFeed, self.store.url)
+                handled = await apply_requests(self.fabric, self.tables)
+                self.metrics.applied_requests.inc(handled)
+                if not handled:
+                    await asyncio.to_thread(feed.wait, 1.0)
+            except (StoreUnavailable, StoreError) as exc:
+                log.warning("applying relayed requests failed; retrying", reason=str(exc))
+                if feed is not None:
+                    feed.close()
+                    feed = None
+                await asyncio.sleep(1.0)
+            except asyncio.CancelledError:
+                if feed is not None:
+                    asyncio.get_running_loop().run_in_executor(None, feed.close)
+                raise
+
+    async def _prune(self) -> None:
+        while True:
+            await asyncio.sleep(PRUNE_SECONDS)
+            try:
+                await asyncio.to_thread(self.tables.prune_log, LOG_KEEP_SECONDS, LOG_KEEP_ROWS)
+            except StoreUnavailable as exc:
+                log.warning("pruning the change log failed", reason=str(exc))
+
+    async def _heartbeat(self) -> None:
+        while True:
+            role = "leader" if self.leading else "follower"
+            self.metrics.set_position(self.applied, self.lag(), self.replicator.connected)
+            try:
+                await asyncio.to_thread(
+                    self.tables.heartbeat, self.member, self.control_url, role, self.applied,
+                    self.lag(), self.started_at,
+                )  # fmt: skip
+                members = await asyncio.to_thread(self.tables.members)
+                self.metrics.set_members(members)
+            except StoreUnavailable as exc:
+                log.warning("reporting this process failed", reason=str(exc))
+            await asyncio.sleep(HEARTBEAT_SECONDS)

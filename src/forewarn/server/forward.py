@@ -1,0 +1,125 @@
+"""The control API of a scaled-out fleet: reads served here, changes made by the leader.
+
+``LeaderForwarding`` sits inside the control API's access guard (so Host, Origin and the
+token are checked here first). On a follower, a state-changing request is sent on to
+the leader's control URL (from the ``leader`` row) with its body, content type and
+token, and the leader's answer is returned as it is. The leader stamps each such answer
+with ``X-Forewarn-Seq`` (its change-log head once the change is durable), and the
+follower answers only once its own views include that change (bounded), so a caller
+that triggers an operation here and then reads here sees it.
+
+It also serves ``GET /api/v1/cluster``: this process, the leader, and every live member
+with its replication lag (what ``forewarn status`` prints).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import msgspec
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .cluster import Cluster
+
+__all__ = ["FORWARDED_HEADER", "SEQ_HEADER", "LeaderForwarding"]
+
+SEQ_HEADER = b"x-forewarn-seq"
+FORWARDED_HEADER = b"x-forewarn-forwarded"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: Headers a forwarded request keeps (the guard has checked the rest here).
+_KEPT = frozenset({b"content-type", b"authorization", b"accept"})
+#: The longest a follower waits for its views to include what the leader just did.
+CATCH_UP_SECONDS = 2.0
+CLUSTER_PATH = "/api/v1/cluster"
+
+
+async def _answer(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _json(send: Send, status: int, data: Any) -> None:
+    await _answer(send, status, msgspec.json.encode(data), [(b"content-type", b"application/json")])
+
+
+class LeaderForwarding:
+    """ASGI middleware: forward changes to the leader, serve the cluster status."""
+
+    def __init__(self, app: ASGIApp, cluster: Cluster) -> None:
+        self.app = app
+        self.cluster = cluster
+        self._client: httpx.AsyncClient | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        method = scope["method"]
+        if scope["path"] == CLUSTER_PATH:
+            await self._status(method, send)
+        elif method in SAFE_METHODS:
+            await self.app(scope, receive, send)
+        elif self.cluster.leading:
+            await self.app(scope, receive, self._stamped(send))
+        else:
+            await self._forward(scope, receive, send)
+
+    async def _status(self, method: str, send: Send) -> None:
+        if method not in ("GET", "HEAD"):
+            message = f"{method} is not allowed on {CLUSTER_PATH}; allowed: GET, HEAD"
+            await _json(send, 405, {"error": message})
+            return
+        await _json(send, 200, await self.cluster.status())
+
+    def _stamped(self, send: Send) -> Send:
+        """The leader's answer, with the log head that includes its change."""
+
+        async def stamped(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [*message.get("headers", []), (SEQ_HEADER, b"%d" % self.cluster.applied)]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        return stamped
+
+    async def _forward(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(k, v) for k, v in scope["headers"] if k in _KEPT]
+        if any(k == FORWARDED_HEADER for k, _ in scope["headers"]):
+            await _json(send, 503, {"error": "the fleet's leadership is changing; retry"})
+            return
+        url = await self.cluster.leader_url()
+        if not url:
+            await _json(send, 503, {"error": "no process leads the fleet yet; retry"})
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        target = url.rstrip("/") + scope["path"]
+        if scope.get("query_string"):
+            target += "?" + scope["query_string"].decode("latin-1")
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=30.0, trust_env=False)
+        try:
+            response = await self._client.request(
+                scope["method"], target, content=body, headers=[*headers, (FORWARDED_HEADER, b"1")]
+            )
+        except httpx.HTTPError as exc:
+            await _json(send, 503, {"error": f"cannot reach the fleet's leader at {url}: {exc}"})
+            return
+        seq = response.headers.get(SEQ_HEADER.decode())
+        if seq is not None and seq.isdigit():
+            await self.cluster.wait_applied(int(seq), CATCH_UP_SECONDS)
+        kept = [
+            (name.encode("latin-1"), value.encode("latin-1"))
+            for name, value in response.headers.items()
+            if name in ("content-type", "allow", "www-authenticate")
+        ]
+        await _answer(send, response.status_code, response.content, kept)
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()

@@ -1,0 +1,109 @@
+"""A follower's requests on their way to the leader, through PostgreSQL.
+
+``PostgresRelay`` is the fabric's ``Relay`` on a follower: an approval the endpoint has
+validated is inserted into ``approval_requests`` (and NOTIFYed) off the event loop, and
+the VM is answered 200 only once that insert is committed (``settled``). A scope's
+requests are coalesced per scope and upserted in the background (bookkeeping: a failure
+is retried, never reported to a VM).
+
+``apply_requests`` is the leader's side: it applies every pending request to its fabric,
+waits until the resulting changes are durable, then deletes the requests. A crash in
+between applies them again after the takeover, which changes nothing: approving an
+approved, started or finished event is a no-op.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import structlog
+
+from ..fabric import Fabric, StoreUnavailable
+from ..store.postgres_cluster import ClusterTables, ScopeRequest
+
+__all__ = ["PostgresRelay", "apply_requests"]
+
+log = structlog.get_logger("forewarn")
+
+#: After a failed bookkeeping write, the next try waits this long.
+RETRY_SECONDS = 1.0
+
+
+class PostgresRelay:
+    """The fabric's ``Relay`` on a follower."""
+
+    def __init__(self, tables: ClusterTables, front_end: str) -> None:
+        self._tables = tables
+        self._front_end = front_end
+        self._pending: list[asyncio.Future[int]] = []
+        self._scopes: dict[str, ScopeRequest] = {}
+        self._flushing: asyncio.Task[None] | None = None
+        self.relayed = 0
+
+    def approve(self, vm: str, event_ids: Sequence[str]) -> None:
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(
+            None, self._tables.record_approval, vm, list(event_ids), self._front_end
+        )
+        future.add_done_callback(_retrieve)
+        self._pending.append(future)
+        self.relayed += 1
+
+    def pending(self) -> int:
+        return sum(1 for f in self._pending if not f.done())
+
+    async def settled(self) -> None:
+        waiting = list(self._pending)
+        if not waiting:
+            return
+        results = await asyncio.gather(*waiting, return_exceptions=True)
+        self._pending = [f for f in self._pending if f not in waiting]
+        for result in results:
+            if isinstance(result, StoreUnavailable):
+                raise result
+            if isinstance(result, BaseException):
+                log.error("recording an approval failed", exc_info=result)
+                raise StoreUnavailable(f"the approval could not be recorded: {result!r}")
+
+    def note_request(self, scope_id: str, vm: str, at: float) -> None:
+        self._scopes[scope_id] = ScopeRequest(scope_id, vm, at)
+        if self._flushing is None or self._flushing.done():
+            self._flushing = asyncio.get_running_loop().create_task(self._flush())
+
+    async def _flush(self) -> None:
+        while self._scopes:
+            batch = list(self._scopes.values())
+            self._scopes.clear()
+            try:
+                await asyncio.to_thread(self._tables.record_scope_requests, batch)
+            except StoreUnavailable as exc:
+                log.warning("passing requests on to the leader failed; retrying", reason=str(exc))
+                for request in batch:  # keep the newest of each scope
+                    newer = self._scopes.get(request.scope_id)
+                    if newer is None or newer.at < request.at:
+                        self._scopes[request.scope_id] = request
+                await asyncio.sleep(RETRY_SECONDS)
+
+
+def _retrieve(future: asyncio.Future[int]) -> None:
+    """Mark a failure as seen (``settled`` reports it; nobody may ever ask)."""
+    if not future.cancelled():
+        future.exception()
+
+
+async def apply_requests(fabric: Fabric, tables: ClusterTables) -> int:
+    """The leader applies the pending relayed requests; returns how many it handled.
+
+    Requests are deleted only once what they changed is durable.
+    """
+    approvals, scopes = await asyncio.to_thread(tables.pending)
+    if not approvals and not scopes:
+        return 0
+    for scope in scopes:
+        fabric.note_relayed_request(scope.scope_id, scope.vm, scope.at)
+    for approval in approvals:
+        fabric.approve_relayed(approval.vm, approval.event_ids)
+    await fabric.durable()
+    await asyncio.to_thread(tables.done, [a.id for a in approvals], scopes)
+    return len(approvals) + len(scopes)

@@ -1,0 +1,360 @@
+"""The scale-out tables of the PostgreSQL store: leadership, change feed, relayed requests.
+
+Every function here is blocking (psycopg's synchronous API); the server calls them off
+its event loop. ``LeaderSession`` holds the advisory lock that elects the leader on a
+connection of its own (the lock ends with that session: a leader that dies, or whose
+connection drops, frees it at once). ``ChangeFeed`` LISTENs on another connection and
+reads the change log. The rest (relayed approvals and requests, member heartbeats) goes
+through the store's pool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import psycopg
+import psycopg_pool
+from psycopg import conninfo
+
+from ..fabric import Changes, StoreUnavailable
+from .postgres import CHANGES_CHANNEL, PostgresStore
+from .postgres_schema import LEADER_LOCK, display_url
+
+__all__ = [
+    "REQUESTS_CHANNEL",
+    "ApprovalRequest",
+    "ChangeFeed",
+    "ClusterTables",
+    "LeaderRow",
+    "LeaderSession",
+    "LogEntry",
+    "Member",
+    "ScopeRequest",
+]
+
+#: NOTIFY channel of relayed approvals (payload: the request id).
+REQUESTS_CHANNEL = "forewarn_requests"
+
+_DECODE_LOG = msgspec.msgpack.Decoder(Changes)
+
+#: TCP keepalives on long-lived sessions: a vanished peer is noticed within ~15 s.
+_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2,
+               "keepalives_count": 3}  # fmt: skip
+
+
+def _unavailable(where: str, exc: BaseException) -> StoreUnavailable:
+    text = str(exc).strip()
+    reason = text.splitlines()[0] if text else type(exc).__name__
+    return StoreUnavailable(f"database {where}: {reason}")
+
+
+def _session(url: str) -> psycopg.Connection[tuple[Any, ...]]:
+    where = display_url(url)
+    try:
+        info = conninfo.make_conninfo(url, connect_timeout=5, **_KEEPALIVES)
+        conn = psycopg.connect(info, autocommit=True)
+        # The server drops a dead client's session (and its lock) as soon, too.
+        conn.execute("SET tcp_keepalives_idle = 5")
+        conn.execute("SET tcp_keepalives_interval = 2")
+        conn.execute("SET tcp_keepalives_count = 3")
+    except psycopg.Error as exc:
+        raise _unavailable(where, exc) from None
+    return conn
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderRow:
+    """Who leads: epoch (incremented by every takeover), log head, holder, control URL."""
+
+    epoch: int
+    head: int
+    holder: str | None
+    control_url: str | None
+    since: float | None
+
+
+class LeaderSession:
+    """The session whose advisory lock makes its process the leader."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.where = display_url(url)
+        self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
+
+    def try_lock(self) -> bool:
+        """True when this session holds (or just took) the leader lock."""
+        try:
+            if self._conn is None or self._conn.closed:
+                self._conn = _session(self.url)
+            row = self._conn.execute("SELECT pg_try_advisory_lock(%s)", (LEADER_LOCK,)).fetchone()
+        except psycopg.Error as exc:
+            self.close()
+            raise _unavailable(self.where, exc) from None
+        return bool(row and row[0])
+
+    def take_over(self, holder: str, control_url: str | None) -> int:
+        """Become the leader of record: a new epoch (fencing every older writer, once
+        their transaction in flight ends); returns it."""
+        assert self._conn is not None
+        try:
+            row = self._conn.execute(
+                "UPDATE leader SET epoch = epoch + 1, holder = %s, control_url = %s,"
+                " since = now() WHERE id = 1 RETURNING epoch",
+                (holder, control_url),
+            ).fetchone()
+        except psycopg.Error as exc:
+            self.close()
+            raise _unavailable(self.where, exc) from None
+        assert row is not None
+        return int(row[0])
+
+    def still_leads(self, epoch: int) -> bool:
+        """False once the session is gone or another process took over."""
+        if self._conn is None or self._conn.closed:
+            return False
+        try:
+            row = self._conn.execute("SELECT epoch FROM leader WHERE id = 1").fetchone()
+        except psycopg.Error:
+            self.close()
+            return False
+        return row is not None and int(row[0]) == epoch
+
+    def close(self) -> None:
+        """End the session (which releases the lock)."""
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._conn.close()
+            self._conn = None
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One committed change: its sequence number, commit time (database clock)."""
+
+    seq: int
+    committed_at: float
+    changes: Changes
+
+
+class ChangeFeed:
+    """LISTENs for new changes and relayed requests, and reads the change log."""
+
+    def __init__(self, url: str) -> None:
+        self.where = display_url(url)
+        self._conn = _session(url)
+        try:
+            self._conn.execute(f"LISTEN {CHANGES_CHANNEL}")
+            self._conn.execute(f"LISTEN {REQUESTS_CHANNEL}")
+        except psycopg.Error as exc:
+            self.close()
+            raise _unavailable(self.where, exc) from None
+
+    def wait(self, timeout: float) -> set[str]:
+        """The channels notified, waiting at most ``timeout`` s for the first one."""
+        channels: set[str] = set()
+        try:
+            for notify in self._conn.notifies(timeout=timeout, stop_after=1):
+                channels.add(notify.channel)
+        except psycopg.Error as exc:
+            raise _unavailable(self.where, exc) from None
+        return channels
+
+    def since(self, seq: int, limit: int = 2000) -> tuple[list[LogEntry], float, int]:
+        """Log entries after ``seq`` (oldest first, at most ``limit``), the database's
+        clock when read, and the lowest sequence number still in the log (0: empty)."""
+        try:
+            rows = self._conn.execute(
+                "SELECT seq, committed_at, data FROM changes WHERE seq > %s ORDER BY seq LIMIT %s",
+                (seq, limit),
+            ).fetchall()
+            row = self._conn.execute(
+                "SELECT extract(epoch from clock_timestamp())::float8,"
+                " coalesce((SELECT min(seq) FROM changes), 0)"
+            ).fetchone()
+        except psycopg.Error as exc:
+            raise _unavailable(self.where, exc) from None
+        assert row is not None
+        entries = [LogEntry(int(s), float(at), _DECODE_LOG.decode(data)) for s, at, data in rows]
+        return entries, float(row[0]), int(row[1])
+
+    def close(self) -> None:
+        with contextlib.suppress(psycopg.Error):
+            self._conn.close()
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """An approval a follower accepted, for the leader to apply."""
+
+    id: int
+    vm: str
+    event_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeRequest:
+    """The latest request a follower saw for a scope."""
+
+    scope_id: str
+    vm: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One running process of the fleet, as it last reported itself."""
+
+    id: str
+    host: str
+    pid: int
+    control_url: str | None
+    role: str
+    applied_seq: int
+    lag_seconds: float | None
+    started_at: float
+    seen_seconds_ago: float
+
+
+class ClusterTables:
+    """Relayed requests, heartbeats and the leader row, through the store's pool."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.store = store
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        """A pooled connection in a transaction; failures are ``StoreUnavailable``."""
+        try:
+            with self.store.connection() as conn, conn.transaction():
+                yield conn
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise _unavailable(self.store.where, exc) from None
+
+    def _run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._tx() as conn:
+            cur = conn.execute(sql, args)
+            return cur.fetchall() if cur.description else []
+
+    # ---------------------------------------------------------- follower side
+
+    def record_approval(self, vm: str, event_ids: Sequence[str], front_end: str) -> int:
+        """Durably record an approval for the leader (committed when this returns)."""
+        with self._tx() as conn:
+            row = conn.execute(
+                "INSERT INTO approval_requests (vm, event_ids, front_end, received_at)"
+                " VALUES (%s, %s, %s, %s) RETURNING id",
+                (vm, list(event_ids), front_end, time.time()),
+            ).fetchone()
+            assert row is not None
+            conn.execute("SELECT pg_notify(%s, %s)", (REQUESTS_CHANNEL, str(row[0])))
+        return int(row[0])
+
+    def record_scope_requests(self, requests: Sequence[ScopeRequest]) -> None:
+        """Keep the latest request time per scope (the leader merges them)."""
+        if not requests:
+            return
+        with self._tx() as conn:
+            conn.cursor().executemany(
+                "INSERT INTO scope_requests (scope_id, vm, at) VALUES (%s, %s, %s)"
+                " ON CONFLICT (scope_id) DO UPDATE SET vm = excluded.vm, at = excluded.at"
+                " WHERE scope_requests.at < excluded.at",
+                [(r.scope_id, r.vm, r.at) for r in requests],
+            )
+            conn.execute("SELECT pg_notify(%s, 'scope')", (REQUESTS_CHANNEL,))
+
+    # ------------------------------------------------------------ leader side
+
+    def pending(self) -> tuple[list[ApprovalRequest], list[ScopeRequest]]:
+        """Relayed approvals (oldest first) and scope requests waiting for the leader."""
+        approvals = [
+            ApprovalRequest(int(i), str(vm), tuple(ids))
+            for i, vm, ids in self._run(
+                "SELECT id, vm, event_ids FROM approval_requests ORDER BY id LIMIT 1000"
+            )
+        ]
+        scopes = [
+            ScopeRequest(str(s), str(vm), float(at))
+            for s, vm, at in self._run("SELECT scope_id, vm, at FROM scope_requests")
+        ]
+        return approvals, scopes
+
+    def done(self, approvals: Sequence[int], scopes: Sequence[ScopeRequest]) -> None:
+        """Forget requests the leader applied (a scope request only if none came since)."""
+        with self._tx() as conn:
+            if approvals:
+                conn.execute("DELETE FROM approval_requests WHERE id = ANY(%s)", (list(approvals),))
+            if scopes:
+                conn.cursor().executemany(
+                    "DELETE FROM scope_requests WHERE scope_id = %s AND at <= %s",
+                    [(r.scope_id, r.at) for r in scopes],
+                )
+
+    def prune_log(self, keep_seconds: float, keep_rows: int) -> int:
+        """Drop log entries older than ``keep_seconds`` beyond the last ``keep_rows``
+        (a follower further behind reloads); returns how many went."""
+        rows = self._run(
+            "WITH gone AS (DELETE FROM changes WHERE seq <= (SELECT head FROM leader) - %s"
+            " AND committed_at < extract(epoch from clock_timestamp()) - %s RETURNING 1)"
+            " SELECT count(*) FROM gone",
+            (keep_rows, keep_seconds),
+        )
+        return int(rows[0][0]) if rows else 0
+
+    # ------------------------------------------------------------ everyone
+
+    def leader(self) -> LeaderRow:
+        """The leader row."""
+        rows = self._run(
+            "SELECT epoch, head, holder, control_url, extract(epoch from since)::float8"
+            " FROM leader WHERE id = 1"
+        )
+        epoch, head, holder, url, since = rows[0]
+        return LeaderRow(int(epoch), int(head), holder, url, since)
+
+    def heartbeat(
+        self, member_id: str, control_url: str | None, role: str, applied: int,
+        lag: float | None, started_at: float,
+    ) -> None:  # fmt: skip
+        """Report this process (every second or so)."""
+        self._run(
+            "INSERT INTO members (id, host, pid, control_url, role, applied_seq, lag_seconds,"
+            " started_at, seen_at) VALUES (%s, %s, %s, %s, %s, %s, %s, to_timestamp(%s), now())"
+            " ON CONFLICT (id) DO UPDATE SET control_url = excluded.control_url,"
+            " role = excluded.role, applied_seq = excluded.applied_seq,"
+            " lag_seconds = excluded.lag_seconds, seen_at = now()",
+            (
+                member_id,
+                socket.gethostname(),
+                os.getpid(),
+                control_url,
+                role,
+                applied,
+                lag,
+                started_at,
+            ),
+        )
+
+    def leave(self, member_id: str) -> None:
+        """Forget this process (a clean stop)."""
+        self._run("DELETE FROM members WHERE id = %s", (member_id,))
+
+    def members(self, fresh_seconds: float = 10.0) -> list[Member]:
+        """Processes heard from within ``fresh_seconds``, oldest first."""
+        rows = self._run(
+            "SELECT id, host, pid, control_url, role, applied_seq, lag_seconds,"
+            " extract(epoch from started_at)::float8,"
+            " extract(epoch from now() - seen_at)::float8 FROM members"
+            " WHERE seen_at > now() - make_interval(secs => %s) ORDER BY started_at, id",
+            (fresh_seconds,),
+        )
+        return [
+            Member(str(i), str(h), int(p), u, str(r), int(a), lag, float(s), float(ago))
+            for i, h, p, u, r, a, lag, s, ago in rows
+        ]

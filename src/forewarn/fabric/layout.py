@@ -128,8 +128,8 @@ def assign_addresses(prefix: str, explicit: Sequence[str | None], *, pool: int =
         for slot in needy:
             spare = next(spares, None)
             if spare is None:
-                slots = (_slot_of(first, second, a) for a in reserved)
-                taken = sum(1 for slot in slots if slot is not None and slot < pool)
+                held = (_slot_of(first, second, a) for a in reserved)
+                taken = sum(1 for index in held if index is not None and index < pool)
                 wanting = sum(1 for a in explicit if a is None)
                 raise FleetError(
                     f"at most {pool - taken} VMs get automatic addresses in {first}.0.0.0/8 "

@@ -38,7 +38,9 @@ def _when_line(op: dict[str, Any]) -> str:
 
 @click.command(
     help="Start OPERATION on TARGET (a VM, a host, or a scope to walk its update domains).\n\n"
-    "OPERATION is one of: " + ", ".join(k.value for k in OperationKind) + "."
+    "OPERATION is one of: " + ", ".join(k.value for k in OperationKind) + ". "
+    "User operations (user-reboot, user-redeploy, scale-in) take a VM; only host-update, "
+    "platform-reboot and platform-redeploy take a scope."
 )
 @click.argument(
     "operation", metavar="OPERATION", type=click.Choice([k.value for k in OperationKind])

@@ -43,7 +43,7 @@ class Recorder:
         lines = [json.loads(line) for line in self.path.read_text().splitlines() if line]
         return [e for e in lines if all(e.get(k) == v for k, v in match.items())]
 
-    def wait(self, timeout: float = 20, count: int = 1, **match: Any) -> list[dict[str, Any]]:
+    def wait(self, timeout: float = 60, count: int = 1, **match: Any) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout
         while True:
             found = self.entries(**match)
@@ -105,7 +105,7 @@ class AgentProcess:
             and all(line.get(k) == v for k, v in match.items())
         ]
 
-    def wait_log(self, event: str, timeout: float = 20, **match: Any) -> dict[str, Any]:
+    def wait_log(self, event: str, timeout: float = 60, **match: Any) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while True:
             found = self.logs(event, **match)
@@ -156,7 +156,7 @@ def running(agents: list[AgentProcess]) -> Iterator[None]:
                 agent.stop(signal.SIGKILL)
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 20, what: str = "") -> Any:
+def wait_until(predicate: Callable[[], Any], timeout: float = 60, what: str = "") -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()

@@ -48,6 +48,7 @@ class Fleet:
         self.url = server.imds_url
         topology = self.call("GET", "/api/v1/topology")
         self.address = {vm["name"]: vm["address"] for s in topology["scopes"] for vm in s["vms"]}
+        self.host = {vm["name"]: vm["host"] for s in topology["scopes"] for vm in s["vms"]}
 
     def call(self, method: str, path: str, expect: int = 200, **kw: Any) -> Any:
         response = self.server.control(method, path, **kw)

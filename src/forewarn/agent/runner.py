@@ -128,9 +128,13 @@ def _previous(
         return Outcome(handler.name, run.result or "failed", run.detail or "")
     svc.metrics.handler_runs.labels(handler.name, phase, "crashed").inc()
     if on_crash == OnCrash.RETRY:
-        log.warning("handler was interrupted by a crash; running it again", attempt=run.attempt)
+        log.warning(
+            "handler was interrupted before it finished; running it again", attempt=run.attempt
+        )
         return None
-    log.warning("handler was interrupted by a crash; counted as failed", attempt=run.attempt)
+    log.warning(
+        "handler was interrupted before it finished; counted as failed", attempt=run.attempt
+    )
     detail = f"interrupted by a crash (attempt {run.attempt})"
     svc.state.run_finished(event.event_id, phase, position, "crashed", detail, svc.clock.time())
     return Outcome(handler.name, "crashed", detail)

@@ -27,6 +27,8 @@ MAX_NOTICE = 7 * DAY
 ROLLING_KINDS = frozenset(
     {OperationKind.HOST_UPDATE, OperationKind.PLATFORM_REBOOT, OperationKind.PLATFORM_REDEPLOY}
 )
+#: The longest interruption an event can announce (DurationInSeconds).
+MAX_DURATION = 7 * 24 * 3600
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,8 +175,10 @@ def _check_overrides(
                 f"for {kind}" + _at_scale(days, time_scale)
             )
     duration = request.duration_seconds
-    if duration is not None and duration < -1:
-        raise InvalidOperation("duration_seconds must be -1 (unknown), 0 or positive")
+    if duration is not None and not -1 <= duration <= MAX_DURATION:
+        raise InvalidOperation(
+            f"duration_seconds must be -1 (unknown) or 0 to {MAX_DURATION} (7 days)"
+        )
 
 
 def plan_request(

@@ -50,7 +50,7 @@ MAX_HEAD = 64 * 1024
 #: Requests answered per connection before other connections get their turn.
 PIPELINE_BUDGET = 32
 #: Input parsed between two looks at the budget and at back-pressure.
-SLICE = 4096
+SLICE = 1024
 #: Seconds a refused client gets to read our answer before the connection is dropped.
 LINGER = 2.0
 REFUSAL_LOG_INTERVAL = 60.0

@@ -15,6 +15,7 @@ from ..vmcli import VM_COMMANDS, with_endpoint_url
 from .control import COMMANDS as CONTROL_COMMANDS
 from .errors import OneLineErrors
 from .serve import serve
+from .status import status
 
 __all__ = ["main"]
 
@@ -54,6 +55,7 @@ def main(ctx: click.Context, control_url: str, token: str | None) -> None:
 
 
 main.add_command(serve)
+main.add_command(status)  # who leads a scaled-out fleet
 main.add_command(agent)
 for _command in CONTROL_COMMANDS:
     main.add_command(with_endpoint_url(_command))  # events/approve --url: a metadata endpoint

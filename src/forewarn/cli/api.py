@@ -64,14 +64,18 @@ class ControlApi:
             trust_env=False,
         )
 
-    def call(self, method: str, path: str, **kwargs: Any) -> Any:
-        """``method path``: the decoded JSON (or text) of a successful answer."""
+    def response(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """``method path`` as it was answered (only an unreachable server is an error)."""
         try:
-            response = self._client.request(method, path, **kwargs)
+            return self._client.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
             fail(
                 f"cannot reach the control API at {self.base} ({exc}); is `forewarn serve` running?"
             )
+
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        """``method path``: the decoded JSON (or text) of a successful answer."""
+        response = self.response(method, path, **kwargs)
         if response.status_code >= 400:
             try:
                 message = response.json().get("error", response.text)

@@ -1,0 +1,214 @@
+"""A leader and a follower fabric on one PostgreSQL database, in one process.
+
+The leader writes through the store; the follower runs the real replicator (LISTEN on the
+change log) and relays approvals through the real ``approval_requests`` table. What the
+follower shows must be exactly what the leader made durable, with the same incarnations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from forewarn.contract import EventStatus
+from forewarn.fabric import Clock, Fabric, OperationRequest, StoreUnavailable
+from forewarn.server.relay import PostgresRelay, apply_requests
+from forewarn.server.replication import Replicator
+from forewarn.store.postgres import PostgresStore
+from forewarn.store.postgres_cluster import ClusterTables
+
+from ..fabric.helpers import MINUTE, T0, live, make_fabric, submit
+from .pg import PgDatabase
+
+
+@dataclass
+class Pair:
+    leader: Fabric
+    follower: Fabric
+    replicator: Replicator
+    tables: ClusterTables
+    relay: PostgresRelay
+    stores: list[PostgresStore]
+    reloads: list[int] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+
+    def start(self, *, reload_first: bool = False) -> None:
+        self.task = asyncio.create_task(self.replicator.run(reload_first=reload_first))
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await self.task
+            self.task = None
+
+    async def synced(self, timeout: float = 20.0) -> None:
+        """Wait until the follower applied everything the leader wrote."""
+        head = self.stores[0].head
+        assert await self.replicator.wait_applied(head, timeout), (head, self.replicator.applied)
+
+
+def _shown(fabric: Fabric) -> dict[str, Any]:
+    """What readers of a fabric see (history aside: both read the same table)."""
+    return {
+        "views": {sid: fabric.view(sid) for sid in fabric.topology.scopes},
+        "events": fabric.events(),
+        "operations": fabric.operations(),
+        "rollouts": fabric.rollouts(),
+        "deleted": sorted(n for n in fabric.topology.vms if fabric.is_deleted(n)),
+    }
+
+
+@pytest.fixture
+async def pair(pg: PgDatabase) -> AsyncIterator[Callable[..., Pair]]:
+    made: list[Pair] = []
+
+    def make(**config: Any) -> Pair:
+        config.setdefault("enablement", "always")
+        leader_store, follower_store = PostgresStore(pg.url), PostgresStore(pg.url)
+        leader = make_fabric(store=leader_store, clock=Clock.virtual(start=T0), **config)
+        follower = make_fabric(store=follower_store, clock=Clock.virtual(start=T0), **config)
+        tables = ClusterTables(follower_store)
+        relay = PostgresRelay(tables, "follower-1")
+        follower.follow(relay)
+        reloads: list[int] = []
+        replicator = Replicator(follower, follower_store, on_reload=lambda: reloads.append(1))
+        made.append(
+            Pair(
+                leader, follower, replicator, tables, relay, [leader_store, follower_store], reloads
+            )
+        )
+        return made[-1]
+
+    yield make
+    for item in made:
+        await item.stop()
+        for store in item.stores:
+            store.close()
+
+
+async def test_a_follower_shows_exactly_what_the_leader_made_durable(
+    pair: Callable[..., Pair],
+) -> None:
+    p = pair()
+    p.start()
+    leader = p.leader
+    reboot = live(leader, submit(leader, "user-reboot", "web-0"))[0]
+    leader.approve(leader.topology.vm("web-3"), [reboot.id])
+    submit(leader, "host-update", host="host-3")
+    evicted = live(leader, submit(leader, "spot-eviction", "workers_1"))[0]
+    leader.start_event(evicted.id)
+    leader.submit(OperationRequest(kind="platform-reboot", scope="shop"))
+    leader.advance(MINUTE)  # the eviction completes: workers_1 is deleted
+    await p.synced()
+    assert _shown(p.follower) == _shown(leader)
+    assert p.follower.clock.now() == leader.clock.now()  # a virtual clock follows the leader's
+    assert p.follower.is_deleted("workers_1")
+    assert p.follower.view("web").incarnation == leader.view("web").incarnation > 2
+    leader.advance(20 * MINUTE)
+    await p.synced()
+    assert _shown(p.follower) == _shown(leader)
+    assert p.reloads == []
+
+
+async def test_a_follower_changes_nothing_itself(pair: Callable[..., Pair]) -> None:
+    p = pair()
+    follower = p.follower
+    with pytest.raises(StoreUnavailable, match="follows the fleet's leader"):
+        submit(follower, "user-reboot", "web-0")
+    submit(p.leader, "user-reboot", "web-0")
+    p.leader.clock.jump(3600)  # due on the leader, which has not fired it yet
+    follower.clock.jump(3600)
+    assert follower.run_due() == 0 and follower.view("web").incarnation == 1
+    assert p.stores[1].head == 0  # the follower's store wrote nothing
+
+
+async def test_an_approval_on_a_follower_is_recorded_then_applied_once(
+    pair: Callable[..., Pair],
+) -> None:
+    p = pair()
+    p.start()
+    event = live(p.leader, submit(p.leader, "user-reboot", "web-0"))[0]
+    await p.synced()
+    vm = p.follower.topology.vm("web-4")
+    p.follower.approve(vm, [event.id.lower()])
+    assert p.follower.writes_in_flight() == 1
+    await p.follower.durable()  # recorded: a 200 can go out now
+    p.follower.approve(vm, [event.id])  # the VM retries: recorded twice
+    await p.follower.durable()
+    assert len(p.tables.pending()[0]) == 2
+    assert await apply_requests(p.leader, p.tables) == 2
+    assert p.tables.pending() == ([], [])
+    await p.synced()
+    started = p.follower.event(event.id)
+    assert started.status is EventStatus.STARTED and started.approved_by == "web-4"
+    history = [h.kind for h in p.leader.history(event_id=event.id)]
+    assert history.count("event.approved") == 1 and history.count("event.started") == 1
+
+
+async def test_an_approval_of_an_event_the_vm_does_not_see_is_refused_on_the_follower(
+    pair: Callable[..., Pair],
+) -> None:
+    p = pair()
+    p.start()
+    event = live(p.leader, submit(p.leader, "user-reboot", "web-0"))[0]
+    await p.synced()
+    with pytest.raises(Exception, match="is not a scheduled event of this VM"):
+        p.follower.approve(p.follower.topology.vm("jumpbox"), [event.id])
+    assert p.follower.writes_in_flight() == 0 and p.tables.pending() == ([], [])
+
+
+async def test_a_scope_enabled_by_a_request_to_a_follower_gets_notice(
+    pair: Callable[..., Pair],
+) -> None:
+    p = pair(enablement="on-first-request")
+    p.start()
+    vm = p.follower.topology.vm("web-2")
+    assert p.follower.note_request(vm) is True  # this request enables the scope
+    assert p.follower.note_request(vm) is False
+    for _ in range(200):
+        if p.tables.pending()[1]:
+            break
+        await asyncio.sleep(0.02)
+    assert await apply_requests(p.leader, p.tables) == 1
+    assert p.leader.is_enabled("web")
+    op = submit(p.leader, "user-reboot", "web-2")
+    assert live(p.leader, op) and op.unnotified == ()
+    assert [h.kind for h in p.leader.history()][:1] == ["scope.enabled"]
+
+
+async def test_a_hole_in_the_log_reloads_the_whole_state(
+    pair: Callable[..., Pair], pg: PgDatabase
+) -> None:
+    p = pair()
+    p.start()
+    submit(p.leader, "user-reboot", "web-0")
+    await p.synced()
+    await p.stop()
+    submit(p.leader, "host-update", host="host-2")
+    submit(p.leader, "live-migration", "jumpbox")
+    pg.execute("DELETE FROM changes WHERE seq < (SELECT head FROM leader)")  # pruned
+    p.start()
+    await p.synced()
+    assert p.reloads == [1]
+    assert _shown(p.follower) == _shown(p.leader)
+
+
+async def test_a_front_end_behind_waits_for_the_incarnation_a_vm_saw_elsewhere(
+    pair: Callable[..., Pair],
+) -> None:
+    p = pair()
+    submit(p.leader, "user-reboot", "web-0")
+    wanted = p.leader.view("web").incarnation
+    waiting = asyncio.create_task(p.follower.view_at_least("web", wanted, 20.0))
+    await asyncio.sleep(0.1)
+    assert not waiting.done()  # not replicated yet: the follower still shows 1
+    p.start()
+    view = await waiting
+    assert view.incarnation == wanted
+    stale = await p.follower.view_at_least("web", wanted + 5, 0.2)  # bounded
+    assert stale.incarnation == wanted

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from forewarn.imds import ImdsSettings
+from forewarn.imds.protocol import per_address_cap
+from forewarn.server.config import ConfigError, ServeConfig
 
 from ..serverproc import ServerProcess
 from .conftest import EMPTY_WEB, Imds, ImdsFactory
@@ -226,3 +228,58 @@ async def test_200_trickling_connections_do_not_cut_off_other_vms(
     for client in slow:
         client.writer.close()
     assert limited.proc is not None and limited.proc.poll() is None, "the server died"
+
+
+# ------------------------------------------------------- serve options, end to end
+
+
+@pytest.fixture
+def strict(tmp_path: Path) -> Iterator[ServerProcess]:
+    """``forewarn serve`` with a short head deadline and at most 3 connections an address."""
+    args = ["--imds-header-timeout", "0.5", "--imds-max-connections-per-address", "3"]
+    server = ServerProcess(tmp_path / "strict.db", args).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_serve_options_set_the_deadline_and_the_cap(strict: ServerProcess) -> None:
+    loop = asyncio.get_running_loop()
+
+    async def connect() -> Client:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind((WEB1, 0))
+        sock.setblocking(False)
+        await asyncio.wait_for(loop.sock_connect(sock, (HOST, strict.imds_port)), TIMEOUT)
+        reader, writer = await asyncio.open_connection(sock=sock)
+        return Client(reader, writer)
+
+    first, second, third = [await connect() for _ in range(3)]
+    fourth = await connect()
+    assert await closed_at_once(fourth)
+    async with trickling(first, get(), every=0.1):
+        await assert_timed_out(first)
+    for client in (first, second, third, fourth):
+        client.writer.close()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("imds_header_timeout", 0.0, "--imds-header-timeout must be a positive"),
+        ("imds_body_timeout", float("inf"), "--imds-body-timeout must be a positive"),
+        ("imds_body_timeout", -1.0, "--imds-body-timeout must be a positive"),
+        ("imds_max_connections_per_address", 0, "--imds-max-connections-per-address"),
+    ],
+)
+def test_defence_settings_are_checked(field: str, value: float, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ServeConfig(**{field: value})
+
+
+def test_the_cap_never_exceeds_a_quarter_of_the_open_files() -> None:
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    unlimited = soft == resource.RLIM_INFINITY
+    assert per_address_cap(10**9) == (10**9 if unlimited else max(1, soft // 4))
+    assert per_address_cap(3) == 3

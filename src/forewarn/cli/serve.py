@@ -131,6 +131,25 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
     help="Seconds the first request of a scope waits (Azure: up to 120).",
 )
 @click.option(
+    "--imds-header-timeout",
+    type=float,
+    default=10.0,
+    help="Seconds a client has to send a whole request head (else 408 and close).",
+)
+@click.option(
+    "--imds-body-timeout",
+    type=float,
+    default=30.0,
+    help="Seconds a client has to send a request body once its head is in.",
+)
+@click.option(
+    "--imds-max-connections-per-address",
+    type=int,
+    default=256,
+    help="Open connections per client address; more are closed at once "
+    "(never more than a quarter of the open-file limit).",
+)
+@click.option(
     "--enablement",
     type=click.Choice(["on-first-request", "always"]),
     default="on-first-request",

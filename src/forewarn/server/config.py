@@ -68,6 +68,11 @@ class ServeConfig:
     per_vm_ports: bool = True
     rate_limit: float = 5.0
     first_call_delay: float = 0.0
+    #: The metadata listener's defences: seconds for a request head, then for its body, and
+    #: connections per client address (also never more than a quarter of the open files).
+    imds_header_timeout: float = 10.0
+    imds_body_timeout: float = 30.0
+    imds_max_connections_per_address: int = 256
     enablement: Literal["on-first-request", "always"] = "on-first-request"
     log_format: Literal["console", "json"] = "console"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
@@ -80,6 +85,15 @@ class ServeConfig:
             raise ConfigError("--rate-limit must be >= 0 (0 turns it off)")
         if not (math.isfinite(self.first_call_delay) and self.first_call_delay >= 0):
             raise ConfigError("--first-call-delay must be >= 0")
+        deadlines = {
+            "--imds-header-timeout": self.imds_header_timeout,
+            "--imds-body-timeout": self.imds_body_timeout,
+        }
+        for flag, seconds in deadlines.items():
+            if not (math.isfinite(seconds) and seconds > 0):
+                raise ConfigError(f"{flag} must be a positive number of seconds")
+        if self.imds_max_connections_per_address < 1:
+            raise ConfigError("--imds-max-connections-per-address must be >= 1")
         binds = [parse_bind(b) for b in (*self.imds_bind, self.control_bind)]
         ports = [port for _, port in binds if port != 0]
         twice = sorted({port for port in ports if ports.count(port) > 1})

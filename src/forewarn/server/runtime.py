@@ -226,7 +226,11 @@ def build_runtime(
     endpoint = Endpoint(
         fabric,
         ImdsSettings(
-            rate_limit=config.rate_limit or None, first_call_delay=config.first_call_delay
+            rate_limit=config.rate_limit or None,
+            first_call_delay=config.first_call_delay,
+            header_timeout=config.imds_header_timeout,
+            body_timeout=config.imds_body_timeout,
+            max_connections_per_address=config.imds_max_connections_per_address,
         ),
         on_response=metrics.observe,
     )

@@ -20,9 +20,25 @@ import pytest
 
 from ..serverproc import free_port
 
-__all__ = ["HERE", "AgentProcess", "Recorder", "handler_argv"]
+__all__ = ["HERE", "SLOW", "AgentProcess", "Recorder", "handler_argv", "slow"]
 
 HERE = Path(__file__).parent
+
+#: Long end-to-end tests run only with FOREWARN_SLOW_TESTS=1 (``.ci/run`` sets it and
+#: selects them with ``-m slow``), so the default ``pytest -q`` stays quick.
+SLOW = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not os.environ.get("FOREWARN_SLOW_TESTS"), reason="slow: set FOREWARN_SLOW_TESTS=1"
+    ),
+]
+
+
+def slow(test: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a test slow (see ``SLOW``)."""
+    for mark in SLOW:
+        test = mark(test)
+    return test
 
 
 def handler_argv(log: Path, name: str, *options: str) -> str:

@@ -13,6 +13,10 @@ from ..serverproc import ServerProcess
 from .agentproc import AgentProcess, Recorder
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: long agent end-to-end test (FOREWARN_SLOW_TESTS=1)")
+
+
 @pytest.fixture
 def recorder(tmp_path: Path) -> Recorder:
     return Recorder(tmp_path / "handlers.jsonl")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .agentproc import AgentProcess, Recorder, handler_argv, wait_until
+from .agentproc import SLOW, AgentProcess, Recorder, handler_argv, slow, wait_until
 from .conftest import Fleet
 
 BACKENDS = {
@@ -78,7 +78,7 @@ def start_group(
     return agents, event["id"]
 
 
-@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("backend", ["redis", pytest.param("postgres", marks=SLOW)])
 def test_the_event_is_approved_exactly_when_the_last_vm_is_ready(
     backend: str,
     fleet: Fleet,
@@ -114,6 +114,7 @@ def test_the_event_is_approved_exactly_when_the_last_vm_is_ready(
     assert agents["web-4"].logs("group complete", event_id=event_id)
 
 
+@slow
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
 def test_a_vm_that_is_not_ready_blocks_the_group(
     backend: str, fleet: Fleet, recorder: Recorder, start_agent: Callable[..., AgentProcess]

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .agentproc import AgentProcess, Recorder, handler_argv, wait_until
+from .agentproc import AgentProcess, Recorder, handler_argv, slow, wait_until
 from .conftest import Fleet
 
 
@@ -89,6 +89,7 @@ def test_a_restarted_agent_reruns_nothing_finished_and_never_reapproves(
     assert len(recorder.entries(handler="a", what="start")) == 1
 
 
+@slow
 def test_sigterm_finishes_running_handlers_and_the_restart_carries_on(
     fleet: Fleet, recorder: Recorder, start_agent: Callable[..., AgentProcess], tmp_path: Path
 ) -> None:
@@ -112,6 +113,7 @@ def test_sigterm_finishes_running_handlers_and_the_restart_carries_on(
     assert len(recorder.entries(handler="b", what="start")) == 1
 
 
+@slow
 def test_sigterm_abandons_running_handlers_when_told_to(
     fleet: Fleet, recorder: Recorder, start_agent: Callable[..., AgentProcess], tmp_path: Path
 ) -> None:

@@ -5,14 +5,13 @@ Each fault is injected by a small HTTP server on loopback (``faultserver.py``).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
 from email.utils import formatdate
 
 import pytest
 
-from .agentproc import AgentProcess, Recorder, handler_argv, wait_until
+from .agentproc import SLOW, AgentProcess, Recorder, handler_argv, slow, wait_until
 from .faultserver import FaultServer
 
 
@@ -75,7 +74,12 @@ def handled(agent: AgentProcess, endpoint: FaultServer, event_id: str) -> None:
 
 @pytest.mark.parametrize(
     ("mode", "seconds", "result"),
-    [("500", 2.0, "500"), ("410", 2.0, "410"), ("429", 2.0, "429"), ("garbage", 2.0, "200")],
+    [
+        ("410", 2.0, "410"),
+        pytest.param("500", 2.0, "500", marks=SLOW),
+        pytest.param("429", 2.0, "429", marks=SLOW),
+        pytest.param("garbage", 2.0, "200", marks=SLOW),
+    ],
 )
 def test_the_agent_rides_out_error_answers(
     mode: str,
@@ -94,6 +98,7 @@ def test_the_agent_rides_out_error_answers(
     assert [e["event_id"] for e in recorder.entries(what="end")] == ["BEFORE", "AFTER"]
 
 
+@slow
 def test_connection_refused_makes_it_unready_then_it_recovers(
     endpoint: FaultServer, recorder: Recorder, start_agent: Callable[..., AgentProcess]
 ) -> None:
@@ -106,6 +111,7 @@ def test_connection_refused_makes_it_unready_then_it_recovers(
     handled(agent, endpoint, "AFTER")
 
 
+@slow
 def test_refused_long_enough_the_agent_reports_it_unready(
     endpoint: FaultServer, recorder: Recorder, start_agent: Callable[..., AgentProcess]
 ) -> None:
@@ -136,7 +142,7 @@ def test_an_unknown_event_type_is_seen_ignored_and_the_rest_handled(
     assert run["event_id"] == "KNOWN"
 
 
-@pytest.mark.skipif(not os.environ.get("FOREWARN_SLOW_TESTS"), reason="75 s: FOREWARN_SLOW_TESTS=1")
+@slow
 def test_410_for_longer_than_the_clients_retry_window(
     endpoint: FaultServer, recorder: Recorder, start_agent: Callable[..., AgentProcess]
 ) -> None:

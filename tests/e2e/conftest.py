@@ -99,8 +99,14 @@ class Platform:
         self.server = server
         #: scope -> (incarnation, events) at the last observation (2020-07-01 documents).
         self.seen: dict[str, tuple[int, Any]] = {} if seen is None else seen
-        # Kept-alive clients: a new httpx client per request costs ~20 ms.
-        self.control_client = httpx.Client(base_url=server.control_url, timeout=10, trust_env=False)
+        # Kept-alive clients: a new httpx client per request costs ~20 ms. Every request is
+        # declared JSON: the control API refuses state changes that are not (cross-site rule).
+        self.control_client = httpx.Client(
+            base_url=server.control_url,
+            headers={"Content-Type": "application/json"},
+            timeout=10,
+            trust_env=False,
+        )
         self._imds: dict[str, httpx.Client] = {}
 
     def close(self) -> None:

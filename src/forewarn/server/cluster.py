@@ -114,6 +114,10 @@ class Cluster:
         """The last change this process's views include."""
         return self.store.head if self.leading else self.replicator.applied
 
+    def healthy(self) -> bool:
+        """False while a follower's change feed is down (its views go stale)."""
+        return self.leading or self.replicator.connected
+
     def lag(self) -> float | None:
         """Commit-to-view time of the last change applied (0 on the leader)."""
         return 0.0 if self.leading else self.replicator.last_lag

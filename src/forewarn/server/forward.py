@@ -8,7 +8,8 @@ with ``X-Forewarn-Seq`` (its change-log head once the change is durable), and th
 follower answers only once its own views include that change (bounded), so a caller
 that triggers an operation here and then reads here sees it.
 
-It also serves ``GET /api/v1/cluster``: this process, the leader, and every live member
+A follower whose replication is down answers ``/healthz`` with 503 (its views are going
+stale). It also serves ``GET /api/v1/cluster``: this process, the leader, and every live member
 with its replication lag (what ``forewarn status`` prints).
 """
 
@@ -58,6 +59,9 @@ class LeaderForwarding:
         method = scope["method"]
         if scope["path"] == CLUSTER_PATH:
             await self._status(method, send)
+        elif scope["path"] == "/healthz" and not self.cluster.healthy():
+            reason = "this follower's views are not being kept current: replication is down"
+            await _json(send, 503, {"status": "unhealthy", "reason": reason})
         elif method in SAFE_METHODS:
             await self.app(scope, receive, send)
         elif self.cluster.leading:

@@ -232,3 +232,14 @@ def test_a_token_is_applied_to_every_operation_but_healthz(fabric: Fabric) -> No
 def test_without_a_token_no_operation_asks_for_one(document: dict[str, Any]) -> None:
     assert all(op["security"] == [] for _, _, op in operations(document))
     assert "bearer" in document["components"]["securitySchemes"]
+
+
+def test_every_api_operation_documents_the_errors_it_can_answer(document: dict[str, Any]) -> None:
+    for path, method, op in operations(document):
+        codes = set(op["responses"])
+        assert "4XX" in codes, path
+        if path.startswith("/api/"):
+            assert "503" in codes, path  # store unavailable, or no leader yet
+        if method == "post":
+            assert "415" in codes, path
+            assert op["requestBody"]["required"] is True, path

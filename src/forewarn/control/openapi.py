@@ -66,6 +66,9 @@ def _text(description: str = "OK") -> dict[str, Any]:
     return {"description": description, "content": {"text/plain": {"schema": {"type": "string"}}}}
 
 
+_UNAVAILABLE = "Unavailable for now (the store, or a scaled-out fleet's leader); retry"
+
+
 def _finish(paths: dict[str, Any], token: bool) -> None:
     """Rules of every operation: the bearer token (but ``/healthz``) when the server has
     one, and JSON for every state-changing request."""
@@ -76,6 +79,8 @@ def _finish(paths: dict[str, Any], token: bool) -> None:
                 op["responses"]["401"] = _json(_ref("ErrorOut"), "Missing or wrong token")
             if method == "post":
                 op["responses"]["415"] = _json(_ref("ErrorOut"), "Not sent as application/json")
+            if path.startswith("/api/"):
+                op["responses"]["503"] = _json(_ref("ErrorOut"), _UNAVAILABLE)
 
 
 def openapi_document(version: str, *, token: bool = False) -> dict[str, Any]:

@@ -13,20 +13,26 @@ it. Server and generator run on separate cores; the server's CPU and RSS come fr
 
 It prints a table per run, the forewarn/canned ratios of p99 and p99.9 per pair of runs,
 and PASS/MISS per target of issue 5. A run in which the generator fell behind its own
-schedule (send lag p99 above ``--max-lag-ms``, polls left unsent, VMs not connected) is
-marked invalid and counts for no target. ``--profile out.svg`` records one more forewarn
-run with py-spy (``pip install py-spy``), outside the table.
+schedule (send lag p99 above ``--max-lag-ms``, polls left unsent, VMs not connected), or
+in which the server's event loop waited for its core (another process had it) more than
+``--max-wait`` % of the window, is marked invalid and counts for no target. On a shared
+machine ``--priority realtime`` (root) runs server and generator ahead of other work.
+``--profile out.svg`` records one more forewarn run with py-spy (``pip install py-spy``),
+outside the table (``.json``: speedscope, ``.txt``: collapsed stacks).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +41,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from imds_throughput import BARE_SERVER
 from loadgen import (
-    LOAD_CPU,
     PRIORITIES,
     FleetgenRun,
     ProcSampler,
@@ -46,7 +51,6 @@ from loadgen import (
     free_port,
     go_missing_reason,
     load_average,
-    pinned,
     start_server,
     write_vms_file,
 )
@@ -54,6 +58,7 @@ from loadgen import (
 __all__ = ["Run", "fleet_yaml", "main", "targets"]
 
 AVSET = "avset"
+GC_PROBE = Path(__file__).resolve().parent / "gcprobe"
 MIB = 1024 * 1024
 
 
@@ -71,6 +76,7 @@ class Run:
     generator_wait: float  # summed over the generator's threads (they share one core)
     problems: list[str] = field(default_factory=list)
     rollout: dict[str, Any] = field(default_factory=dict)
+    gc: dict[str, Any] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
@@ -175,25 +181,34 @@ def _problems(run: Run, args: argparse.Namespace) -> list[str]:
     return problems
 
 
-def _profiler(pid: int, seconds: float, output: Path) -> subprocess.Popen[bytes]:
+def _gc_pauses(path: Path, start: float, seconds: float) -> dict[str, Any]:
+    """The server's collector pauses of 1 ms or more inside the window (bench/gcprobe)."""
+    if not path.exists():
+        return {}
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    pauses = [
+        {"at": round(p["at"] - start, 2), "generation": p["generation"],
+         "ms": round(p["seconds"] * 1000, 1)}
+        for p in lines[1:] if start <= p["at"] <= start + seconds
+    ]  # fmt: skip
+    return {"collections": lines[0]["counts"] if lines else [], "pauses": pauses}
+
+
+def _profiler(pid: int, output: Path) -> subprocess.Popen[bytes]:
+    """py-spy on ``pid`` until interrupted (SIGINT writes the profile)."""
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    fmt = "speedscope" if output.suffix == ".json" else "flamegraph"
-    command = [
-        py_spy,
-        "record",
-        "--pid",
-        str(pid),
-        "--duration",
-        f"{int(seconds)}",
-        "--rate",
-        "200",
-        "--nonblocking",
-        "--format",
-        fmt,
-        "--output",
-        str(output),
-    ]
-    return subprocess.Popen(pinned(LOAD_CPU, command), stdout=subprocess.DEVNULL)
+    fmt = {".json": "speedscope", ".txt": "raw"}.get(output.suffix, "flamegraph")
+    command = [py_spy, "record", "--pid", str(pid), "--rate", "200", "--nonblocking",
+               "--format", fmt, "-o", str(output)]  # fmt: skip
+    if fmt == "speedscope":
+        command.append("--idle")  # every sample, in time order: a timeline of the loop
+    # Above the benchmark's own priority: a starved profiler drops samples silently.
+    return subprocess.Popen(["chrt", "--fifo", "20", *command], stdout=subprocess.DEVNULL)
+
+
+def _stop_profiler(spy: subprocess.Popen[bytes]) -> None:
+    spy.send_signal(signal.SIGINT)
+    spy.wait(timeout=120)
 
 
 def measure_forewarn(
@@ -207,6 +222,8 @@ def measure_forewarn(
     """One window against ``forewarn serve`` with a rollout created during it."""
     fleet = work / "fleet.yaml"
     fleet.write_text(fleet_yaml(args.vms, args.avset), encoding="utf-8")
+    for stale in work.glob(f"run{index}.db*"):  # a kept --workdir: start from nothing
+        stale.unlink()
     imds_port, control_port = free_port(), free_port()
     command = [
         sys.executable,
@@ -228,22 +245,28 @@ def measure_forewarn(
     ]
     log = work / f"forewarn{index}.log"
     env = forewarn_env(args.forewarn_src)
+    gc_log = work / f"gc{index}.jsonl"
+    gc_log.unlink(missing_ok=True)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GC_PROBE), env.get("PYTHONPATH")]))
+    env["FOREWARN_BENCH_GC_LOG"] = str(gc_log)
     with start_server(
         command, [imds_port, control_port], log, env=env, priority=args.priority
     ) as server:
         if not vms_file.exists():
             write_vms_file(vms_file, _vm_list(control_port, args.approve_every))
+        spy = _profiler(server.pid, profile) if profile else None  # from before the first poll
+        spy_started = time.time()
         gen = FleetgenRun.launch(binary, imds_port, vms_file, args.seconds, priority=args.priority)
         window = _Window.begin(server.pid, gen)
-        spy = _profiler(server.pid, args.seconds, profile) if profile else None
         gen.sleep_until(args.rollout_at)
         body = {"kind": "platform-reboot", "scope": AVSET}
         status, op, took = control_call(control_port, "POST", "/api/v1/operations", body)
         gen.sleep_until(args.seconds)
         window.end()
-        report = gen.result()
         if spy is not None:
-            spy.wait()
+            _stop_profiler(spy)
+            print(f"profile: the window starts {gen.start - spy_started:.1f} s into it")
+        report = gen.result()
         _, operations, _ = control_call(control_port, "GET", "/api/v1/operations")
     rollout = {
         "status": status,
@@ -254,6 +277,7 @@ def measure_forewarn(
     }
     run = window.run("forewarn", index, report, args)
     run.rollout = rollout
+    run.gc = _gc_pauses(gc_log, gen.start, args.seconds)
     if status != 201:
         run.problems.append(f"creating the rollout answered {status}: {op}")
     if profile is not None:
@@ -281,8 +305,8 @@ def measure_canned(
 def _span(values: list[float], fmt: str = "{:.1f}") -> str:
     if not values:
         return "n/a"
-    low, high = min(values), max(values)
-    return fmt.format(low) if low == high else f"{fmt.format(low)}-{fmt.format(high)}"
+    low, high = fmt.format(min(values)), fmt.format(max(values))
+    return low if low == high else f"{low}-{high}"
 
 
 def targets(runs: list[Run]) -> list[tuple[str, str, str]]:
@@ -336,14 +360,21 @@ def print_report(runs: list[Run], args: argparse.Namespace, load: tuple[str, str
             f"{r.report['achieved_rate']:>7.0f} {lag['p99_ms']:>6.2f}ms {lag['max_ms']:>6.1f}ms"
             f" {r.server_wait:>4.1f}%  {note}"
         )
-    print("\nworst seconds of each forewarn run (second of the window: p99 / max):")
+    print("\nstalls of each forewarn run (polls that finished late together; "
+          "start in the window: longest ms / polls):")  # fmt: skip
     for r in runs:
         if r.server == "forewarn":
-            worst = ", ".join(
-                f"{s['second']}s: {s['p99_ms']:.0f}/{s['max_ms']:.0f} ms"
-                for s in r.report["worst_seconds"][:5]
-            )
-            print(f"  run {r.index}: {worst}")
+            stalls = ", ".join(f"{st['at_ms'] / 1000:.1f}s: {st['ms']:.0f}/{st['requests']}"
+                               for st in r.report.get("stalls", [])[:6])  # fmt: skip
+            print(f"  run {r.index}: {stalls or 'none over 10 ms'}")
+    print("\ncollector pauses >= 1 ms in each forewarn window (second: generation/ms):")
+    for r in runs:
+        if r.server == "forewarn" and r.gc:
+            pauses = sorted(r.gc["pauses"], key=lambda p: -p["ms"])
+            longest = ", ".join(f"{p['at']:.1f}s: gen{p['generation']}/{p['ms']:.0f}"
+                                for p in pauses[:5])  # fmt: skip
+            print(f"  run {r.index}: {len(pauses)} pauses, {sum(p['ms'] for p in pauses):.0f} ms "
+                  f"in all; longest {longest or '-'}")  # fmt: skip
     canned = {r.index: r for r in runs if r.server == "canned"}
     pairs = [(r, canned[r.index]) for r in runs if r.server == "forewarn" and r.index in canned]
     if pairs:
@@ -397,6 +428,9 @@ def main(argv: list[str] | None = None) -> int:
         default="normal",
         help="run server and generator ahead of other work on a shared machine (root)",
     )
+    parser.add_argument(
+        "--workdir", type=Path, help="keep databases, server logs and the generator here"
+    )
     args = parser.parse_args(argv)
     exit_on_sigterm()
     if not 0 < args.avset <= args.vms:
@@ -409,10 +443,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     before = load_average()
     runs: list[Run] = []
-    with tempfile.TemporaryDirectory(prefix="fleet-tail-") as tmp:
-        work = Path(tmp)
+    with contextlib.ExitStack() as stack:
+        if args.workdir is not None:
+            args.workdir.mkdir(parents=True, exist_ok=True)
+            work = args.workdir.resolve()
+        else:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="fleet-tail-")))
         binary = build_fleetgen(work)
         vms_file = work / "vms.txt"
+        vms_file.unlink(missing_ok=True)
         if args.only == "canned":  # the same VM list forewarn would serve
             write_vms_file(
                 vms_file,
@@ -433,7 +472,8 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
         if args.profile is not None:
-            measure_forewarn(args, binary, work, 0, vms_file, profile=args.profile.resolve())
+            profiled = measure_forewarn(args, binary, work, 0, vms_file, args.profile.resolve())
+            runs.append(profiled)  # shown as run 0, invalid: the profiler perturbs it
             print(f"profile written to {args.profile}")
     print_report(runs, args, (before, load_average()))
     if args.json is not None:

@@ -87,13 +87,13 @@ PRIORITIES = ("normal", "high", "realtime")
 
 
 def prioritised(priority: str, command: Sequence[str]) -> list[str]:
-    """Run ahead of the machine's other work: ``high`` is nice -10, ``realtime`` is
+    """Run ahead of the machine's other work: ``high`` is nice -20, ``realtime`` is
     SCHED_FIFO (both need root; the kernel still leaves others 5 % of each core).
 
     On a shared machine neighbours take the benchmark's cores and their time shows up as
     server latency; the run-queue wait of each window says how well this worked."""
     if priority == "high":
-        return ["nice", "-n", "-10", *command]
+        return ["nice", "-n", "-20", *command]
     if priority == "realtime":
         return ["chrt", "--fifo", "10", *command]
     if priority != "normal":

@@ -26,6 +26,14 @@ type second struct {
 	Max      float64 `json:"max_ms"`
 }
 
+// stall is a moment when many polls finished late together: the server stopped answering
+// from about At (ms into the window) for about Ms.
+type stall struct {
+	At       int     `json:"at_ms"`
+	Ms       float64 `json:"ms"`
+	Requests int     `json:"requests"`
+}
+
 type approvals struct {
 	Sent     int            `json:"sent"`
 	Errors   int            `json:"errors"`
@@ -52,6 +60,7 @@ type report struct {
 	SendLag        summary        `json:"send_lag"`
 	LateSends      map[string]int `json:"late_sends"`
 	WorstSeconds   []second       `json:"worst_seconds"`
+	Stalls         []stall        `json:"stalls"`
 	Approvals      approvals      `json:"approvals"`
 	GC             map[string]any `json:"gc"`
 }
@@ -84,6 +93,7 @@ func summarise(us []int32) summary {
 func buildReport(cfg *config, vms []*vm, t0 time.Time, elapsed float64, connected int,
 	connectSeconds float64, mem *runtime.MemStats) report {
 	var latencies, lags, approveLat []int32
+	var slow []sample
 	perSecond := map[int][]int32{}
 	errs := map[string]int{}
 	statuses := map[string]int{}
@@ -92,6 +102,9 @@ func buildReport(cfg *config, vms []*vm, t0 time.Time, elapsed float64, connecte
 	for _, v := range vms {
 		for _, s := range v.samples {
 			latencies = append(latencies, s.latencyUs)
+			if s.latencyUs >= stallUs {
+				slow = append(slow, s)
+			}
 			sec := int(s.dueMs / 1000)
 			perSecond[sec] = append(perSecond[sec], s.latencyUs)
 		}
@@ -161,10 +174,40 @@ func buildReport(cfg *config, vms []*vm, t0 time.Time, elapsed float64, connecte
 		AchievedRate: float64(lat.Count) / cfg.seconds,
 		Errors:       errs, ErrorTotal: errTotal, Statuses: statuses,
 		Latency: lat, SendLag: summarise(lags), LateSends: late, WorstSeconds: seconds,
-		Approvals: appr,
+		Approvals: appr, Stalls: stalls(slow),
 		GC: map[string]any{
 			"num_gc": mem.NumGC, "pause_total_ms": float64(mem.PauseTotalNs) / 1e6,
 			"pause_max_ms": float64(pauseMax) / 1e6, "heap_alloc_mib": mem.HeapAlloc >> 20,
 		},
 	}
+}
+
+// stallUs is the latency from which a poll counts as delayed by a stall.
+const stallUs = 10000
+
+// stalls groups slow polls by when they finished (within 10 ms of each other): each group
+// is one stop of the server. The ten longest, longest first.
+func stalls(slow []sample) []stall {
+	done := func(s sample) int64 { return int64(s.dueMs)*1000 + int64(s.latencyUs) }
+	sort.Slice(slow, func(i, j int) bool { return done(slow[i]) < done(slow[j]) })
+	var out []stall
+	for i := 0; i < len(slow); {
+		j, first, worst := i, int(slow[i].dueMs), slow[i].latencyUs
+		for j+1 < len(slow) && done(slow[j+1])-done(slow[j]) < stallUs {
+			j++
+			if int(slow[j].dueMs) < first {
+				first = int(slow[j].dueMs)
+			}
+			if slow[j].latencyUs > worst {
+				worst = slow[j].latencyUs
+			}
+		}
+		out = append(out, stall{At: first, Ms: float64(worst) / 1000, Requests: j - i + 1})
+		i = j + 1
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Ms > out[j].Ms })
+	if len(out) > 10 {
+		out = out[:10]
+	}
+	return out
 }

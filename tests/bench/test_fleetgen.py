@@ -72,6 +72,8 @@ def test_a_stalled_server_delays_every_poll_due_during_the_stall(
     assert report["requests"] == 200 and report["error_total"] == 0
     assert report["latency"]["max_ms"] >= 550
     assert report["latency"]["p90_ms"] >= 150
+    (stall, *_) = report["stalls"]  # the longest: one stop, the polls it held up
+    assert stall["ms"] >= 550 and stall["requests"] >= 30
     # ...and the generator itself kept its schedule: the stall is not its own lag.
     assert report["send_lag"]["p50_ms"] < 20
 

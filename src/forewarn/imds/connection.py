@@ -190,6 +190,15 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_active = self._date.second
+        if self._closing or self._pending is not None or len(data) > SLICE:
+            self._received_more(data)
+            return
+        self._budget = PIPELINE_BUDGET  # the hot path: a read of a request or a few
+        self._parse(data)
+        if self._phase != self._deadline_phase and not self._closing:
+            self._track()
+
+    def _received_more(self, data: bytes) -> None:
         if self._closing:
             return  # lingering after a refusal: drained, not parsed
         if self._pending is not None:  # only if a read raced a pause
@@ -287,8 +296,12 @@ class Connection(asyncio.Protocol):
         )
         if self._held:
             self._queue.append((request, close))
+            return
+        reply = self._endpoint.handle(request)  # as ``_answer``, inlined: the hot path
+        if reply.wait is None and reply.delay <= 0 and request.method != "HEAD":
+            self._write(self._encoder.encode(reply, close), close)
         else:
-            self._answer(request, close)
+            self._deliver(reply, request.method == "HEAD", close)
 
     # -- reading
     def _feed(self, data: bytes | memoryview) -> None:

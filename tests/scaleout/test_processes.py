@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -153,3 +154,63 @@ def test_status_of_a_single_sqlite_server_says_so(start_server: Any) -> None:
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "a single process on its own SQLite database" in out.stdout
+
+
+def test_a_process_with_another_clock_than_the_fleet_is_refused(pg: PgDatabase) -> None:
+    from forewarn.store.postgres import PostgresStore
+
+    store = PostgresStore(pg.url)
+    store.save_settings({"clock": "virtual", "time_scale": 60.0})
+    store.close()
+    out = subprocess.run(
+        [sys.executable, "-m", "forewarn", "serve", "--store", pg.url, "--time-scale", "10",
+         "--imds-bind", "127.0.0.1:0", "--control-bind", "127.0.0.1:0"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines() == [
+        f"forewarn: error: the fleet in {pg.url} runs with --time-scale 60.0; start every "
+        "process with the same --time-scale (or without it)"
+    ]
+
+
+def test_a_store_that_is_not_postgresql_is_refused_in_one_line() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "forewarn", "serve", "--store", "sqlite:///x.db"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert "--store must be a PostgreSQL URL" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.slow
+def test_a_follower_forwards_the_callers_token(pg: PgDatabase, tmp_path: Path) -> None:
+    fleet = Fleet(tmp_path, pg.url, 2, [*VIRTUAL, "--control-token", "s3cret"])
+    try:
+        fleet.start()
+        token = {"Authorization": "Bearer s3cret"}
+        wait_until(
+            lambda: fleet.control(0, "GET", "/api/v1/cluster", headers=token).json()["leader"][
+                "member"
+            ],
+            30,
+            "a leader",
+        )
+        leader = next(
+            i for i in range(2)
+            if fleet.control(i, "GET", "/api/v1/cluster", headers=token).json()["role"] == "leader"
+        )  # fmt: skip
+        follower = 1 - leader
+        body = {"kind": "user-reboot", "target": "web-0"}
+        refused = fleet.control(follower, "POST", "/api/v1/operations", json=body)
+        assert refused.status_code == 401
+        wrong = fleet.control(
+            follower, "POST", "/api/v1/operations", json=body,
+            headers={"Authorization": "Bearer nope"},
+        )  # fmt: skip
+        assert wrong.status_code == 401
+        created = fleet.control(follower, "POST", "/api/v1/operations", json=body, headers=token)
+        assert created.status_code == 201, created.text
+        assert fleet.control(follower, "GET", "/api/v1/cluster").status_code == 401
+    finally:
+        fleet.stop()

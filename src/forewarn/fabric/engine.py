@@ -491,16 +491,20 @@ class Fabric:
         self._relay = relay
         self.replicated = True
 
-    def lead(self, snapshot: Snapshot, journal: Journal) -> None:
+    def lead(
+        self, snapshot: Snapshot, journal: Journal, *, clock_position: float | None = None
+    ) -> None:
         """Become the writer: start over from ``snapshot`` (the database as the previous
         leader left it), then write through ``journal``."""
-        self.reload(snapshot)
+        self.reload(snapshot, clock_position=clock_position)
         self._pipe.use_journal(journal)
         self._relay = None
         self._relayed_at.clear()
 
-    def reload(self, snapshot: Snapshot) -> None:
-        """Replace the whole state by ``snapshot`` (a follower that missed changes)."""
+    def reload(self, snapshot: Snapshot, *, clock_position: float | None = None) -> None:
+        """Replace the whole state by ``snapshot`` (a follower that missed changes); a
+        virtual clock moves on to ``clock_position`` (where the leader's stood)."""
+        self._follow_clock(clock_position)
         self._pipe.reload(snapshot)
         self._work = self._pipe.work
         self._seen = self._pipe.published
@@ -514,9 +518,11 @@ class Fabric:
         for changes in batch:
             for state in changes.scopes:
                 self._remember_request(state)
-            position = changes.clock_position
-            if position is not None and self.clock.is_virtual and position > self.clock.now():
-                self.clock.jump(position - self.clock.now())
+            self._follow_clock(changes.clock_position)
+
+    def _follow_clock(self, position: float | None) -> None:
+        if position is not None and self.clock.is_virtual and position > self.clock.now():
+            self.clock.jump(position - self.clock.now())
 
     def _remember_request(self, state: ScopeState) -> None:
         at = state.last_request_at

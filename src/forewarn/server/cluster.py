@@ -34,7 +34,13 @@ import structlog
 from ..fabric import Changes, Clock, Fabric, Scheduler, StoreUnavailable
 from ..store import StoreError, ThreadedJournal
 from ..store.postgres import PostgresStore
-from ..store.postgres_cluster import ChangeFeed, ClusterTables, LeaderSession, Member
+from ..store.postgres_cluster import (
+    REQUESTS_CHANNEL,
+    ChangeFeed,
+    ClusterTables,
+    LeaderSession,
+    Member,
+)
 from .clustermetrics import ClusterMetrics
 from .relay import PostgresRelay, apply_requests
 from .replication import Replicator
@@ -201,6 +207,8 @@ class Cluster:
                         await self._lead(session)
                     except (StoreUnavailable, StoreError) as exc:
                         log.warning("leading the fleet failed", reason=str(exc))
+                    except Exception:
+                        log.exception("leading the fleet failed")
                     finally:
                         await self._step_down(session)
                 await asyncio.sleep(ELECTION_SECONDS)
@@ -216,8 +224,9 @@ class Cluster:
         epoch = await asyncio.to_thread(session.take_over, self.member, self.control_url)
         self.store.fence(epoch)
         snapshot = await asyncio.to_thread(self.store.load)
+        position = await asyncio.to_thread(self.store.clock_position)
         self._journal = ThreadedJournal(self.store, on_written=self._on_written)
-        self.fabric.lead(snapshot, self._journal)
+        self.fabric.lead(snapshot, self._journal, clock_position=position)
         self.epoch = epoch
         self.metrics.became_leader(epoch)
         log.info("leading the fleet", epoch=epoch, log_head=self.store.head, member=self.member)
@@ -260,21 +269,24 @@ class Cluster:
         while True:
             try:
                 if feed is None:
-                    feed = await asyncio.to_thread(ChangeFeed, self.store.url)
+                    feed = await asyncio.to_thread(ChangeFeed, self.store.url, REQUESTS_CHANNEL)
                 handled = await apply_requests(self.fabric, self.tables)
                 self.metrics.applied_requests.inc(handled)
                 if not handled:
                     await asyncio.to_thread(feed.wait, 1.0)
-            except (StoreUnavailable, StoreError) as exc:
-                log.warning("applying relayed requests failed; retrying", reason=str(exc))
-                if feed is not None:
-                    feed.close()
-                    feed = None
-                await asyncio.sleep(1.0)
             except asyncio.CancelledError:
                 if feed is not None:
                     asyncio.get_running_loop().run_in_executor(None, feed.close)
                 raise
+            except Exception as exc:  # never stop applying requests for good
+                if isinstance(exc, StoreUnavailable | StoreError):
+                    log.warning("applying relayed requests failed; retrying", reason=str(exc))
+                else:
+                    log.exception("applying relayed requests failed; retrying")
+                if feed is not None:
+                    feed.close()
+                    feed = None
+                await asyncio.sleep(1.0)
 
     async def _prune(self) -> None:
         while True:
@@ -297,4 +309,6 @@ class Cluster:
                 self.metrics.set_members(members)
             except StoreUnavailable as exc:
                 log.warning("reporting this process failed", reason=str(exc))
+            except Exception:  # reporting must never stop for good
+                log.exception("reporting this process failed")
             await asyncio.sleep(HEARTBEAT_SECONDS)

@@ -15,11 +15,12 @@ approved, started or finished event is a no-op.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 
 import structlog
 
-from ..fabric import Fabric, StoreUnavailable
+from ..fabric import Fabric, FabricError, StoreUnavailable
 from ..store.postgres_cluster import ClusterTables, ScopeRequest
 
 __all__ = ["PostgresRelay", "apply_requests"]
@@ -86,6 +87,19 @@ class PostgresRelay:
                 await asyncio.sleep(RETRY_SECONDS)
 
 
+@contextlib.contextmanager
+def _skipped_if_refused(what: str, subject: str) -> Iterator[None]:
+    """A request the platform refuses (a bug, or a request from an older version) is
+    logged and dropped: it must never hold up the ones behind it. A store that cannot
+    write stops the whole round (retried later)."""
+    try:
+        yield
+    except StoreUnavailable:
+        raise
+    except FabricError as exc:
+        log.warning(f"{what} was refused; dropped", subject=subject, reason=str(exc))
+
+
 def _retrieve(future: asyncio.Future[int]) -> None:
     """Mark a failure as seen (``settled`` reports it; nobody may ever ask)."""
     if not future.cancelled():
@@ -101,9 +115,11 @@ async def apply_requests(fabric: Fabric, tables: ClusterTables) -> int:
     if not approvals and not scopes:
         return 0
     for scope in scopes:
-        fabric.note_relayed_request(scope.scope_id, scope.vm, scope.at)
+        with _skipped_if_refused("a relayed request", scope.scope_id):
+            fabric.note_relayed_request(scope.scope_id, scope.vm, scope.at)
     for approval in approvals:
-        fabric.approve_relayed(approval.vm, approval.event_ids)
+        with _skipped_if_refused("a relayed approval", approval.vm):
+            fabric.approve_relayed(approval.vm, approval.event_ids)
     await fabric.durable()
     await asyncio.to_thread(tables.done, [a.id for a in approvals], scopes)
     return len(approvals) + len(scopes)

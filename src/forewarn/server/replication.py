@@ -76,13 +76,18 @@ class Replicator:
                 self.connected = False
                 log.warning("replication interrupted; reconnecting", reason=str(exc))
                 await asyncio.sleep(RECONNECT_SECONDS)
+            except Exception:  # a change this process cannot apply: start over from scratch
+                self.connected = False
+                log.exception("applying a change failed; reloading the whole state")
+                await asyncio.sleep(RECONNECT_SECONDS)
             finally:
                 if feed is not None:
                     asyncio.get_running_loop().run_in_executor(None, feed.close)
 
     async def _reload(self) -> None:
         snapshot = await asyncio.to_thread(self.store.load)
-        self.fabric.reload(snapshot)
+        position = await asyncio.to_thread(self.store.clock_position)
+        self.fabric.reload(snapshot, clock_position=position)
         self.applied = self.store.loaded_head
         if self._on_reload is not None:
             self._on_reload()

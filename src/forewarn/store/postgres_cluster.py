@@ -144,14 +144,13 @@ class LogEntry:
 
 
 class ChangeFeed:
-    """LISTENs for new changes and relayed requests, and reads the change log."""
+    """LISTENs for new changes (or relayed requests), and reads the change log."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, channel: str = CHANGES_CHANNEL) -> None:
         self.where = display_url(url)
         self._conn = _session(url)
         try:
-            self._conn.execute(f"LISTEN {CHANGES_CHANNEL}")
-            self._conn.execute(f"LISTEN {REQUESTS_CHANNEL}")
+            self._conn.execute(f"LISTEN {channel}")
         except psycopg.Error as exc:
             self.close()
             raise _unavailable(self.where, exc) from None

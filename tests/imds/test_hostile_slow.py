@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from forewarn.imds import ImdsSettings
+from forewarn.imds import ImdsSettings, connection, protocol
 from forewarn.imds.protocol import per_address_cap
 from forewarn.server.config import ConfigError, ServeConfig
 
@@ -110,6 +110,21 @@ async def test_an_idle_keep_alive_connection_is_not_a_late_request(quick: Served
     await client.assert_open()
     [second] = await client.ask(get())
     assert (first.body, second.body) == (EMPTY_WEB, EMPTY_WEB)
+
+
+async def test_crlfs_between_requests_do_not_keep_a_connection_alive(
+    imds: Imds, serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # llhttp skips CRLFs between requests: they start no request, so no deadline runs;
+    # only a request may count as activity, or a CRLF a second would hold a slot for ever.
+    monkeypatch.setattr(connection, "IDLE_TIMEOUT", 1.0)
+    monkeypatch.setattr(protocol, "IDLE_SWEEP", 0.2)
+    served = await serve(imds, settings=QUICK)
+    client = await served.connect()
+    [answer] = await client.ask(get())
+    assert answer.status == 200
+    async with trickling(client, b"\r\n" * 1000, every=0.1):
+        assert await asyncio.wait_for(client.reader.read(), 10.0) == b""
 
 
 async def test_a_head_sent_while_a_reply_was_held_is_not_late(

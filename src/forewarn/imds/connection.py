@@ -189,7 +189,6 @@ class Connection(asyncio.Protocol):
         self._pending = None
 
     def data_received(self, data: bytes) -> None:
-        self.last_active = self._date.second
         if self._closing or self._pending is not None or len(data) > SLICE:
             self._received_more(data)
             return
@@ -274,6 +273,7 @@ class Connection(asyncio.Protocol):
         if self._last:
             return
         self._phase = _BETWEEN
+        self.last_active = self._date.second  # a request, not any byte (CRLFs are free)
         if self._deadline_phase:
             self._deadline_phase = -1  # the next request gets a deadline of its own
         self._budget -= 1
@@ -493,7 +493,11 @@ class Connection(asyncio.Protocol):
             self._fail(TIMED_OUT)
 
     def close_if_idle(self, now: float) -> None:
-        """Close a connection that has been silent for ``IDLE_TIMEOUT`` (nothing pending)."""
+        """Close a connection that has sent no request for ``IDLE_TIMEOUT`` (nothing pending).
+
+        Bytes that are not a request do not count: llhttp skips CRLFs between requests, so
+        a client trickling them would otherwise hold its connection for ever.
+        """
         if not (self._held or self._queue) and now - self.last_active > IDLE_TIMEOUT:
             self.close()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +98,30 @@ def test_the_systemd_unit_verifies(tmp_path: Path) -> None:
                             timeout=60)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip() == "", result.stderr
+
+
+def test_run_refuses_what_it_cannot_start_with_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "a.toml"
+    config.write_text(
+        f'state_path = "{tmp_path / "s.db"}"\n'
+        "[handlers.h]\ntype = 'python'\ntarget = 'no_such_module_here:f'\n"
+    )
+    result = forewarn("run", "-c", str(config))
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        "forewarn agent: error: handler: cannot import no_such_module_here: "
+        "ModuleNotFoundError: No module named 'no_such_module_here'"
+    )
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        config.write_text(f'state_path = "{tmp_path / "s.db"}"\n')
+        result = forewarn("run", "-c", str(config), "--metrics-bind", f"127.0.0.1:{port}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        f"forewarn agent: error: metrics_bind 127.0.0.1:{port}: Address already in use"
+    )
+    result = forewarn("status", "--state-path", str(tmp_path / "none.db"))
+    assert result.returncode == 1
+    assert f"no state file at {tmp_path / 'none.db'}" in result.stderr

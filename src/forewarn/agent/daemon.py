@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import ssl
 from collections.abc import Callable
 from typing import Any
@@ -168,7 +169,8 @@ class Agent:
                 await self.health.start()
             except OSError as exc:
                 state.close()
-                raise AgentError(f"metrics_bind {config.metrics_bind}: {exc.strerror}") from None
+                why = os.strerror(exc.errno) if exc.errno else str(exc)
+                raise AgentError(f"metrics_bind {config.metrics_bind}: {why}") from None
         try:
             client = self._client()
         except AgentError:
@@ -186,14 +188,20 @@ class Agent:
             rules=len(config.rules),
             restored_events=len(self._restored),
         )
+        if not config.rules:
+            self.log.warning("no rules: every event is only logged and ignored")
         poller = asyncio.create_task(self._main(client, state, coordinator))
         stopper = asyncio.create_task(stop.wait())
         await asyncio.wait({poller, stopper}, return_when=asyncio.FIRST_COMPLETED)
         self._stopping = True
-        poller.cancel()
         stopper.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await poller
+        failure = poller.exception() if poller.done() and not poller.cancelled() else None
+        if failure is None:
+            poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await poller
+        else:
+            self.log.error("agent failed", error=f"{type(failure).__name__}: {failure}")
         await self._shutdown()
         await client.aclose()
         if coordinator is not None:
@@ -202,6 +210,8 @@ class Agent:
             await self.health.close()
         state.close()
         self.log.info("agent stopped")
+        if failure is not None:
+            raise AgentError(f"{type(failure).__name__}: {failure}") from failure
 
     async def _identify(self, client: AsyncScheduledEventsClient) -> str:
         """The VM's name: instance metadata's compute.name, else ``vm_name`` of the config."""

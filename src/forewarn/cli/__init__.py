@@ -14,6 +14,7 @@ from ..server.config import DEFAULT_CONTROL_BIND
 from ..vmcli import VM_COMMANDS, with_endpoint_url
 from .control import COMMANDS as CONTROL_COMMANDS
 from .errors import OneLineErrors
+from .fleet import fleet
 from .serve import serve
 from .status import status
 
@@ -57,6 +58,7 @@ def main(ctx: click.Context, control_url: str, token: str | None) -> None:
 main.add_command(serve)
 main.add_command(status)  # who leads a scaled-out fleet
 main.add_command(agent)
+main.add_command(fleet)  # write and check fleet files
 for _command in CONTROL_COMMANDS:
     main.add_command(with_endpoint_url(_command))  # events/approve --url: a metadata endpoint
 for _command in VM_COMMANDS:

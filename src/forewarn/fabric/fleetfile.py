@@ -1,11 +1,13 @@
 """Fleet files: a YAML description of scopes and VMs, turned into a Topology.
 
-The schema is msgspec Structs, so a mistake is reported with its path
-(``$.scopes[1].update_domains``) instead of surfacing later as a KeyError; the checks
-msgspec cannot express say where too, and every error names where the fleet came from
-(the file, or the database that stored it). Anything the file leaves out (hosts, domains,
-addresses, ports) is assigned deterministically (``layout``), so the same file always
-yields the same fleet.
+The format is the msgspec Structs below: they validate a file, and the JSON Schema that
+editors and ``forewarn fleet schema`` use is generated from them (``fleet_schema``), so
+the documentation cannot drift from the parser. A mistake is reported with its path
+(``$.scopes[1].update_domains``) and, for a file, its line, instead of surfacing later as
+a KeyError; the checks msgspec cannot express say where too, and every error names where
+the fleet came from (the file, or the database that stored it). Anything the file leaves
+out (hosts, domains, addresses, ports) is assigned deterministically (``layout``), so the
+same file always yields the same fleet.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 import yaml
@@ -21,15 +23,18 @@ import yaml
 from .errors import FleetError
 from .layout import HostAssigner, assign_addresses, normalize_address, parse_prefix
 from .topology import VM, Scope, ScopeKind, ScopePolicy, Topology
-from .yamlfile import YamlError, read_yaml
+from .yamlfile import YamlError, line_of, read_yaml
 
 __all__ = [
+    "EXAMPLE_FLEETS",
     "MAX_VMS",
     "FleetSpec",
     "build_topology",
     "demo_fleet",
+    "example_fleet_text",
     "fleet_from_builtins",
     "fleet_origin",
+    "fleet_schema",
     "fleet_to_builtins",
     "load_fleet_file",
 ]
@@ -37,63 +42,187 @@ __all__ = [
 #: A typo such as ``vms: 100000000`` should be one clear line, not an exhausted machine.
 MAX_VMS = 1_000_000
 
+#: Commented example fleets shipped in the package (``forewarn fleet init --example``):
+#: name → (file in this package, what it shows).
+EXAMPLE_FLEETS: dict[str, tuple[str, str]] = {
+    "demo": ("demo-fleet.yaml", "the built-in demo fleet: one scope of every kind on 4 hosts"),
+    "aks": ("fleets/aks.yaml", "an AKS-like node pool: a scale set in several placement groups"),
+    "three-tier": ("fleets/three-tier.yaml", "a 3-tier app over availability sets"),
+    "thousand": ("fleets/thousand.yaml", "1,000 VMs in scale sets and availability sets"),
+}
 
-class VmSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, gc=False):
-    """One VM written out by hand (or named from a count); anything omitted is assigned.
 
-    ``gc=False``: plain values only, and a big fleet makes one per VM.
+def _doc(text: str, **schema: Any) -> msgspec.Meta:
+    """A field's description and schema-only bounds.
+
+    The bounds go to the JSON Schema alone (``extra_json_schema``): the checks in
+    ``_build`` stay the ones that run, so their messages (which say why) are kept.
     """
+    return msgspec.Meta(description=text, extra_json_schema=schema or None)
 
-    name: str
-    host: str | None = None
-    update_domain: int | None = None
-    fault_domain: int | None = None
-    zone: str | None = None
-    address: str | None = None
-    port: int | None = None
-    spot: bool | None = None
+
+_Domain = Annotated[int | None, _doc("Its domain (0-based); default: round robin.", minimum=0)]
+
+
+# gc=False: plain values only, and a big fleet makes one per VM.
+class VmSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, gc=False):
+    """One VM written out by hand; anything left out is assigned."""
+
+    name: Annotated[str, _doc("The VM's name (a role instance's, in a cloud service).")]
+    host: Annotated[str | None, _doc("Host it runs on; default: assigned round robin.")] = None
+    update_domain: _Domain = None
+    fault_domain: _Domain = None
+    zone: Annotated[str | None, _doc("Availability zone; default: the scope's zones in turn.")] = (
+        None
+    )
+    address: Annotated[
+        str | None, _doc("Loopback address it answers on; default: the next 127.1.x.y.")
+    ] = None
+    port: Annotated[
+        int | None,
+        _doc("A port of its own, answered whatever the source address.", minimum=1, maximum=65535),
+    ] = None
+    spot: Annotated[bool | None, _doc("A Spot VM (Preempt events); default: the scope's.")] = None
 
 
 class TerminateSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """Terminate notifications of a scale set."""
+    """Terminate notifications of a scale set (Terminate events on scale-in)."""
 
-    enabled: bool = True
-    timeout_minutes: int = 5
+    enabled: Annotated[bool, _doc("Whether deleting an instance announces it.")] = True
+    timeout_minutes: Annotated[
+        int, _doc("The notice a Terminate event gives.", minimum=5, maximum=15)
+    ] = 5
 
 
 class ScopeSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """One scope; ``vms`` is a count (names generated) or explicit VMs."""
+    """One scope: who sees whose events (a standalone VM, an availability set, a scale
+    set's placement groups, or a cloud service)."""
 
-    kind: Literal["standalone", "availability_set", "scale_set", "cloud_service"]
-    name: str
-    vms: int | list[VmSpec] | None = None
-    roles: dict[str, int] | None = None
-    update_domains: int = 5
-    fault_domains: int = 2
-    placement_groups: int = 1
-    zones: list[str] | None = None
-    spot: bool = False
-    gpu: bool = False
-    terminate_notification: TerminateSpec | None = None
-    auto_approve: list[Literal["reboot", "redeploy"]] | None = None
-    preview_limit: bool = False
+    kind: Annotated[
+        Literal["standalone", "availability_set", "scale_set", "cloud_service"],
+        _doc("What kind of scope."),
+    ]
+    name: Annotated[str, _doc("The scope's name; generated VM names start with it.")]
+    vms: Annotated[
+        int | list[VmSpec] | None,
+        _doc(
+            "How many VMs (named NAME-0… in an availability set, NAME_0… in a scale set), "
+            "or the VMs written out. A standalone scope is one VM called NAME.",
+            minimum=1,
+        ),
+    ] = None
+    roles: Annotated[
+        dict[str, int] | None,
+        _doc("A cloud service's roles and instance counts, e.g. {FrontEnd: 2}."),
+    ] = None
+    update_domains: Annotated[
+        int, _doc("Update domains; platform maintenance walks them one at a time.", minimum=1)
+    ] = 5
+    fault_domains: Annotated[int, _doc("Fault domains.", minimum=1)] = 2
+    placement_groups: Annotated[
+        int,
+        _doc("A scale set's placement groups: each is a scope of its own (NAME/pg0…).", minimum=1),
+    ] = 1
+    zones: Annotated[list[str] | None, _doc("Availability zones, given to VMs in turn.")] = None
+    spot: Annotated[bool, _doc("Spot VMs (Preempt on eviction).")] = False
+    gpu: Annotated[
+        bool, _doc("A GPU scale set: with fault_domains 1, each VM sees only its own events.")
+    ] = False
+    terminate_notification: Annotated[
+        TerminateSpec | None, _doc("A scale set's terminate notifications (scale-in).")
+    ] = None
+    auto_approve: Annotated[
+        list[Literal["reboot", "redeploy"]] | None,
+        _doc("User operations whose events are created Started (no notice)."),
+    ] = None
+    preview_limit: Annotated[
+        bool, _doc("At most 10 simultaneous user operations (the 2017 preview limit).")
+    ] = False
 
 
+# dict=True only so that a spec can remember where it came from (never stored).
 class FleetSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, dict=True):
-    """A whole fleet file (``dict=True`` only so it can remember its origin, unstored)."""
+    """A forewarn fleet file: the scopes and VMs of a simulated Azure fleet."""
 
-    scopes: list[ScopeSpec]
-    location: str = "westeurope"
-    hosts: int | None = None
-    default_vm: str | None = None
-    address_prefix: str = "127.1"
-    port_base: int | None = None
+    scopes: Annotated[list[ScopeSpec], _doc("The fleet's scopes, in order.", minItems=1)]
+    location: Annotated[str, _doc("Azure region shown in instance metadata.")] = "westeurope"
+    hosts: Annotated[
+        int | None,
+        _doc("Hosts VMs are spread over (at least; the pool grows when needed).", minimum=1),
+    ] = None
+    default_vm: Annotated[
+        str | None, _doc("The VM a plain request (from 127.0.0.1) speaks as; default: the first.")
+    ] = None
+    address_prefix: Annotated[
+        str,
+        _doc("First two octets of automatic addresses.", pattern=r"^\d{1,3}\.\d{1,3}$"),
+    ] = "127.1"
+    port_base: Annotated[
+        int | None,
+        _doc("VM i also answers on port port_base + i.", minimum=1, maximum=65535),
+    ] = None
+
+
+def fleet_schema() -> dict[str, Any]:
+    """The JSON Schema of fleet files, generated from the Structs that parse them."""
+    schema = msgspec.json.schema(FleetSpec)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "forewarn fleet file",
+        **schema,
+    }
+
+
+def example_fleet_text(name: str) -> str:
+    """The commented YAML of a shipped example fleet (``EXAMPLE_FLEETS``)."""
+    try:
+        file, _ = EXAMPLE_FLEETS[name]
+    except KeyError:
+        known = ", ".join(EXAMPLE_FLEETS)
+        raise FleetError(f"no example fleet called {name!r}; known: {known}") from None
+    return resources.files(__package__).joinpath(file).read_text(encoding="utf-8")
 
 
 def fleet_origin(spec: FleetSpec) -> str:
     """Where ``spec`` came from (``fleet file x.yaml``, …), for error messages."""
     origin: str = spec.__dict__.get("origin", "fleet")
     return origin
+
+
+class _Located(FleetError):
+    """A fleet mistake and the path of the entry it is about (``$.scopes[0].name``).
+
+    The path is in the message when it helps a reader (``- at `…` ``); for the others
+    (a duplicate name) it only finds the line.
+    """
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+_PATH_IN_MESSAGE = re.compile(r" - at `(\$[^`]*)`$")
+_UNKNOWN_FIELD = re.compile(r"^Object contains unknown field `([^`]+)`")
+
+
+def _path_of(exc: Exception) -> str | None:
+    """The path an error is about: its own, or the one msgspec wrote in its message."""
+    if isinstance(exc, _Located):
+        return exc.path
+    message = str(exc)
+    found = _PATH_IN_MESSAGE.search(message)
+    path = found.group(1) if found else None
+    unknown = _UNKNOWN_FIELD.match(message)
+    if unknown:  # msgspec names the object; the line is the unknown key's
+        return f"{path or '$'}.{unknown.group(1)}"
+    return path
+
+
+def _where(origin: str, source: str | None, exc: Exception) -> str:
+    """``fleet file x.yaml, line 7`` when the file and the entry's line are known."""
+    path = _path_of(exc)
+    line = line_of(source, path) if source is not None and path is not None else None
+    return origin if line is None else f"{origin}, line {line}"
 
 
 def load_fleet_file(path: str | Path) -> FleetSpec:
@@ -104,16 +233,21 @@ def load_fleet_file(path: str | Path) -> FleetSpec:
         raise FleetError(f"cannot read fleet file {path}: {exc.strerror or exc}") from None
     except YamlError as exc:
         raise FleetError(f"fleet file {exc}") from None
-    return fleet_from_builtins(raw, origin=f"fleet file {path}")
+    return fleet_from_builtins(raw, origin=f"fleet file {path}", source=str(path))
 
 
-def fleet_from_builtins(raw: Any, origin: str = "fleet") -> FleetSpec:
-    """Validate plain data (from YAML, JSON or the database) as a fleet."""
+def fleet_from_builtins(raw: Any, origin: str = "fleet", source: str | None = None) -> FleetSpec:
+    """Validate plain data (from YAML, JSON or the database) as a fleet.
+
+    ``source``: the file the data was read from, so that errors (here and in
+    ``build_topology``) name the line of the entry they are about.
+    """
     try:
         spec = msgspec.convert(raw, FleetSpec)
     except msgspec.ValidationError as exc:
-        raise FleetError(f"{origin}: {exc}") from None
+        raise FleetError(f"{_where(origin, source, exc)}: {exc}") from None
     spec.__dict__["origin"] = origin
+    spec.__dict__["source"] = source
     return spec
 
 
@@ -131,7 +265,7 @@ def demo_fleet() -> FleetSpec:
 
 def _error(message: str, path: str) -> FleetError:
     """An error that says where in the file, in msgspec's notation (``$.scopes[1].vms``)."""
-    return FleetError(f"{message} - at `{path}`")
+    return _Located(f"{message} - at `{path}`", path)
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
@@ -235,7 +369,8 @@ def build_topology(spec: FleetSpec) -> Topology:
     try:
         return _build(spec)
     except FleetError as exc:
-        raise FleetError(f"{fleet_origin(spec)}: {exc}") from None
+        source = spec.__dict__.get("source")
+        raise FleetError(f"{_where(fleet_origin(spec), source, exc)}: {exc}") from None
 
 
 def _build(spec: FleetSpec) -> Topology:
@@ -316,12 +451,66 @@ def _build(spec: FleetSpec) -> Topology:
                     f"placement group {scope_id!r} would hold no VM", where + ".placement_groups"
                 )
             scopes.append(Scope(scope_id, kind, tuple(names), policy, uds, fds))
-    if explicit_hosts:  # automatic hosts never break the rule; hosts from the file may
-        _check_hosts(vms)
-    default = spec.default_vm
-    if default and not any(vm.name == default for vm in vms):
-        raise _error(f"default VM {default!r} is not in the fleet", "$.default_vm")
-    return Topology(scopes, vms, default or vms[0].name)
+    try:
+        if explicit_hosts:  # automatic hosts never break the rule; hosts from the file may
+            _check_hosts(vms)
+        default = spec.default_vm
+        if default and not any(vm.name == default for vm in vms):
+            raise _error(f"default VM {default!r} is not in the fleet", "$.default_vm")
+        return Topology(scopes, vms, default or vms[0].name)
+    except _Located:
+        raise
+    except FleetError as exc:  # about two VMs: the second one's entry has the line
+        path = _second_entry(exc, vms, spec.scopes, vm_lists, wheres)
+        raise exc if path is None else _Located(str(exc), path) from None
+
+
+def _second_entry(
+    exc: FleetError,
+    vms: list[VM],
+    scopes: list[ScopeSpec],
+    vm_lists: list[list[VmSpec]],
+    wheres: list[str],
+) -> str | None:
+    """The entry of the VM that clashes with an earlier one (searched only on an error, in
+    the order ``_check_hosts`` and ``Topology`` check), as a path."""
+    message = str(exc)
+    checks: list[tuple[str, Any]] = [
+        ("host", lambda vm: (vm.host, vm.scope_id)),
+        ("name", lambda vm: vm.name.lower()),
+        ("address", lambda vm: vm.address),
+        ("port", lambda vm: vm.port),
+    ]
+    for field, key in checks:
+        if field == "host" and not message.startswith("host "):
+            continue
+        seen: dict[Any, VM] = {}
+        for index, vm in enumerate(vms):
+            if field == "port" and vm.port is None:
+                continue
+            other = seen.setdefault(key(vm), vm)
+            clash = other.update_domain != vm.update_domain if field == "host" else other is not vm
+            if clash:
+                return _entry_path(index, scopes, vm_lists, wheres, field)
+    return None
+
+
+def _entry_path(
+    index: int,
+    scopes: list[ScopeSpec],
+    vm_lists: list[list[VmSpec]],
+    wheres: list[str],
+    field: str,
+) -> str:
+    """The path of the fleet's VM number ``index``: its own entry when written out, else
+    its scope's (names made from a count come from the scope's name)."""
+    for scope, vm_specs, where in zip(scopes, vm_lists, wheres, strict=True):
+        if index < len(vm_specs):
+            if isinstance(scope.vms, list):
+                return f"{where}.vms[{index}].{field}"
+            return f"{where}.name" if field == "name" else where
+        index -= len(vm_specs)
+    return "$"
 
 
 def _explicit_addresses(vm_lists: list[list[VmSpec]], wheres: list[str]) -> list[str | None]:

@@ -29,13 +29,11 @@ from ..fabric import (
     CATALOGUE,
     ClockError,
     Conflict,
-    EventRecord,
     Fabric,
     FabricError,
     InvalidOperation,
     InvalidTransition,
     NotFoundError,
-    OperationRecord,
     OperationRequest,
     StoreUnavailable,
 )
@@ -45,12 +43,11 @@ from .schemas import (
     ActionBody,
     AdvanceBody,
     ClockOut,
-    EventOut,
     OperationBody,
-    OperationOut,
     VmOut,
 )
 from .security import AccessGuard, HostPolicy
+from .views import crash, ended_out, event_out, http_error, json_error, operation_out
 
 __all__ = ["ControlApp"]
 
@@ -83,10 +80,6 @@ def _json(data: Any, status: int = 200) -> Response:
     return Response(msgspec.json.encode(data), status, media_type="application/json")
 
 
-def _error(message: str, status: int) -> Response:
-    return _json({"error": message}, status)
-
-
 def _guard(handler: Handler) -> Handler:
     """Turn fabric and body errors into clear 4xx answers."""
 
@@ -96,12 +89,12 @@ def _guard(handler: Handler) -> Handler:
                 _require_json(request)
             return await handler(request)
         except _NotJson as exc:
-            return _error(str(exc), 415)
+            return json_error(str(exc), 415)
         except _BadRequest as exc:
-            return _error(str(exc), 400)
+            return json_error(str(exc), 400)
         except FabricError as exc:
             status = next(code for kind, code in _ERROR_STATUS if isinstance(exc, kind))
-            return _error(str(exc), status)
+            return json_error(str(exc), status)
 
     return wrapped
 
@@ -150,44 +143,6 @@ def _int_param(request: Request, name: str, default: int) -> int:
     return number
 
 
-def event_out(event: EventRecord) -> EventOut:
-    """The API view of an event."""
-    return EventOut(
-        id=event.id,
-        operation_id=event.operation_id,
-        scope=event.scope_id,
-        type=event.event_type.value,
-        source=event.source.value,
-        status=event.status.value,
-        resources=list(event.resources),
-        description=event.description,
-        duration_seconds=event.duration_seconds,
-        created_at=event.created_at,
-        not_before=None if event.started_at is not None else event.not_before,
-        approved_by=event.approved_by,
-        started_at=event.started_at,
-    )
-
-
-def operation_out(op: OperationRecord) -> OperationOut:
-    """The API view of an operation."""
-    return OperationOut(
-        id=op.id,
-        kind=op.kind,
-        target=op.target,
-        vms=list(op.vms),
-        state=op.state.value,
-        created_at=op.created_at,
-        not_before=op.not_before,
-        started_at=op.started_at,
-        ended_at=op.ended_at,
-        remove_at=op.remove_at,
-        event_ids=list(op.event_ids),
-        unnotified=list(op.unnotified),
-        rollout_id=op.rollout_id,
-    )
-
-
 def _route(path: str, **handlers: Handler) -> Route:
     """One route per path, so that a 405 names every method the path serves."""
     by_method = {method.upper(): _guard(handler) for method, handler in handlers.items()}
@@ -197,33 +152,6 @@ def _route(path: str, **handlers: Handler) -> Route:
         return await by_method[method](request)
 
     return Route(path, endpoint, methods=list(by_method))
-
-
-async def _http_error(request: Request, exc: Exception) -> Response:
-    """Routing errors (404, 405) in the API's JSON error shape."""
-    assert isinstance(exc, HTTPException)
-    headers = dict(exc.headers or {})
-    if exc.status_code == 404:
-        message = f"no such route: {request.url.path} (the API is under /api/v1; see /openapi.json)"
-    elif exc.status_code == 405:
-        allowed = sorted({m.strip() for m in headers.get("Allow", "").split(",") if m.strip()})
-        headers["Allow"] = ", ".join(allowed)
-        message = (
-            f"{request.method} is not allowed on {request.url.path}; allowed: {headers['Allow']}"
-        )
-    else:
-        message = str(exc.detail)
-    return Response(
-        msgspec.json.encode({"error": message}),
-        exc.status_code,
-        headers=headers,
-        media_type="application/json",
-    )
-
-
-async def _crash(request: Request, exc: Exception) -> Response:
-    """A fault of the server itself; details go to the log, not to the client."""
-    return _error("internal server error; the server log has the details", 500)
 
 
 class ControlApp:
@@ -270,7 +198,7 @@ class ControlApp:
         self.asgi = Starlette(
             routes=routes,
             middleware=[guard, *middleware],
-            exception_handlers={HTTPException: _http_error, Exception: _crash},
+            exception_handlers={HTTPException: http_error, Exception: crash},
         )
 
     async def index(self, request: Request) -> Response:
@@ -364,13 +292,15 @@ class ControlApp:
         elif action == "cancel":
             canceled = fabric.cancel_event(event_id)
             await fabric.durable()
-            return _json(_ended(canceled, "Canceled"))
+            return _json(ended_out(canceled, "Canceled"))
         elif action == "complete":
             completed = fabric.complete_event(event_id)
             await fabric.durable()
-            return _json(_ended(completed, "Completed"))
+            return _json(ended_out(completed, "Completed"))
         else:
-            return _error(f"unknown action {action!r}; use approve, start, cancel or complete", 404)
+            return json_error(
+                f"unknown action {action!r}; use approve, start, cancel or complete", 404
+            )
         await fabric.durable()  # answered once written: what we say happened, happened
         return _json(event_out(fabric.event(event_id)))
 
@@ -449,10 +379,3 @@ class ControlApp:
             newest=newest,
         )
         return _json(entries)
-
-
-def _ended(event: EventRecord, status: str) -> dict[str, Any]:
-    """A removed event's last view, with how it ended."""
-    out: dict[str, Any] = msgspec.to_builtins(event_out(event))
-    out["status"] = status
-    return out

@@ -130,6 +130,8 @@ class LeaderSession:
         """End the session (which releases the lock)."""
         if self._conn is not None:
             with contextlib.suppress(psycopg.Error):
+                if not self._conn.closed:  # released now, not when the backend notices
+                    self._conn.execute("SELECT pg_advisory_unlock_all()")
                 self._conn.close()
             self._conn = None
 

@@ -202,4 +202,4 @@ def test_the_leader_dies_mid_rollout_and_another_process_finishes_it(
         assert incarnations, f"{vm.name} saw nothing: {vm.errors}"
         assert incarnations == sorted(incarnations), f"{vm.name} saw an incarnation go back"
         assert len({index for index, _ in vm.seen}) >= 2, f"{vm.name} used one front-end only"
-    assert any(vm.approved for vm in vms)
+    assert any(vm.approved for vm in vms), {vm.name: vm.errors for vm in vms}

@@ -16,6 +16,8 @@ import pytest
 
 from forewarn.contract import EventStatus
 from forewarn.fabric import Clock, Fabric, OperationRequest, StoreUnavailable
+from forewarn.imds import Endpoint, ImdsSettings, Request
+from forewarn.imds.endpoint import CATCH_UP_SECONDS
 from forewarn.server.relay import PostgresRelay, apply_requests
 from forewarn.server.replication import Replicator
 from forewarn.store.postgres import PostgresStore
@@ -212,3 +214,52 @@ async def test_a_front_end_behind_waits_for_the_incarnation_a_vm_saw_elsewhere(
     assert view.incarnation == wanted
     stale = await p.follower.view_at_least("web", wanted + 5, 0.2)  # bounded
     assert stale.incarnation == wanted
+
+
+def _request(vm_address: str, method: str, body: bytes = b"", etag: int | None = None) -> Request:
+    headers = [(b"metadata", b"true")]
+    if etag is not None:
+        headers.append((b"if-none-match", b'"%d"' % etag))
+    return Request(
+        method=method, path="/metadata/scheduledevents", query=b"api-version=2020-07-01",
+        headers=headers, client=vm_address, local_port=None, body=body,
+    )  # fmt: skip
+
+
+async def test_an_endpoint_behind_answers_what_a_vm_saw_elsewhere_once_caught_up(
+    pair: Callable[..., Pair],
+) -> None:
+    p = pair()
+    endpoint = Endpoint(p.follower, ImdsSettings(rate_limit=None))
+    event = live(p.leader, submit(p.leader, "user-reboot", "web-0"))[0]
+    seen = p.leader.view("web").incarnation  # what web-3 got from the leader's front-end
+    web3 = p.follower.topology.vm("web-3").address
+    poll = endpoint.handle(_request(web3, "GET", etag=seen))
+    body = b'{"StartRequests":[{"EventId":"%s"}]}' % event.id.encode()
+    post = endpoint.handle(_request(web3, "POST", body))
+    assert poll.wait is not None and post.wait is not None  # not answered from a stale view
+    poll_answer, post_answer = asyncio.ensure_future(poll.wait), asyncio.ensure_future(post.wait)
+    await asyncio.sleep(0.1)
+    assert not poll_answer.done() and not post_answer.done()
+    p.start()
+    assert (await asyncio.wait_for(poll_answer, 20)).status == 304
+    assert ((await asyncio.wait_for(post_answer, 20)).status, p.tables.pending()[0][0].vm) == (
+        200,
+        "web-3",
+    )
+
+
+async def test_an_approval_of_an_event_nobody_shows_is_refused_after_the_catch_up_wait(
+    pair: Callable[..., Pair],
+) -> None:
+    p = pair()
+    p.start()
+    endpoint = Endpoint(p.follower, ImdsSettings(rate_limit=None))
+    web3 = p.follower.topology.vm("web-3").address
+    started = asyncio.get_running_loop().time()
+    post = endpoint.handle(_request(web3, "POST", b'{"StartRequests":[{"EventId":"NOPE"}]}'))
+    assert post.wait is not None
+    answer = await asyncio.wait_for(post.wait, 20)
+    assert answer.status == 400 and b"is not a scheduled event of this VM" in answer.body
+    assert asyncio.get_running_loop().time() - started >= CATCH_UP_SECONDS * 0.9
+    assert p.tables.pending()[0] == []  # no approval recorded

@@ -72,6 +72,14 @@ class ImdsSettings:
     max_connections_per_address: int = 256
 
 
+class _NotSeenHereYet(Exception):
+    """An approval names an event this front-end of a scaled-out fleet does not show."""
+
+    def __init__(self, ids: list[str]) -> None:
+        super().__init__("not seen here yet")
+        self.ids = ids
+
+
 class _Abort(Exception):
     """Carries an error reply out of deep request handling."""
 
@@ -265,6 +273,9 @@ class Endpoint:
         if method == "POST":
             try:
                 self._approve(vm, request.body, version)
+            except _NotSeenHereYet as pending:  # shown by a front-end ahead of this one
+                later = self._approve_once_seen(vm, pending.ids, version, delay)
+                return Reply(200, b"", wait=later)
             except _Abort as abort:
                 if not delay:
                     raise
@@ -307,11 +318,36 @@ class Endpoint:
     def _approve(self, vm: VM, body: bytes, version: ApiVersion) -> None:
         try:
             ids = parse_start_requests(body)
+        except StartRequestError as exc:
+            raise _Abort(Reply(400, error_body(str(exc)))) from None
+        try:
             self.fabric.approve(vm, ids, event_types=version.event_types)
-        except (StartRequestError, EventNotVisible) as exc:
+        except EventNotVisible as exc:
+            if self.fabric.replicated:
+                raise _NotSeenHereYet(ids) from None
             raise _Abort(Reply(400, error_body(str(exc)))) from None
         except StoreUnavailable as exc:
             raise _Abort(Reply(503, error_body(str(exc)))) from None
+
+    async def _approve_once_seen(
+        self, vm: VM, ids: list[str], version: ApiVersion, delay: float
+    ) -> Reply:
+        """In a scaled-out fleet, an approval of an event this front-end does not show yet
+        (the VM saw it on another one) is checked again as the view catches up, for at most
+        ``CATCH_UP_SECONDS``; then it is refused as on a single server."""
+        deadline = monotonic() + CATCH_UP_SECONDS
+        while True:
+            incarnation = self.fabric.view(vm.scope_id).incarnation
+            try:
+                self.fabric.approve(vm, ids, event_types=version.event_types)
+                break
+            except EventNotVisible as exc:
+                remaining = deadline - monotonic()
+                if remaining <= 0:
+                    return Reply(400, error_body(str(exc)), delay=delay)
+                await self.fabric.view_at_least(vm.scope_id, incarnation + 1, remaining)
+        await self.fabric.durable()
+        return Reply(200, b"", delay=delay)
 
     async def _once_durable(self, reply: Reply) -> Reply:
         """``reply``, once every change made so far (this approval included) is durable;

@@ -92,8 +92,11 @@ class Fleet:
 
 
 @pytest.fixture
-def fleet(start_server: Callable[..., ServerProcess]) -> Fleet:
+def fleet(tmp_path: Path) -> Iterator[Fleet]:
     """The demo fleet on a virtual clock, every scope's Scheduled Events on."""
-    return Fleet(
-        start_server(["--clock", "virtual", "--rate-limit", "0", "--enablement", "always"])
-    )
+    args = ["--clock", "virtual", "--rate-limit", "0", "--enablement", "always"]
+    server = ServerProcess(tmp_path / "forewarn.db", args)
+    try:
+        yield Fleet(server.start(timeout=90))  # generous: a busy machine starts slowly
+    finally:
+        server.stop()

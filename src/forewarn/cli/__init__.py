@@ -15,6 +15,7 @@ from ..vmcli import VM_COMMANDS, with_endpoint_url
 from .control import COMMANDS as CONTROL_COMMANDS
 from .errors import OneLineErrors
 from .fleet import fleet
+from .replay import replay
 from .serve import serve
 from .status import status
 
@@ -59,6 +60,7 @@ main.add_command(serve)
 main.add_command(status)  # who leads a scaled-out fleet
 main.add_command(agent)
 main.add_command(fleet)  # write and check fleet files
+main.add_command(replay)  # serve recorded documents again
 for _command in CONTROL_COMMANDS:
     main.add_command(with_endpoint_url(_command))  # events/approve --url: a metadata endpoint
 for _command in VM_COMMANDS:

@@ -9,6 +9,7 @@ import click
 import yaml
 
 from ..fabric import FabricError, YamlError, read_yaml
+from ..imds.record import RecordError, check_record_path
 from ..server import (
     ConfigError,
     ServeConfig,
@@ -156,6 +157,13 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
     help="When a scope's Scheduled Events are on (Azure: after its first request).",
 )
 @click.option(
+    "--record",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Append every document served to each VM, whenever it changes, to this JSON-lines "
+    "file (with how often each was served); `forewarn replay` plays it back.",
+)
+@click.option(
     "--log-format",
     type=click.Choice(["console", "json"]),
     default="console",
@@ -182,8 +190,10 @@ def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> Non
     if config.workers > 1:
         sys.exit(run_workers(config))
     try:  # nothing is created until every listener is bound
+        if config.record is not None:
+            check_record_path(config.record)
         prepared = prepare(config)
-    except (FabricError, StoreError) as exc:
+    except (FabricError, StoreError, RecordError) as exc:
         fail(str(exc))
     try:
         listeners = bind_listeners(config, prepared.topology)
@@ -192,7 +202,7 @@ def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> Non
         fail(str(exc))
     try:
         runtime = build_runtime(config, prepared=prepared)
-    except (FabricError, StoreError) as exc:
+    except (FabricError, StoreError, RecordError) as exc:
         listeners.close()
         fail(str(exc))
 

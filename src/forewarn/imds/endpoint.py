@@ -40,6 +40,7 @@ from .identity import VmResolver
 from .instance import INSTANCE_VERSIONS, instance_document
 from .messages import TEXT, Reply, Request
 from .ratelimit import RateLimiter
+from .record import DocumentRecorder
 
 log = logging.getLogger(__name__)
 
@@ -203,8 +204,10 @@ class Endpoint:
         settings: ImdsSettings | None = None,
         *,
         on_response: Callable[[str, int], None] | None = None,
+        recorder: DocumentRecorder | None = None,
     ) -> None:
-        """``on_response(route, status)`` sees every reply; route is a known path or "other"."""
+        """``on_response(route, status)`` sees every reply; route is a known path or "other".
+        ``recorder`` is told every document served (``forewarn serve --record``)."""
         self.fabric = fabric
         self.settings = settings or ImdsSettings()
         self._resolver = VmResolver(fabric.topology)
@@ -212,6 +215,7 @@ class Endpoint:
         rate = self.settings.rate_limit
         self._limiter = RateLimiter(rate, monotonic) if rate else None
         self._on_response = on_response
+        self._recorder = recorder
         self._targets: dict[tuple[str, bytes], _Target] = {}
 
     def handle(self, request: Request) -> Reply:
@@ -302,6 +306,8 @@ class Endpoint:
         delay: float,
     ) -> Reply:
         reply = self._cache.reply(view, vm, version)
+        if self._recorder is not None:
+            self._recorder.served(vm.name, version.name, view.incarnation, reply)
         if if_none_match is not None and _etag_matches(if_none_match, view.incarnation):
             return Reply(304, b"", reply.headers, delay=delay)
         return replace(reply, delay=delay) if delay else reply

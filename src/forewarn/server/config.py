@@ -74,6 +74,8 @@ class ServeConfig:
     imds_body_timeout: float = 30.0
     imds_max_connections_per_address: int = 256
     enablement: Literal["on-first-request", "always"] = "on-first-request"
+    #: Append every document served to each VM, when it changes, to this JSON-lines file.
+    record: str | None = None
     log_format: Literal["console", "json"] = "console"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
@@ -109,6 +111,8 @@ class ServeConfig:
             raise ConfigError("--workers must be 1 to 64")
         if self.workers > 1 and self.store is None:
             raise ConfigError("--workers needs --store postgresql://...: workers share its state")
+        if self.workers > 1 and self.record is not None:
+            raise ConfigError("--record needs --workers 1: one process writes the file")
         if self.workers > 1 and 0 in [port for _, port in binds]:
             raise ConfigError("--workers needs fixed ports: every worker listens on the same ones")
         host, _ = parse_bind(self.control_bind)

@@ -40,6 +40,7 @@ from ..fabric import (
     load_fleet_file,
 )
 from ..imds import Endpoint, EndpointMetrics, ImdsSettings, serve_endpoint
+from ..imds.record import DocumentRecorder
 from ..store import SQLiteStore, StoreError, ThreadedJournal
 from .config import ServeConfig, parse_bind
 
@@ -83,9 +84,12 @@ class Runtime:
     control: ControlApp
     registry: CollectorRegistry
     cluster: Cluster | None = None
+    recorder: DocumentRecorder | None = None
 
     def close(self) -> None:
         """Write what is queued, then release the database."""
+        if self.recorder is not None:
+            self.recorder.close()
         self.fabric.close()
         self.store.close()
 
@@ -223,6 +227,7 @@ def build_runtime(
     )
     registry = CollectorRegistry()
     metrics = EndpointMetrics(registry)
+    recorder = DocumentRecorder(config.record, clock.now) if config.record else None
     endpoint = Endpoint(
         fabric,
         ImdsSettings(
@@ -233,6 +238,7 @@ def build_runtime(
             max_connections_per_address=config.imds_max_connections_per_address,
         ),
         on_response=metrics.observe,
+        recorder=recorder,
     )
     cluster = _cluster(fabric, store, clock, registry) if clustered else None
     forwarding = [] if cluster is None else [Middleware(_forwarding(), cluster=cluster)]
@@ -243,7 +249,9 @@ def build_runtime(
         hosts=config.control_hosts,
         middleware=forwarding,
     )
-    return Runtime(config, clock, store, topology, fabric, endpoint, control, registry, cluster)
+    return Runtime(
+        config, clock, store, topology, fabric, endpoint, control, registry, cluster, recorder
+    )
 
 
 def _cluster(

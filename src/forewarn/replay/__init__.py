@@ -1,0 +1,33 @@
+"""Replaying recorded or captured Scheduled Events documents to a VM, with their timing.
+
+``forewarn serve --record`` writes what each VM was served (``forewarn.imds.record``);
+``forewarn replay`` reads such a file, or a capture of real payloads, and serves one VM's
+documents again on the endpoint's own transport, as fast or slow as ``--time-scale`` says.
+"""
+
+from .player import ReplayEndpoint, shift_not_before
+from .recording import (
+    CAPTURED,
+    Frame,
+    Recording,
+    RecordingError,
+    captured_text,
+    parse_recording,
+    read_recording,
+)
+from .serve import bind, describe, run_replay
+
+__all__ = [
+    "CAPTURED",
+    "Frame",
+    "Recording",
+    "RecordingError",
+    "ReplayEndpoint",
+    "bind",
+    "captured_text",
+    "describe",
+    "parse_recording",
+    "read_recording",
+    "run_replay",
+    "shift_not_before",
+]

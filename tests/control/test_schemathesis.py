@@ -29,7 +29,7 @@ schema = schemathesis.openapi.from_asgi(
 
 @schema.parametrize()
 @settings(
-    max_examples=20,
+    max_examples=15,
     deadline=None,
     suppress_health_check=list(HealthCheck),
     derandomize=True,

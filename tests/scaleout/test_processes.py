@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -214,3 +215,21 @@ def test_a_follower_forwards_the_callers_token(pg: PgDatabase, tmp_path: Path) -
         assert fleet.control(follower, "GET", "/api/v1/cluster").status_code == 401
     finally:
         fleet.stop()
+
+
+def test_the_store_comes_from_the_environment_and_its_password_is_never_shown() -> None:
+    env = {**os.environ, "FOREWARN_SERVE_STORE": "postgresql://fw:pa55@db.example:5432/fleet"}
+    out = subprocess.run(
+        [sys.executable, "-m", "forewarn", "serve", "--workers", "3", "--print-config"],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "store: postgresql://fw:***@db.example:5432/fleet" in out.stdout
+    assert "workers: 3" in out.stdout and "pa55" not in out.stdout
+    alone = subprocess.run(
+        [sys.executable, "-m", "forewarn", "serve", "--workers", "2", "--print-config"],
+        capture_output=True, text=True, timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "FOREWARN_SERVE_STORE"},
+    )  # fmt: skip
+    assert alone.returncode == 2
+    assert "--workers needs --store postgresql://" in alone.stderr

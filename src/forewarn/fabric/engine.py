@@ -8,6 +8,11 @@ the old state or the new one on disk, never half of each; a failed write changes
 
 Readers (``view``, ``events``, ``operations``...) see the published state only; the
 transitions (``submit``, ``approve``, timers...) build on the working state.
+
+In a scaled-out fleet only the leader's fabric writes. Every other one ``follow``s: it
+changes only by ``replicate`` (the leader's durable changes) or ``reload``, fires no timer,
+and sends a VM's approvals and requests through a ``Relay`` (``relay.py``); the leader
+applies them with ``approve_relayed`` and ``note_relayed_request``.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ the *published* state and the scope views that readers (the endpoint, the contro
 see. If a write fails, every change still in flight is rolled back out of the working
 state (they were built on the failed one) and their callers get ``StoreUnavailable``:
 nothing changed, and readers never saw any of it.
+
+A follower of a scaled-out fleet writes nothing: ``replicate`` applies what the leader
+made durable (with the leader's incarnations) and ``reload`` starts over from a snapshot.
 """
 
 from __future__ import annotations

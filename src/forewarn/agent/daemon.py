@@ -88,6 +88,7 @@ class Agent:
         self._last_ok: float | None = None
         self._stopping = False
         self.health: HealthServer | None = None
+        self.endpoint = ""
         try:
             self.handlers = build_handlers(config)
         except HandlerFailed as exc:
@@ -142,6 +143,7 @@ class Agent:
         inner = self._transport or httpx.AsyncHTTPTransport(
             local_address=self.config.local_address or None, verify=tls
         )
+        self.endpoint = url
         return AsyncScheduledEventsClient(
             url, api_version=self.config.api_version, transport=_Observed(inner, self._answered)
         )
@@ -182,7 +184,7 @@ class Agent:
         self._restored = {r.event_id: r for r in state.events(open_only=True)}
         self.log.info(
             "agent starting",
-            endpoint=client.url,
+            endpoint=self.endpoint,
             dry_run=config.dry_run,
             metrics=f"{self.health.host}:{self.health.port}" if self.health else None,
             rules=len(config.rules),

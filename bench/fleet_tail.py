@@ -59,6 +59,7 @@ __all__ = ["Run", "fleet_yaml", "main", "targets"]
 
 AVSET = "avset"
 GC_PROBE = Path(__file__).resolve().parent / "gcprobe"
+NOTICE, HOLD = 900.0, 600.0  # a platform reboot: 15 min notice, Started for 10 min
 MIB = 1024 * 1024
 
 
@@ -338,6 +339,13 @@ def print_report(runs: list[Run], args: argparse.Namespace, load: tuple[str, str
         f"enablement {args.enablement}, priority {args.priority}; "
         f"load average before {load[0]}, after {load[1]}"
     )
+    starts = args.rollout_at + NOTICE / args.time_scale
+    ends = starts + HOLD / args.time_scale
+    print(
+        f"in each forewarn window: rollout created at +{args.rollout_at:g} s, its first batch "
+        f"starts at +{starts:g} s (unless all approve), ends and the second batch is created "
+        f"at +{ends:g} s; then the VMs of the second batch approve"
+    )
     head = (
         f"{'run':>3} {'server':9} {'errors':>6} {'p50':>7} {'p99':>7} {'p99.9':>7} "
         f"{'max':>7} {'CPU':>5} {'RSS':>8} {'rate':>7} {'lag p99':>8} {'lag max':>8} "
@@ -365,7 +373,7 @@ def print_report(runs: list[Run], args: argparse.Namespace, load: tuple[str, str
     for r in runs:
         if r.server == "forewarn":
             stalls = ", ".join(f"{st['at_ms'] / 1000:.1f}s: {st['ms']:.0f}/{st['requests']}"
-                               for st in r.report.get("stalls", [])[:6])  # fmt: skip
+                               for st in (r.report.get("stalls") or [])[:6])  # fmt: skip
             print(f"  run {r.index}: {stalls or 'none over 10 ms'}")
     print("\ncollector pauses >= 1 ms in each forewarn window (second: generation/ms):")
     for r in runs:
@@ -399,7 +407,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--enablement", choices=["on-first-request", "always"], default="on-first-request"
     )
-    parser.add_argument("--rollout-at", type=float, default=5.0, help="seconds into the window")
+    parser.add_argument(
+        "--rollout-at",
+        type=float,
+        default=3.0,
+        help="seconds into the window (at the default scale its first batch starts 15 s "
+        "later and ends, the second batch created, 25 s later: inside a 30 s window)",
+    )
     parser.add_argument("--approve-every", type=int, default=4, help="every Kth VM of the set")
     parser.add_argument(
         "--max-lag-ms",

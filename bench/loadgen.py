@@ -295,6 +295,7 @@ class FleetgenRun:
     proc: subprocess.Popen[str]
     start: float
     stderr: list[str] = field(default_factory=list)
+    pump: threading.Thread | None = None
 
     @classmethod
     def launch(
@@ -340,7 +341,8 @@ class FleetgenRun:
                 lines.put(line)
             lines.put(None)
 
-        threading.Thread(target=pump, daemon=True).start()
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
         deadline = time.monotonic() + ready_timeout
         while time.monotonic() < deadline:
             try:
@@ -351,15 +353,19 @@ class FleetgenRun:
                 break
             if line.startswith("fleetgen: ready start="):
                 start = float(line.split("start=", 1)[1].split()[0])
-                return cls(proc, start, captured)
+                return cls(proc, start, captured, reader)
         proc.kill()
         raise RuntimeError("fleetgen did not get ready:\n" + "\n".join(captured))
 
     def result(self) -> dict[str, Any]:
         """Wait for the report."""
-        assert self.proc.stdout is not None
-        out = self.proc.stdout.read()
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        with self.proc.stdout:
+            out = self.proc.stdout.read()
         code = self.proc.wait()
+        if self.pump is not None:
+            self.pump.join(timeout=10)
+        self.proc.stderr.close()
         if code != 0 or not out.strip():
             raise RuntimeError(f"fleetgen failed ({code}):\n" + "\n".join(self.stderr))
         report: dict[str, Any] = json.loads(out.strip().splitlines()[-1])

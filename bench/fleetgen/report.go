@@ -142,7 +142,7 @@ func buildReport(cfg *config, vms []*vm, t0 time.Time, elapsed float64, connecte
 			late["over_20ms"]++
 		}
 	}
-	var seconds []second
+	seconds := []second{} // never null in the JSON
 	for sec, xs := range perSecond {
 		s := summarise(xs)
 		seconds = append(seconds, second{Second: sec, Requests: s.Count, P99: s.P99, Max: s.Max})
@@ -190,7 +190,7 @@ const stallUs = 10000
 func stalls(slow []sample) []stall {
 	done := func(s sample) int64 { return int64(s.dueMs)*1000 + int64(s.latencyUs) }
 	sort.Slice(slow, func(i, j int) bool { return done(slow[i]) < done(slow[j]) })
-	var out []stall
+	out := []stall{}
 	for i := 0; i < len(slow); {
 		j, first, worst := i, int(slow[i].dueMs), slow[i].latencyUs
 		for j+1 < len(slow) && done(slow[j+1])-done(slow[j]) < stallUs {

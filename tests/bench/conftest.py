@@ -78,6 +78,8 @@ class ScriptedServer:
         self._ready.set()
         self._loop.run_forever()
         server.close()
+        self._loop.run_until_complete(server.wait_closed())
+        self._loop.close()
 
     def __enter__(self) -> ScriptedServer:
         self._thread.start()

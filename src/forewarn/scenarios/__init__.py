@@ -1,0 +1,54 @@
+"""Scenarios: named platform behaviour and scenario files, played against a running
+server through its control API, with expectations that say whether the fleet got what the
+scenario meant; and seeded "maintenance weather" for soak tests.
+
+HTTP only: the engine talks to the control API like any client (so it plays against a
+local, remote or scaled-out server alike). Of the emulator it imports only the fabric's
+operation catalogue (the operations' names, one source of truth) and its YAML reader (line
+numbers in errors), never its engine or state; import-linter holds it to that.
+"""
+
+from .control import ApiError, Control, HttpControl, Transport
+from .durations import format_duration, parse_duration, parse_rate
+from .expect import Check
+from .fleetview import FleetView
+from .library import find_scenario, library_names, library_scenario, library_text
+from .model import Scenario, ScenarioError, Step, load_scenario_file, parse_scenario
+from .runner import ArrivalResult, NullReporter, Reporter, Run, Runner, StepResult
+from .targets import SELECTORS
+from .timeline import SeenEvent, Snapshot, Timeline
+from .weather import Arrival, Weather, arrivals
+
+__all__ = [
+    "SELECTORS",
+    "ApiError",
+    "Arrival",
+    "ArrivalResult",
+    "Check",
+    "Control",
+    "FleetView",
+    "HttpControl",
+    "NullReporter",
+    "Reporter",
+    "Run",
+    "Runner",
+    "Scenario",
+    "ScenarioError",
+    "SeenEvent",
+    "Snapshot",
+    "Step",
+    "StepResult",
+    "Timeline",
+    "Transport",
+    "Weather",
+    "arrivals",
+    "find_scenario",
+    "format_duration",
+    "library_names",
+    "library_scenario",
+    "library_text",
+    "load_scenario_file",
+    "parse_duration",
+    "parse_rate",
+    "parse_scenario",
+]

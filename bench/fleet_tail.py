@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,48 +54,11 @@ from loadgen import (
     start_server,
     write_vms_file,
 )
+from tail_report import AVSET, Run, print_report, targets
 
 __all__ = ["Run", "fleet_yaml", "main", "targets"]
 
-AVSET = "avset"
 GC_PROBE = Path(__file__).resolve().parent / "gcprobe"
-NOTICE, HOLD = 900.0, 600.0  # a platform reboot: 15 min notice, Started for 10 min
-MIB = 1024 * 1024
-
-
-@dataclass
-class Run:
-    """One measured window against one server."""
-
-    server: str
-    index: int
-    report: dict[str, Any]
-    cpu_percent: float
-    rss_bytes: int
-    server_wait: float  # % of the window the server's event loop waited for its core
-    generator_cpu: float
-    generator_wait: float  # summed over the generator's threads (they share one core)
-    problems: list[str] = field(default_factory=list)
-    rollout: dict[str, Any] = field(default_factory=dict)
-    gc: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def valid(self) -> bool:
-        return not self.problems
-
-    @property
-    def errors(self) -> int:
-        """Failed polls, non-200 answers and failed approvals."""
-        report = self.report
-        non200 = sum(int(n) for s, n in report["statuses"].items() if s != "200")
-        approvals = report["approvals"]
-        bad_approvals = int(approvals["errors"]) + sum(
-            int(n) for s, n in approvals["statuses"].items() if s != "200"
-        )
-        return int(report["error_total"]) + non200 + bad_approvals
-
-    def latency(self, key: str) -> float:
-        return float(self.report["latency"][key])
 
 
 def fleet_yaml(vms: int, avset: int) -> str:
@@ -301,100 +264,6 @@ def measure_canned(
         window.end()
         report = gen.result()
     return window.run("canned", index, report, args)
-
-
-def _span(values: list[float], fmt: str = "{:.1f}") -> str:
-    if not values:
-        return "n/a"
-    low, high = fmt.format(min(values)), fmt.format(max(values))
-    return low if low == high else f"{low}-{high}"
-
-
-def targets(runs: list[Run]) -> list[tuple[str, str, str]]:
-    """(target, measured, PASS/MISS/n/a) for every target of the issue, from valid runs."""
-    ours = [r for r in runs if r.server == "forewarn" and r.valid]
-    canned = {r.index: r for r in runs if r.server == "canned" and r.valid}
-    pairs = [(r, canned[r.index]) for r in ours if r.index in canned]
-    p99 = [r.latency("p99_ms") / max(c.latency("p99_ms"), 1e-3) for r, c in pairs]
-    p999 = [r.latency("p99_9_ms") / max(c.latency("p99_9_ms"), 1e-3) for r, c in pairs]
-    rows: list[tuple[str, list[float], float, str]] = [
-        ("errors = 0", [float(r.errors) for r in ours], 0.0, "{:.0f}"),
-        ("p99 <= 2 x canned (same run)", p99, 2.0, "{:.2f}"),
-        ("p99.9 <= 3 x canned (same run)", p999, 3.0, "{:.2f}"),
-        ("max <= 50 ms", [r.latency("max_ms") for r in ours], 50.0, "{:.1f} ms"),
-        ("CPU <= 50 % of one core", [r.cpu_percent for r in ours], 50.0, "{:.0f} %"),
-        ("RSS <= 200 MB", [r.rss_bytes / 1e6 for r in ours], 200.0, "{:.0f} MB"),
-    ]
-    out = []
-    for name, values, limit, fmt in rows:
-        verdict = "n/a" if not values else ("PASS" if max(values) <= limit else "MISS")
-        out.append((name, _span(values, fmt), verdict))
-    return out
-
-
-def print_report(runs: list[Run], args: argparse.Namespace, load: tuple[str, str]) -> None:
-    print(
-        f"\n{args.vms} VMs at 1 Hz, {args.seconds:g} s windows, rollout of {args.avset}-VM "
-        f"{AVSET} at +{args.rollout_at:g} s, time scale {args.time_scale:g}, "
-        f"enablement {args.enablement}, priority {args.priority}; "
-        f"load average before {load[0]}, after {load[1]}"
-    )
-    starts = args.rollout_at + NOTICE / args.time_scale
-    ends = starts + HOLD / args.time_scale
-    print(
-        f"in each forewarn window: rollout created at +{args.rollout_at:g} s, its first batch "
-        f"starts at +{starts:g} s (unless all approve), ends and the second batch is created "
-        f"at +{ends:g} s; then the VMs of the second batch approve"
-    )
-    head = (
-        f"{'run':>3} {'server':9} {'errors':>6} {'p50':>7} {'p99':>7} {'p99.9':>7} "
-        f"{'max':>7} {'CPU':>5} {'RSS':>8} {'rate':>7} {'lag p99':>8} {'lag max':>8} "
-        f"{'wait':>5}  note"
-    )
-    print(head)
-    for r in runs:
-        lat, lag = r.report["latency"], r.report["send_lag"]
-        note = "; ".join(r.problems) if r.problems else "ok"
-        if r.rollout:
-            note += (
-                f"; rollout {r.rollout['create_ms']:.0f} ms to create, "
-                f"{r.rollout['batches_started']}/{r.rollout['batches_created']} batches "
-                f"started, {r.report['approvals']['sent']} approvals"
-            )
-        print(
-            f"{r.index:>3} {r.server:9} {r.errors:>6} {lat['p50_ms']:>5.1f}ms "
-            f"{lat['p99_ms']:>5.1f}ms {lat['p99_9_ms']:>5.1f}ms {lat['max_ms']:>5.1f}ms "
-            f"{r.cpu_percent:>4.0f}% {r.rss_bytes / MIB:>5.0f}MiB "
-            f"{r.report['achieved_rate']:>7.0f} {lag['p99_ms']:>6.2f}ms {lag['max_ms']:>6.1f}ms"
-            f" {r.server_wait:>4.1f}%  {note}"
-        )
-    print("\nstalls of each forewarn run (polls that finished late together; "
-          "start in the window: longest ms / polls):")  # fmt: skip
-    for r in runs:
-        if r.server == "forewarn":
-            stalls = ", ".join(f"{st['at_ms'] / 1000:.1f}s: {st['ms']:.0f}/{st['requests']}"
-                               for st in (r.report.get("stalls") or [])[:6])  # fmt: skip
-            print(f"  run {r.index}: {stalls or 'none over 10 ms'}")
-    print("\ncollector pauses >= 1 ms in each forewarn window (second: generation/ms):")
-    for r in runs:
-        if r.server == "forewarn" and r.gc:
-            pauses = sorted(r.gc["pauses"], key=lambda p: -p["ms"])
-            longest = ", ".join(f"{p['at']:.1f}s: gen{p['generation']}/{p['ms']:.0f}"
-                                for p in pauses[:5])  # fmt: skip
-            print(f"  run {r.index}: {len(pauses)} pauses, {sum(p['ms'] for p in pauses):.0f} ms "
-                  f"in all; longest {longest or '-'}")  # fmt: skip
-    canned = {r.index: r for r in runs if r.server == "canned"}
-    pairs = [(r, canned[r.index]) for r in runs if r.server == "forewarn" and r.index in canned]
-    if pairs:
-        print("\nforewarn / canned, same run:")
-    for ours, base in pairs:
-        p99 = ours.latency("p99_ms") / max(base.latency("p99_ms"), 1e-3)
-        p999 = ours.latency("p99_9_ms") / max(base.latency("p99_9_ms"), 1e-3)
-        valid = "" if ours.valid and base.valid else "  (invalid pair)"
-        print(f"  run {ours.index}: p99 x{p99:.1f}, p99.9 x{p999:.1f}{valid}")
-    print("\ntarget (issue 5)                        measured        verdict")
-    for name, measured, verdict in targets(runs):
-        print(f"  {name:36s}  {measured:14s}  {verdict}")
 
 
 def main(argv: list[str] | None = None) -> int:

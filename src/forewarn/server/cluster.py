@@ -139,6 +139,10 @@ class Cluster:
         self._leader_cache = (time.monotonic(), row.control_url)
         return row.control_url
 
+    def forget_leader(self) -> None:
+        """Read the leader row again on the next ``leader_url`` (the leader went away)."""
+        self._leader_cache = (0.0, None)
+
     async def wait_applied(self, seq: int, timeout: float) -> bool:
         """Wait until this process's views include change ``seq``."""
         if self.leading or self.replicator.applied >= seq:

@@ -112,6 +112,7 @@ class LeaderForwarding:
                 scope["method"], target, content=body, headers=[*headers, (FORWARDED_HEADER, b"1")]
             )
         except httpx.HTTPError as exc:
+            self.cluster.forget_leader()  # it may have just died: read the row again next time
             await _json(send, 503, {"error": f"cannot reach the fleet's leader at {url}: {exc}"})
             return
         seq = response.headers.get(SEQ_HEADER.decode())

@@ -66,7 +66,10 @@ class AgentMetrics:
             "forewarn_agent_recoveries", "Recovery phases by result", ["result"], registry=r
         )
         self.polls = Counter(
-            "forewarn_agent_polls", "Reads of the endpoint by result", ["result"], registry=r
+            "forewarn_agent_polls",
+            "Requests to the metadata endpoint by answer (HTTP status, or error: none)",
+            ["result"],
+            registry=r,
         )
         self.last_poll = Gauge(
             "forewarn_agent_last_successful_poll_timestamp_seconds",

@@ -16,6 +16,7 @@ from .control import COMMANDS as CONTROL_COMMANDS
 from .errors import OneLineErrors
 from .fleet import fleet
 from .replay import replay
+from .scenario import scenario
 from .serve import serve
 from .status import status
 
@@ -61,6 +62,7 @@ main.add_command(status)  # who leads a scaled-out fleet
 main.add_command(agent)
 main.add_command(fleet)  # write and check fleet files
 main.add_command(replay)  # serve recorded documents again
+main.add_command(scenario)  # play platform behaviour against a server
 for _command in CONTROL_COMMANDS:
     main.add_command(with_endpoint_url(_command))  # events/approve --url: a metadata endpoint
 for _command in VM_COMMANDS:

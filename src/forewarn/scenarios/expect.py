@@ -19,6 +19,9 @@ from .timeline import Timeline
 
 __all__ = ["Check", "OperationFacts", "evaluate"]
 
+#: Platform seconds a notice may fall short by: a scaled clock's floating point, not a
+#: shorter notice.
+NOTICE_SLACK = 0.01
 #: Start reasons that mean "no notice to wait out": created Started, or nobody notified.
 AT_ONCE = frozenset({"auto_approved", "no_notice", "immediate"})
 
@@ -106,7 +109,7 @@ def _operation_checks(
         out.append(
             Check(
                 f"{name} gave at least {format_duration(e.notice_at_least)} notice",
-                bool(notices) and shortest >= e.notice_at_least - 1e-6,
+                bool(notices) and shortest >= e.notice_at_least - NOTICE_SLACK,
                 f"{format_duration(shortest)}",
             )
         )

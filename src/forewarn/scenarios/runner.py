@@ -33,6 +33,9 @@ __all__ = ["ArrivalResult", "NullReporter", "Reporter", "Run", "Runner", "StepRe
 DEFAULT_WITHIN = 8 * 86400.0
 #: Real seconds between polls on a real clock (and while waiting for approvals).
 POLL = 0.1
+#: How long after a due transition a real-clock run looks (reading the events fires a
+#: late timer, so the transition has happened by then).
+TRANSITION_LAG = 0.005
 
 _KINDS = frozenset(k.value for k in OperationKind)
 _ENDED = ("completed", "canceled")
@@ -249,8 +252,10 @@ class _Play:
                 if deadline is not None and monotonic() >= deadline:
                     return False
                 pause = self.runner.poll
-                if not self.virtual:
-                    for t in (next_arrival, until):
+                if not self.virtual:  # wake for the next transition, not a poll later
+                    due = self.control.clock()["next_due"]
+                    wake = None if due is None else due + TRANSITION_LAG
+                    for t in (next_arrival, until, wake):
                         if t is not None:
                             pause = min(pause, max(0.0, t - self.now))
                 time.sleep(pause)

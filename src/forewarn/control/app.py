@@ -38,7 +38,9 @@ from ..fabric import (
     StoreUnavailable,
 )
 from ..imds import DocumentCache
+from .dashboard import DashboardRoutes, ScenarioHook, is_public, wants_page
 from .openapi import openapi_document
+from .reactions import ReactionRoutes
 from .schemas import (
     ActionBody,
     AdvanceBody,
@@ -170,8 +172,11 @@ class ControlApp:
         token: str | None = None,
         hosts: Iterable[str] = (),
         middleware: Iterable[Middleware] = (),
+        scenarios: ScenarioHook | None = None,
     ) -> None:
         self.fabric = fabric
+        self.reactions = ReactionRoutes(fabric)  # the rehearsal report
+        self.dashboard = DashboardRoutes(fabric, scenarios)  # the page at / and its stream
         self.registry = registry or CollectorRegistry()
         self._openapi = msgspec.json.encode(openapi_document(__version__, token=bool(token)))
         self._documents = DocumentCache()  # the endpoint's rendering, not a second copy
@@ -193,23 +198,39 @@ class ControlApp:
             r("/api/v1/clock", get=self.clock),
             r("/api/v1/clock/advance", post=self.advance),
             r("/api/v1/history", get=self.history),
+            r("/api/v1/reactions", get=self.reactions.reactions),
+            r("/api/v1/report", get=self.reactions.report),
+            r("/api/v1/dashboard", get=self.dashboard.state),
+            r("/api/v1/stream", get=self.dashboard.stream),
+            r("/dashboard/{name}", get=self.dashboard.static),
         ]
-        guard = Middleware(AccessGuard, hosts=HostPolicy(hosts), token=token)
+        guard = Middleware(AccessGuard, hosts=HostPolicy(hosts), token=token, public=is_public)
         self.asgi = Starlette(
             routes=routes,
             middleware=[guard, *middleware],
             exception_handlers={HTTPException: http_error, Exception: crash},
         )
 
+    def close(self) -> None:
+        """End the dashboards' live streams (the server is stopping)."""
+        self.dashboard.close()
+
     async def index(self, request: Request) -> Response:
-        return _json({
-            "name": "forewarn control API",
-            "version": __version__,
-            "api": "/api/v1",
-            "openapi": "/openapi.json",
-            "health": "/healthz",
-            "metrics": "/metrics",
-        })  # fmt: skip
+        """The dashboard for a browser (it asks for HTML), the JSON index otherwise."""
+        if wants_page(request.headers.get("accept")):
+            response = await self.dashboard.page(request)
+        else:
+            response = _json({
+                "name": "forewarn control API",
+                "version": __version__,
+                "api": "/api/v1",
+                "openapi": "/openapi.json",
+                "health": "/healthz",
+                "metrics": "/metrics",
+                "dashboard": "/ (Accept: text/html)",
+            })  # fmt: skip
+        response.headers["Vary"] = "Accept"
+        return response
 
     async def health(self, request: Request) -> Response:
         error = self.fabric.store_error()

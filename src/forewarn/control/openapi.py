@@ -69,12 +69,68 @@ def _text(description: str = "OK") -> dict[str, Any]:
 _UNAVAILABLE = "Unavailable for now (the store, or a scaled-out fleet's leader); retry"
 
 
+#: Paths that need no token: probes, and the dashboard's page files (``/`` asked for as
+#: HTML needs none either; as JSON it does).
+_PUBLIC = frozenset({"/healthz", "/dashboard/{name}"})
+
+
+def _content(*types: str) -> dict[str, Any]:
+    return {
+        "description": "OK",
+        "content": {t: {"schema": {"type": "string"}} for t in types},
+    }
+
+
+_SECONDS = {"minimum": 0, "maximum": 1e12}
+_REPORT_PARAMS = [
+    _query("since", "number", "Only events created at or after this POSIX time", **_SECONDS),
+    _query("stale_after", "number", "A VM silent this long (s) stopped polling (default 30)",
+           **_SECONDS),
+]  # fmt: skip
+
+
+def _rehearsal_paths() -> dict[str, Any]:
+    """The report and the dashboard's routes."""
+    return {
+        "/api/v1/reactions": {
+            "get": _op(
+                "Verdict on how the fleet reacted: per event and VM, silent VMs, latencies",
+                {"200": _json(_ref("ReactionReport"))},
+                params=_REPORT_PARAMS,
+            )
+        },
+        "/api/v1/report": {
+            "get": _op(
+                "The same verdict as an HTML page (timelines, latency histograms)",
+                {"200": _content("text/html")},
+                params=_REPORT_PARAMS,
+            )
+        },
+        "/api/v1/dashboard": {
+            "get": _op("Everything the dashboard draws, as of now", {"200": _json({})})
+        },
+        "/api/v1/stream": {
+            "get": _op(
+                "Server-sent events: a snapshot, then each change and a tick every second",
+                {"200": _content("text/event-stream")},
+            )
+        },
+        "/dashboard/{name}": {
+            "get": _op(
+                "A file of the dashboard page (no token needed)",
+                {"200": _content("text/javascript", "text/css", "text/html")},
+                params=[_path_param("name")],
+            )
+        },
+    }
+
+
 def _finish(paths: dict[str, Any], token: bool) -> None:
-    """Rules of every operation: the bearer token (but ``/healthz``) when the server has
-    one, and JSON for every state-changing request."""
+    """Rules of every operation: the bearer token (but on public paths) when the server
+    has one, and JSON for every state-changing request."""
     for path, item in paths.items():
         for method, op in item.items():
-            op["security"] = [] if path == "/healthz" or not token else [{"bearer": []}]
+            op["security"] = [] if path in _PUBLIC or not token else [{"bearer": []}]
             if op["security"]:
                 op["responses"]["401"] = _json(_ref("ErrorOut"), "Missing or wrong token")
             if method == "post":
@@ -166,7 +222,22 @@ def openapi_document(version: str, *, token: bool = False) -> dict[str, Any]:
                 params=_HISTORY_PARAMS,
             )
         },
-        "/": {"get": _op("Where the API and its documentation are", {"200": _json({})})},
+        **_rehearsal_paths(),
+        "/": {
+            "get": _op(
+                "Where the API and its documentation are (a browser asking for HTML gets "
+                "the dashboard)",
+                {
+                    "200": {
+                        "description": "OK",
+                        "content": {
+                            "application/json": {"schema": {}},
+                            "text/html": {"schema": {"type": "string"}},
+                        },
+                    }
+                },
+            )
+        },
         "/metrics": {"get": _op("Prometheus metrics", {"200": _text()})},
         "/healthz": {"get": _op("Liveness", {"200": _json({})})},
         "/openapi.json": {"get": _op("This document", {"200": _json({})})},

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from ..fabric import OperationKind
+from ..fabric import OperationKind, ReactionReport
 
 __all__ = [
     "ActionBody",
@@ -125,7 +125,10 @@ _TARGETS = {
 def schema_components() -> dict[str, Any]:
     """JSON Schemas of every body, for the OpenAPI document."""
     _, components = msgspec.json.schema_components(
-        [OperationBody, AdvanceBody, ActionBody, ErrorOut, EventOut, OperationOut, VmOut, ClockOut],
+        [
+            *(OperationBody, AdvanceBody, ActionBody, ErrorOut, EventOut, OperationOut),
+            *(VmOut, ClockOut, ReactionReport),
+        ],
         ref_template="#/components/schemas/{name}",
     )
     components["OperationBody"]["oneOf"] = [

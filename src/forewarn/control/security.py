@@ -11,7 +11,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import msgspec
@@ -151,14 +151,23 @@ def _bearer_matches(header: str, expected: bytes) -> bool:
 class AccessGuard:
     """ASGI middleware: ``Host`` (421), ``Origin`` (403), then the token (401), in that order.
 
-    ``/healthz`` needs no token (probes carry none), but it is checked for Host and Origin
-    like everything else.
+    ``/healthz`` needs no token (probes carry none), nor do requests ``public`` says are
+    (the dashboard's page and files: a browser's navigation carries no token); they are
+    checked for Host and Origin like everything else.
     """
 
-    def __init__(self, app: ASGIApp, *, hosts: HostPolicy, token: str | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        hosts: HostPolicy,
+        token: str | None,
+        public: Callable[[Scope], bool] = lambda scope: False,
+    ) -> None:
         self.app = app
         self.hosts = hosts
         self._token = token.encode() if token else None
+        self._public = public
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -215,7 +224,7 @@ class AccessGuard:
                 ),
                 [],
             )
-        if self._token is not None and scope["path"] != "/healthz":
+        if self._token is not None and scope["path"] != "/healthz" and not self._public(scope):
             given = _headers(scope, b"authorization")
             if len(given) != 1 or not _bearer_matches(given[0], self._token):
                 message = "missing or wrong Authorization: Bearer token"

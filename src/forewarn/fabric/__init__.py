@@ -28,6 +28,7 @@ from .fleetfile import (
 from .journal import Commit, InlineJournal, Journal, SettleCallback
 from .planner import OperationRequest
 from .ports import Store
+from .reactions import EventFacts, ReactionData, ReactionTracker, VmPolls, VmReaction
 from .records import (
     Changes,
     EventRecord,
@@ -40,6 +41,7 @@ from .records import (
 )
 from .scheduler import Scheduler
 from .topology import VM, Scope, ScopeKind, ScopePolicy, Topology
+from .verdicts import ReactionReport, grade
 from .views import ScopeView
 from .yamlfile import YamlError, read_yaml
 
@@ -51,6 +53,7 @@ __all__ = [
     "ClockError",
     "Commit",
     "Conflict",
+    "EventFacts",
     "EventNotVisible",
     "EventRecord",
     "Fabric",
@@ -69,6 +72,9 @@ __all__ = [
     "OperationRequest",
     "OperationSpec",
     "OperationState",
+    "ReactionData",
+    "ReactionReport",
+    "ReactionTracker",
     "RolloutRecord",
     "Scheduler",
     "Scope",
@@ -81,11 +87,14 @@ __all__ = [
     "Store",
     "StoreUnavailable",
     "Topology",
+    "VmPolls",
+    "VmReaction",
     "YamlError",
     "build_topology",
     "demo_fleet",
     "fleet_from_builtins",
     "fleet_to_builtins",
+    "grade",
     "load_fleet_file",
     "monotonic",
     "read_yaml",

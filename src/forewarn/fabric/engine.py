@@ -40,6 +40,7 @@ from .lifecycle import EventPhase, Step, next_event_phase, next_operation_state
 from .pipeline import Pipeline
 from .planner import OperationRequest, Plan, group_key, plan_request
 from .ports import Store
+from .reactions import ReactionTracker
 from .records import (
     Changes,
     EventRecord,
@@ -161,6 +162,13 @@ class Fabric:
         self._relayed_at: dict[str, float] = {}
         #: True in a scaled-out fleet: views may lag behind another front-end's.
         self.replicated = False
+        self._reload_listeners: list[Callable[[], None]] = []
+        #: Who saw and approved which event when (the rehearsal report's facts).
+        self.reactions = ReactionTracker(
+            topology, clock, store.save_reactions, store.reactions, store.polls,
+            self._operation_kind,
+        )  # fmt: skip
+        self._pipe.on_publish(self.reactions.published)
 
     # ----------------------------------------------------------------- reading
 
@@ -175,6 +183,11 @@ class Fabric:
     def on_publish(self, listener: Callable[[Changes], None]) -> None:
         """Call ``listener`` with every change once it is durable and visible."""
         self._pipe.on_publish(listener)
+
+    def on_reload(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` after the whole state was replaced (``reload``, ``lead``):
+        no change was published for it, so incremental readers start over."""
+        self._reload_listeners.append(listener)
 
     def view(self, scope_id: str) -> ScopeView:
         """The current document of a scope (late timers fired first)."""
@@ -244,6 +257,20 @@ class Fabric:
                 return _IMPACT_STATUS.get(spec_for(op.kind).event_type.value, "impacted")
         return "running"
 
+    def vm_statuses(self) -> dict[str, str]:
+        """Every VM that is not ``running``, with its ``vm_status``: one pass over the
+        started operations (the dashboard asks about the whole fleet every second)."""
+        now = self.clock.now()
+        out = dict.fromkeys(self._seen.deleted, "deleted")
+        for op in self._seen.started():
+            if op.started_at is None or now >= op.started_at + op.impact_seconds:
+                continue
+            status = _IMPACT_STATUS.get(spec_for(op.kind).event_type.value, "impacted")
+            for name in op.vms:
+                if name not in op.spared_vms:
+                    out.setdefault(name, status)
+        return out
+
     def history(self, **filters: Any) -> list[HistoryEntry]:
         """The append-only history (see ``Store.history`` for filters). Reads the disk:
         servers call it off the event loop."""
@@ -290,7 +317,8 @@ class Fabric:
         return self._pipe.in_flight()
 
     def close(self) -> None:
-        """Write what is queued and stop the journal."""
+        """Write what is queued (reactions included) and stop the journal."""
+        self.reactions.flush_now()
         self._pipe.close()
 
     # ------------------------------------------------------------- the endpoint
@@ -349,6 +377,7 @@ class Fabric:
                 raise EventNotVisible(f"EventId {shown} is not a scheduled event of this VM")
             if event_id not in wanted:
                 wanted.append(event_id)
+        self.reactions.approved(vm.name, wanted)
         if self._relay is not None:  # the leader applies it; answered once recorded
             self._relay.approve(vm.name, wanted)
             return [self._seen.events[i] for i in wanted if i in self._seen.events]
@@ -515,6 +544,9 @@ class Fabric:
         self._seen = self._pipe.published
         for state in self._work.scopes.values():
             self._remember_request(state)
+        self.reactions.reloaded(self._seen.events.values())
+        for listener in list(self._reload_listeners):
+            listener()
 
     def replicate(self, batch: Sequence[Changes]) -> None:
         """Apply changes the leader made durable, in order (a virtual clock follows the
@@ -586,6 +618,10 @@ class Fabric:
         self._commit(tx, bookkeeping=True)
 
     # ----------------------------------------------------------------- internals
+
+    def _operation_kind(self, operation_id: str) -> str | None:
+        op = self._work.operations.get(operation_id)
+        return None if op is None else op.kind
 
     def _terminate_notice(self, vms: list[VM]) -> float:
         """A scale set's configured Terminate notice (the planner allows one set per request)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from .reactions import ReactionData, VmPolls
 from .records import Changes, HistoryEntry, Snapshot
 
 __all__ = ["Store"]
@@ -55,6 +56,21 @@ class Store(Protocol):
 
     def save_clock_position(self, position: float) -> None:
         """Remember a virtual clock's position."""
+        ...
+
+    def save_reactions(self, data: ReactionData) -> None:
+        """Merge reaction facts into what is stored: an event keeps the first value known
+        of each field, a VM its earliest sighting and approval and its latest poll (each
+        front-end of a scaled-out fleet writes what it saw). Raises ``StoreUnavailable``."""
+        ...
+
+    def reactions(self, since: float | None = None) -> ReactionData:
+        """Events created at or after ``since`` (every one: None), the reactions to them,
+        and every VM's polls."""
+        ...
+
+    def polls(self) -> list[VmPolls]:
+        """Every VM's first and last poll, as merged from every front-end."""
         ...
 
     def close(self) -> None:

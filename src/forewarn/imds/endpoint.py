@@ -216,6 +216,7 @@ class Endpoint:
         self._limiter = RateLimiter(rate, monotonic) if rate else None
         self._on_response = on_response
         self._recorder = recorder
+        self._served = fabric.reactions.served  # who saw what when (one slot store a poll)
         self._targets: dict[tuple[str, bytes], _Target] = {}
 
     def handle(self, request: Request) -> Reply:
@@ -306,6 +307,7 @@ class Endpoint:
         delay: float,
     ) -> Reply:
         reply = self._cache.reply(view, vm, version)
+        self._served(vm.name, view, version)
         if self._recorder is not None:
             self._recorder.served(vm.name, version.name, view.incarnation, reply)
         if if_none_match is not None and _etag_matches(if_none_match, view.incarnation):

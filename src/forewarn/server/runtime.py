@@ -446,6 +446,7 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
 
     def stop() -> None:
         control_server.should_exit = True
+        runtime.control.close()  # open dashboard streams would hold the listener up
         done.set()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -455,6 +456,9 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
         None
         if scheduler is None
         else asyncio.create_task(scheduler.run(), name="forewarn-scheduler")
+    )
+    reactions_task = asyncio.create_task(  # writes who saw what, once a second at most
+        runtime.fabric.reactions.run(), name="forewarn-reactions"
     )
     endpoint_server = await serve_endpoint(runtime.endpoint, listeners.imds)
     control_task = asyncio.create_task(
@@ -478,6 +482,9 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
             scheduler_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await scheduler_task
+        reactions_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reactions_task  # what it holds is written by runtime.close()
         if cluster is not None:
             await cluster.stop()  # a leader writes what it accepted and frees the lock
         with contextlib.suppress(StoreUnavailable):

@@ -31,11 +31,14 @@ from ..fabric import (
     EventRecord,
     HistoryEntry,
     OperationRecord,
+    ReactionData,
     RolloutRecord,
     ScopeState,
     Snapshot,
     StoreUnavailable,
+    VmPolls,
 )
+from . import reactions as rx
 from .postgres_schema import connect, display_url, migrate
 from .sqlite import StoreError
 
@@ -54,6 +57,9 @@ WRITE_TIMEOUT = 5.0
 _ENCODE_LOG = msgspec.msgpack.Encoder()
 
 _HISTORY_COLUMNS = "seq, at, kind, scope_id, operation_id, event_id, detail"
+
+_REACTION_UPSERTS = rx.upsert_sql("postgresql")
+_REACTION_SELECTS = rx.select_sql("postgresql")
 
 
 class Deposed(StoreUnavailable):
@@ -206,6 +212,56 @@ class PostgresStore:
         if row is None:  # pragma: no cover - the migration inserts the row
             raise StoreUnavailable("the leader row is missing")
         return int(row[0])
+
+    # --------------------------------------------------------------- reactions
+
+    def save_reactions(self, data: ReactionData) -> None:
+        """Merge reaction facts into the reaction tables, in one transaction (any process
+        may write them: they are not part of the leader's change log)."""
+        if self._closed:
+            raise StoreUnavailable(f"the store {self.where} is closed")
+        sql = _REACTION_UPSERTS
+        batches = [
+            (sql["events"], rx.event_rows(data)),
+            (sql["vms"], rx.vm_rows(data)),
+            (sql["polls"], rx.poll_rows(data)),
+        ]
+        try:
+            with (
+                self._pool.connection(timeout=WRITE_TIMEOUT) as conn,
+                conn.transaction(),
+                conn.cursor() as cur,
+            ):
+                for statement, rows in batches:
+                    if rows:
+                        cur.executemany(statement, rows)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise StoreUnavailable(f"cannot write database {self.where}: {_reason(exc)}") from None
+
+    def reactions(self, since: float | None = None) -> ReactionData:
+        """Events created at or after ``since``, the reactions to them, every VM's polls."""
+        sql = _REACTION_SELECTS
+        try:
+            with self._pool.connection(timeout=WRITE_TIMEOUT) as conn:
+                conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+                try:
+                    with conn.transaction(), conn.cursor() as cur:
+                        events = cur.execute(sql["events"], (since, since)).fetchall()
+                        vms = cur.execute(sql["vms"], (since, since)).fetchall()
+                        polls = cur.execute(sql["polls"]).fetchall()
+                finally:
+                    conn.isolation_level = None
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise StoreUnavailable(f"cannot read database {self.where}: {_reason(exc)}") from None
+        return ReactionData(
+            events=rx.events_from_rows(events),
+            vms=rx.vms_from_rows(vms),
+            polls=rx.polls_from_rows(polls),
+        )
+
+    def polls(self) -> list[VmPolls]:
+        """Every VM's first and last poll, as merged from every front-end."""
+        return rx.polls_from_rows(self._read(_REACTION_SELECTS["polls"]))
 
     # ------------------------------------------------------------------- reads
 

@@ -44,6 +44,9 @@ REQUIRED_TABLES = (
     "approval_requests",
     "scope_requests",
     "members",
+    "reaction_events",
+    "reaction_vms",
+    "reaction_polls",
 )
 
 _MIGRATION_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")

@@ -32,11 +32,14 @@ from ..fabric import (
     EventRecord,
     HistoryEntry,
     OperationRecord,
+    ReactionData,
     RolloutRecord,
     ScopeState,
     Snapshot,
     StoreUnavailable,
+    VmPolls,
 )
+from . import reactions as rx
 from .fileguard import FileGuard, FileReplaced
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreError"]
@@ -68,6 +71,9 @@ CREATE INDEX history_operation ON history (operation_id);
 """
 
 T = TypeVar("T")
+
+_REACTION_UPSERTS = rx.upsert_sql("sqlite")
+_REACTION_SELECTS = rx.select_sql("sqlite")
 
 
 class StoreError(Exception):
@@ -131,7 +137,7 @@ class SQLiteStore:
         """Create a new database, or check that an existing one is whole."""
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
         if not tables:
-            self._db.executescript("BEGIN;" + _SCHEMA + "COMMIT;")
+            self._db.executescript("BEGIN;" + _SCHEMA + rx.SQLITE_SCHEMA + "COMMIT;")
             _set_meta(self._db, "schema", str(SCHEMA_VERSION))
             return
         missing = [t for t in _TABLES if t not in tables]
@@ -152,6 +158,8 @@ class SQLiteStore:
         problems = [r[0] for r in self._db.execute("PRAGMA quick_check(5)")]
         if problems != ["ok"]:
             raise StoreError(f"database {self.path} is damaged: {'; '.join(problems)}")
+        if any(t not in tables for t in rx.REACTION_TABLES):  # made by an older forewarn
+            self._db.executescript("BEGIN;" + rx.SQLITE_SCHEMA + "COMMIT;")
 
     def _rows(self, table: str, kind: type[T]) -> list[T]:
         rows = self._db.execute(f"SELECT rowid, data FROM {table} ORDER BY rowid").fetchall()
@@ -267,6 +275,48 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             notes.append(f"no rescue copy could be written: {exc}")
         return "; ".join(notes)
+
+    # --------------------------------------------------------------- reactions
+
+    def save_reactions(self, data: ReactionData) -> None:
+        """Merge reaction facts into the reaction tables, in one transaction."""
+        sql = _REACTION_UPSERTS
+        with self._write_lock:
+            if self._broken is not None:
+                raise self._broken
+            self._check_files()
+            db = self._db
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany(sql["events"], rx.event_rows(data))
+                db.executemany(sql["vms"], rx.vm_rows(data))
+                db.executemany(sql["polls"], rx.poll_rows(data))
+                db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise StoreUnavailable(f"cannot write database {self.path}: {exc}") from None
+            except BaseException:
+                self._rollback()
+                raise
+
+    def reactions(self, since: float | None = None) -> ReactionData:
+        """Events created at or after ``since``, the reactions to them, every VM's polls."""
+        sql = _REACTION_SELECTS
+        with self._read_lock:
+            events = self._reader.execute(sql["events"], (since, since)).fetchall()
+            vms = self._reader.execute(sql["vms"], (since, since)).fetchall()
+            polls = self._reader.execute(sql["polls"]).fetchall()
+        return ReactionData(
+            events=rx.events_from_rows(events),
+            vms=rx.vms_from_rows(vms),
+            polls=rx.polls_from_rows(polls),
+        )
+
+    def polls(self) -> list[VmPolls]:
+        """Every VM's first and last poll."""
+        with self._read_lock:
+            rows = self._reader.execute(_REACTION_SELECTS["polls"]).fetchall()
+        return rx.polls_from_rows(rows)
 
     # ------------------------------------------------------------------- reads
 

@@ -1,0 +1,168 @@
+"""Live updates for every open dashboard, as server-sent events.
+
+One hub per control app. It listens to the fabric: each published change (a leader's
+own, or one a follower replicated from the leader) becomes one ``change`` message,
+encoded once and queued for every subscriber; a reload of the whole state (a follower
+that caught up, a new leader) makes every stream send a fresh snapshot. While anyone
+watches, a tick once a second carries the clock and the VMs whose last poll or state
+moved. In a scaled-out fleet a front-end sees only the polls it served itself, so the
+tick also merges the poll times every front-end wrote to the store (every few seconds).
+
+A subscriber that does not keep up (its queue full) is dropped; its browser reconnects
+and starts again from a snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from ...fabric import Changes, Fabric, StoreUnavailable
+from .views import change_message
+
+__all__ = ["RELOAD", "Hub", "sse"]
+
+log = logging.getLogger(__name__)
+
+TICK_SECONDS = 1.0
+#: How often a follower reads the poll times other front-ends wrote.
+SHARED_POLLS_SECONDS = 5.0
+QUEUE_LIMIT = 2000
+
+#: Queued for a subscriber when the whole state was replaced: send a snapshot.
+RELOAD = b"reload"
+
+Message = bytes | None
+
+
+def sse(kind: str, data: Any) -> bytes:
+    """One server-sent event: ``event: kind`` and its JSON ``data``."""
+    return b"event: " + kind.encode() + b"\ndata: " + msgspec.json.encode(data) + b"\n\n"
+
+
+class Hub:
+    """Fans changes out to the dashboards watching this process."""
+
+    def __init__(self, fabric: Fabric) -> None:
+        self.fabric = fabric
+        self._queues: set[asyncio.Queue[Message]] = set()
+        self._closed = False
+        self._ticker: asyncio.Task[None] | None = None
+        self._sent_polls: dict[str, float] = {}
+        self._sent_status: dict[str, str] = {}
+        self._shared_polls: dict[str, float] = {}
+        self._shared_at = 0.0
+        fabric.on_publish(self._published)
+        fabric.on_reload(self._reloaded)
+
+    # ------------------------------------------------------------- subscribers
+
+    @property
+    def closed(self) -> bool:
+        """True once the server is stopping: streams end, new ones are refused."""
+        return self._closed
+
+    def subscribe(self) -> asyncio.Queue[Message]:
+        """A queue of encoded messages for one stream (``None`` ends it)."""
+        queue: asyncio.Queue[Message] = asyncio.Queue(QUEUE_LIMIT)
+        self._queues.add(queue)
+        if self._ticker is None or self._ticker.done():
+            self._ticker = asyncio.get_running_loop().create_task(self._tick_forever())
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[Message]) -> None:
+        """Forget a stream that ended."""
+        self._queues.discard(queue)
+        if not self._queues and self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+
+    def close(self) -> None:
+        """End every stream (the server is stopping: open streams would hold it up)."""
+        self._closed = True
+        for queue in list(self._queues):
+            self._end(queue)
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+
+    def _end(self, queue: asyncio.Queue[Message]) -> None:
+        while not queue.empty():
+            queue.get_nowait()
+        queue.put_nowait(None)
+        self._queues.discard(queue)
+
+    def _broadcast(self, message: bytes) -> None:
+        for queue in list(self._queues):
+            try:
+                queue.put_nowait(message)
+            except asyncio.QueueFull:  # too slow: start it over from a snapshot
+                log.warning("a dashboard stream fell behind; it is ended and will reconnect")
+                self._end(queue)
+
+    # ----------------------------------------------------------------- sources
+
+    def _published(self, changes: Changes) -> None:
+        if not self._queues:
+            return
+        message = change_message(self.fabric, changes)
+        if message is not None:
+            self._broadcast(sse("change", message))
+
+    def _reloaded(self) -> None:
+        self._broadcast(RELOAD)
+
+    def polls(self) -> dict[str, float]:
+        """Each VM's last poll as this process knows it (its own, merged with what the
+        other front-ends of a scaled-out fleet wrote)."""
+        mine = self.fabric.reactions.last_polls()
+        if not self._shared_polls:
+            return mine
+        merged = dict(self._shared_polls)
+        for name, at in mine.items():
+            if at > merged.get(name, 0.0):
+                merged[name] = at
+        return merged
+
+    async def refresh_shared_polls(self) -> None:
+        """Read the poll times every front-end wrote (followers and scaled-out leaders)."""
+        if not self.fabric.replicated:
+            return  # a single process serves every poll itself
+        try:
+            rows = await asyncio.to_thread(self.fabric.reactions.shared_polls)
+        except StoreUnavailable as exc:
+            log.warning("shared poll times unavailable: %s", exc)
+            return
+        self._shared_polls = {p.vm: p.last_poll for p in rows if p.last_poll is not None}
+
+    def tick_message(self) -> dict[str, Any]:
+        """The clock, and the VMs whose last poll or state moved since the last tick."""
+        polls = self.polls()
+        statuses = self.fabric.vm_statuses()
+        moved = {n: t for n, t in polls.items() if self._sent_polls.get(n) != t}
+        changed = {
+            n: statuses.get(n, "running")
+            for n in {*statuses, *self._sent_status}
+            if statuses.get(n, "running") != self._sent_status.get(n, "running")
+        }
+        self._sent_polls = polls
+        self._sent_status = statuses
+        return {"now": self.fabric.clock.now(), "polls": moved, "status": changed}
+
+    async def _tick_forever(self, clock: Callable[[], float] = time.monotonic) -> None:
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            if clock() - self._shared_at >= SHARED_POLLS_SECONDS:
+                self._shared_at = clock()
+                with contextlib.suppress(Exception):
+                    await self.refresh_shared_polls()
+            try:
+                self._broadcast(sse("tick", self.tick_message()))
+            except Exception:  # never let one bad tick end live updates
+                log.exception("building a dashboard tick failed")

@@ -1,0 +1,167 @@
+"""The dashboard's routes: the page, its static files, a snapshot, the live stream.
+
+The page and its files are public (a browser's navigation carries no token; they hold no
+data). Everything they show comes from token-guarded API routes, which the page calls
+with the token it keeps in ``sessionStorage`` (no cookie, so no cross-site request can
+ride on it). The page forbids being framed (no clickjacking of its buttons) and loads
+nothing from elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from functools import cache
+from importlib import resources
+
+import msgspec
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.types import Scope
+
+from ...fabric import Fabric
+from ..views import json_error
+from .hub import RELOAD, Hub, sse
+from .views import snapshot
+
+__all__ = ["STATIC_PREFIX", "DashboardRoutes", "ScenarioHook", "is_public", "wants_page"]
+
+STATIC_PREFIX = "/dashboard/"
+#: Recent history entries in a snapshot (newer ones arrive live).
+HISTORY = 200
+
+_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
+          ".html": "text/html; charset=utf-8", ".svg": "image/svg+xml"}  # fmt: skip
+_SECURITY = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+        "img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; "
+        "base-uri 'none'; form-action 'none'"
+    ),
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+class ScenarioHook:
+    """Where the dashboard finds scenarios to offer (none: the section stays hidden)."""
+
+    def names(self) -> list[str]:
+        """Scenario names the dashboard may offer."""
+        return []
+
+
+def _accept(header: str) -> dict[str, float]:
+    """Media ranges of an Accept header and their q values."""
+    out: dict[str, float] = {}
+    for part in header.split(","):
+        media, _, params = part.strip().partition(";")
+        q = 1.0
+        for param in params.split(";"):
+            key, _, value = param.strip().partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        if media:
+            out[media.strip().lower()] = q
+    return out
+
+
+def wants_page(accept: str | None) -> bool:
+    """True when a request to ``/`` prefers HTML (a browser) over JSON (every API
+    client, ``curl`` and ``Accept: */*`` included, keeps getting the JSON index)."""
+    if not accept:
+        return False
+    ranges = _accept(accept)
+    html = ranges.get("text/html", 0.0)
+    if html <= 0:
+        return False
+    json = ranges.get("application/json", ranges.get("application/*", ranges.get("*/*", 0.0)))
+    return html > json
+
+
+def is_public(scope: Scope) -> bool:
+    """Requests that need no token: the page (``/`` asked for as HTML) and its files."""
+    path = scope.get("path", "")
+    if path.startswith(STATIC_PREFIX):
+        return True
+    if path != "/" or scope.get("method") not in ("GET", "HEAD"):
+        return False
+    accept = [v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == b"accept"]
+    return wants_page(", ".join(accept))
+
+
+@cache
+def _static(name: str) -> bytes | None:
+    folder = resources.files(__package__).joinpath("static")
+    entry = folder.joinpath(name)
+    if "/" in name or name.startswith(".") or not entry.is_file():
+        return None
+    return entry.read_bytes()
+
+
+class DashboardRoutes:
+    """Handlers of the dashboard over one fabric."""
+
+    def __init__(self, fabric: Fabric, scenarios: ScenarioHook | None = None) -> None:
+        self.fabric = fabric
+        self.hub = Hub(fabric)
+        self.scenarios = scenarios
+
+    def close(self) -> None:
+        """End every live stream (the server is stopping)."""
+        self.hub.close()
+
+    async def page(self, request: Request) -> Response:
+        """The dashboard itself."""
+        body = _static("index.html")
+        assert body is not None, "the dashboard's index.html is missing from the package"
+        return Response(body, media_type=_TYPES[".html"], headers=_SECURITY)
+
+    async def static(self, request: Request) -> Response:
+        """One of the page's files (a fixed set shipped in the package)."""
+        name = request.path_params["name"]
+        suffix = name[name.rfind(".") :] if "." in name else ""
+        body = _static(name) if suffix in _TYPES else None
+        if body is None:
+            return json_error(f"no dashboard file called {name!r}", 404)
+        return Response(body, media_type=_TYPES[suffix], headers=_SECURITY)
+
+    async def _snapshot(self) -> dict[str, object]:
+        history = await run_in_threadpool(self.fabric.history, limit=HISTORY, newest=True)
+        names = self.scenarios.names() if self.scenarios is not None else None
+        return snapshot(self.fabric, polls=self.hub.polls(), history=history, scenarios=names)
+
+    async def state(self, request: Request) -> Response:
+        """Everything the page draws, once (the stream starts with the same)."""
+        return Response(msgspec.json.encode(await self._snapshot()), media_type="application/json")
+
+    async def stream(self, request: Request) -> Response:
+        """Server-sent events: a snapshot, then every change and a tick each second."""
+        if self.hub.closed:
+            return json_error("the server is stopping", 503)
+        queue = self.hub.subscribe()  # before the snapshot: no change falls in between
+
+        async def events() -> AsyncIterator[bytes]:
+            try:
+                yield b"retry: 1000\n\n" + sse("snapshot", await self._snapshot())
+                while True:
+                    message = await queue.get()
+                    if message is None:
+                        return
+                    if message is RELOAD:
+                        yield sse("snapshot", await self._snapshot())
+                    else:
+                        yield message
+            finally:
+                self.hub.unsubscribe(queue)
+
+        return StreamingResponse(
+            events(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )

@@ -1,0 +1,501 @@
+// forewarn dashboard: one static page, no build step. It reads the control API with the
+// token kept in sessionStorage (never a cookie), and follows /api/v1/stream (server-sent
+// events read with fetch, which, unlike EventSource, can send the Authorization header).
+"use strict";
+(() => {
+  const TOKEN_KEY = "forewarn-token";
+  const HISTORY_SHOWN = 300;
+  const $ = (selector) => document.querySelector(selector);
+  const state = {
+    scopes: new Map(), vms: new Map(), vmEls: new Map(), events: new Map(), history: [],
+    hosts: [], catalogue: [], scenarios: null, virtual: false, timeScale: 1, now: 0,
+    offset: 0, firstSeen: {}, verdicts: null,
+  };
+  let token = sessionStorage.getItem(TOKEN_KEY);
+  let verdictTimer = null;
+  let retryTimer = null;
+  let streamAbort = null;
+  window.forewarnTimes = state.firstSeen;  // event id -> Date.now() when first drawn
+
+  // ------------------------------------------------------------------ helpers
+  const esc = (value) => String(value).replace(/[&<>"']/g, (c) => (
+    { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+  const headers = (extra) => {
+    const out = Object.assign({}, extra || {});
+    if (token) out.Authorization = "Bearer " + token;
+    return out;
+  };
+  const serverNow = () => (state.virtual ? state.now : Date.now() / 1000 + state.offset);
+  const setNow = (now) => { state.now = now; state.offset = now - Date.now() / 1000; };
+  const clockText = (t) => new Date(t * 1000).toISOString().slice(11, 19);
+  const dateText = (t) => new Date(t * 1000).toISOString().slice(0, 19).replace("T", " ");
+  const age = (seconds) => {
+    if (seconds < 60) return Math.max(0, Math.floor(seconds)) + "s";
+    if (seconds < 3600) return Math.floor(seconds / 60) + "m";
+    if (seconds < 86400) return Math.floor(seconds / 3600) + "h";
+    return Math.floor(seconds / 86400) + "d";
+  };
+  const countdown = (seconds) => {
+    if (seconds <= 0) return "due";
+    if (seconds < 10) return seconds.toFixed(1) + " s";
+    const s = Math.floor(seconds);
+    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+    const two = (n) => String(n).padStart(2, "0");
+    return h ? `${h}:${two(m)}:${two(r)}` : `${m}:${two(r)}`;
+  };
+  const say = (text, isError) => {
+    const box = $("#message");
+    box.textContent = text;
+    box.className = "message" + (isError ? " error" : "");
+  };
+
+  async function api(method, path, body) {
+    const init = { method, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
+    if (body !== undefined) init.body = JSON.stringify(body);
+    const response = await fetch(path, init);
+    if (response.status === 401) {
+      showLogin("The control API refused the token.");
+      throw new Error("the control API wants its token");
+    }
+    const text = await response.text();
+    let data = text;
+    try { data = text ? JSON.parse(text) : null; } catch (e) { /* not JSON */ }
+    if (!response.ok) throw new Error((data && data.error) || `HTTP ${response.status}`);
+    return data;
+  }
+
+  // -------------------------------------------------------------------- login
+  function showLogin(message) {
+    if (streamAbort) streamAbort.abort();
+    $("#app").hidden = true;
+    $("#login").hidden = false;
+    $("#login-error").textContent = message || "";
+    $("#logout").hidden = true;
+    setLink(false, "needs token");
+    $("#token").focus();
+  }
+
+  $("#login-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    token = $("#token").value.trim();
+    sessionStorage.setItem(TOKEN_KEY, token);
+    $("#token").value = "";
+    $("#login").hidden = true;
+    connect();
+  });
+
+  $("#logout").addEventListener("click", () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    token = null;
+    showLogin("");
+  });
+
+  // ------------------------------------------------------------------- stream
+  function setLink(up, text) {
+    const link = $("#link");
+    link.textContent = text;
+    link.className = "link " + (up ? "link-up" : "link-down");
+  }
+
+  function retry() {
+    setLink(false, "reconnecting…");
+    clearTimeout(retryTimer);
+    retryTimer = setTimeout(connect, 1000);
+  }
+
+  async function connect() {
+    clearTimeout(retryTimer);
+    if (streamAbort) streamAbort.abort();
+    const abort = new AbortController();
+    streamAbort = abort;
+    let response;
+    try {
+      response = await fetch("/api/v1/stream", {
+        headers: headers({ Accept: "text/event-stream" }), cache: "no-store", signal: abort.signal,
+      });
+    } catch (e) {
+      if (!abort.signal.aborted) retry();
+      return;
+    }
+    if (response.status === 401) { showLogin(token ? "The control API refused the token." : ""); return; }
+    if (!response.ok || !response.body) { retry(); return; }
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += decoder.decode(value, { stream: true });
+        let cut;
+        while ((cut = buffer.indexOf("\n\n")) >= 0) {
+          const frame = buffer.slice(0, cut);
+          buffer = buffer.slice(cut + 2);
+          handleFrame(frame);
+        }
+      }
+    } catch (e) { /* the connection dropped */ }
+    if (!abort.signal.aborted) retry();
+  }
+
+  function handleFrame(frame) {
+    let kind = "message";
+    let data = "";
+    for (const line of frame.split("\n")) {
+      if (line.startsWith("event:")) kind = line.slice(6).trim();
+      else if (line.startsWith("data:")) data += line.slice(5).trim();
+    }
+    if (!data) return;
+    const message = JSON.parse(data);
+    if (kind === "snapshot") applySnapshot(message);
+    else if (kind === "change") applyChange(message);
+    else if (kind === "tick") applyTick(message);
+  }
+
+  // ------------------------------------------------------------------ updates
+  function applySnapshot(snap) {
+    state.virtual = snap.virtual;
+    state.timeScale = snap.time_scale;
+    setNow(snap.now);
+    state.scopes = new Map(snap.scopes.map((s) => [s.id, s]));
+    state.vms = new Map(snap.vms.map((v) => [v.name, v]));
+    state.events = new Map(snap.events.map((e) => [e.id, e]));
+    state.history = snap.history.slice();
+    state.catalogue = snap.catalogue;
+    state.hosts = snap.hosts;
+    state.scenarios = snap.scenarios;
+    $("#login").hidden = true;
+    $("#app").hidden = false;
+    $("#logout").hidden = !token;
+    $("#mode").textContent = (snap.virtual ? "virtual clock" : "real clock")
+      + (snap.time_scale !== 1 ? ` · time scale ${snap.time_scale}` : "")
+      + (snap.leading ? "" : " · follower") + ` · forewarn ${snap.version}`;
+    renderControls();
+    renderFleet();
+    renderEvents();
+    renderHistory();
+    tickClock();
+    setLink(true, "live");
+    refreshVerdicts();
+    if (!document.body.dataset.ready) {
+      document.body.dataset.ready = "1";
+      window.forewarnRenderedAt = performance.now();
+    }
+  }
+
+  function applyChange(change) {
+    if (change.now) setNow(change.now);
+    for (const event of change.events) state.events.set(event.id, event);
+    for (const id of change.removed) state.events.delete(id);
+    for (const name of change.deleted) {
+      const vm = state.vms.get(name);
+      if (vm) { vm.status = "deleted"; paintVm(vm); }
+    }
+    for (const scope of change.scopes) {
+      const known = state.scopes.get(scope.id);
+      if (known) {
+        Object.assign(known, scope);
+        const head = document.querySelector(`[data-scope-head="${CSS.escape(scope.id)}"]`);
+        if (head) head.textContent = scopeLine(known);
+      }
+    }
+    addHistory(change.history);
+    renderEvents();
+    scheduleVerdicts();
+  }
+
+  function applyTick(tick) {
+    setNow(tick.now);
+    for (const [name, at] of Object.entries(tick.polls)) {
+      const vm = state.vms.get(name);
+      if (vm) vm.polled = at;
+    }
+    for (const [name, status] of Object.entries(tick.status)) {
+      const vm = state.vms.get(name);
+      if (vm) { vm.status = status; paintVm(vm); }
+    }
+    paintAges();
+  }
+
+  // ------------------------------------------------------------------ controls
+  function renderControls() {
+    const select = $("#op-kind");
+    const chosen = select.value;
+    select.innerHTML = state.catalogue.map((op) => `<option value="${esc(op.kind)}">${esc(op.kind)} (${esc(op.event_type)}, ${esc(countdown(op.notice_seconds))} notice)</option>`).join("");
+    if (chosen) select.value = chosen;
+    const names = [...state.vms.keys(), ...state.hosts, ...state.scopes.keys()];
+    $("#targets").innerHTML = names.map((n) => `<option value="${esc(n)}">`).join("");
+    $("#advance-form").hidden = !state.virtual;
+    const scenarios = state.scenarios;
+    $("#scenarios").hidden = !scenarios || !scenarios.length;
+    if (scenarios && scenarios.length) {
+      $("#scenario-name").innerHTML = scenarios.map((n) => `<option>${esc(n)}</option>`).join("");
+    }
+  }
+
+  $("#trigger-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const body = { kind: $("#op-kind").value, target: $("#op-target").value.trim() };
+    const notice = $("#op-notice").value;
+    if (notice !== "") body.notice_seconds = Number(notice);
+    try {
+      const op = await api("POST", "/api/v1/operations", body);
+      const count = op.event_ids.length;
+      say(`${op.kind} on ${op.target}: operation ${op.id}, ${count} event${count === 1 ? "" : "s"}`
+        + (op.unnotified.length ? `; no notice for ${op.unnotified.join(", ")}` : ""));
+    } catch (e) { say(e.message, true); }
+  });
+
+  $("#advance-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      const clock = await api("POST", "/api/v1/clock/advance", { seconds: Number($("#advance-seconds").value) });
+      setNow(clock.now);
+      say(`the clock is now ${dateText(clock.now)} UTC`);
+    } catch (e) { say(e.message, true); }
+  });
+
+  $("#scenario-run").addEventListener("click", async () => {
+    const name = $("#scenario-name").value;
+    try {
+      const run = await api("POST", "/api/v1/scenarios/runs", { name });
+      $("#scenario-status").textContent = `${name}: ${run.status}`;
+      say(`scenario ${name} started`);
+    } catch (e) { say(e.message, true); }
+  });
+
+  $("#open-report").addEventListener("click", async () => {
+    const tab = window.open("about:blank", "_blank");
+    try {
+      const response = await fetch("/api/v1/report", { headers: headers() });
+      if (!response.ok) throw new Error(`the report could not be made (HTTP ${response.status})`);
+      const url = URL.createObjectURL(await response.blob());
+      if (tab) tab.location.href = url; else window.location.href = url;
+    } catch (e) {
+      if (tab) tab.close();
+      say(e.message, true);
+    }
+  });
+
+  // --------------------------------------------------------------------- fleet
+  const scopeLine = (scope) => `${scope.kind.replace("_", " ")} · incarnation ${scope.incarnation}`
+    + (scope.enabled ? "" : " · Scheduled Events off until a VM asks");
+
+  function renderFleet() {
+    const byScope = new Map([...state.scopes.keys()].map((id) => [id, new Map()]));
+    for (const vm of state.vms.values()) {
+      const uds = byScope.get(vm.scope);
+      if (!uds) continue;
+      if (!uds.has(vm.ud)) uds.set(vm.ud, new Map());
+      const hosts = uds.get(vm.ud);
+      if (!hosts.has(vm.host)) hosts.set(vm.host, []);
+      hosts.get(vm.host).push(vm);
+    }
+    const parts = [];
+    for (const [scopeId, uds] of byScope) {
+      const scope = state.scopes.get(scopeId);
+      parts.push(`<div class="scope" data-scope="${esc(scopeId)}"><div class="scope-head"><b>${esc(scopeId)}</b>`
+        + `<span data-scope-head="${esc(scopeId)}">${esc(scopeLine(scope))}</span></div>`);
+      for (const ud of [...uds.keys()].sort((a, b) => a - b)) {
+        parts.push(`<div class="ud"><div class="ud-label">UD ${ud}</div><div class="hosts">`);
+        for (const [host, vms] of uds.get(ud)) {
+          parts.push(`<div class="host"><div class="host-label">${esc(host)}</div><div class="vms">`);
+          for (const vm of vms) {
+            parts.push(`<span class="vm st-${esc(vm.status)}" data-vm="${esc(vm.name)}">`
+              + `<b>${esc(vm.name)}</b><i class="age never">never</i></span>`);
+          }
+          parts.push("</div></div>");
+        }
+        parts.push("</div></div>");
+      }
+      parts.push("</div>");
+    }
+    const fleet = $("#fleet");
+    fleet.innerHTML = parts.join("");
+    state.vmEls = new Map();
+    for (const el of fleet.querySelectorAll(".vm")) {
+      state.vmEls.set(el.dataset.vm, { el, age: el.lastElementChild, text: "never", status: null });
+    }
+    for (const vm of state.vms.values()) paintVm(vm);
+    $("#fleet-count").textContent = `${state.vms.size} VMs in ${state.scopes.size} scopes`;
+    paintAges();
+  }
+
+  function paintVm(vm) {
+    const slot = state.vmEls.get(vm.name);
+    if (!slot || slot.status === vm.status) return;
+    slot.status = vm.status;
+    slot.el.className = "vm st-" + vm.status;
+    slot.el.title = `${vm.name} · ${vm.status} · ${vm.host} · update domain ${vm.ud}`;
+  }
+
+  function paintAges() {
+    const now = serverNow();
+    for (const vm of state.vms.values()) {
+      const slot = state.vmEls.get(vm.name);
+      if (!slot) continue;
+      let text = "never";
+      let kind = "never";
+      if (vm.polled) {
+        const seconds = now - vm.polled;
+        text = age(seconds);
+        kind = seconds < 10 ? "fresh" : seconds < 60 ? "late" : "stale";
+      }
+      if (slot.text !== text) {
+        slot.text = text;
+        slot.age.textContent = text;
+        slot.age.className = "age " + kind;
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------- events
+  function renderEvents() {
+    const rows = [];
+    const events = [...state.events.values()].sort((a, b) => a.created_at - b.created_at);
+    for (const e of events) {
+      if (!(e.id in state.firstSeen)) state.firstSeen[e.id] = Date.now();
+      const scheduled = e.status === "Scheduled";
+      const approved = e.approved_by
+        ? `${esc(e.approved_by === "control" ? "operator" : e.approved_by)} at ${esc(clockText(e.approved_at))}`
+        : "—";
+      const buttons = scheduled
+        ? (e.approved_by ? "" : `<button data-action="approve" data-event="${esc(e.id)}">Approve</button>`)
+          + `<button data-action="start" data-event="${esc(e.id)}">Start</button>`
+          + `<button data-action="cancel" data-event="${esc(e.id)}">Cancel</button>`
+        : `<button data-action="complete" data-event="${esc(e.id)}">Complete</button>`;
+      const when = scheduled ? `data-nb="${e.not_before}"` : `data-started="${e.started_at}"`;
+      rows.push(`<tr data-event="${esc(e.id)}" data-status="${esc(e.status)}">`
+        + `<td><code title="${esc(e.id)}">${esc(e.id.slice(0, 8))}</code></td>`
+        + `<td>${esc(e.type)} <small class="muted">${esc(e.source)}</small></td>`
+        + `<td>${esc(e.scope)}</td>`
+        + `<td class="resources" title="${esc(e.resources.join(", "))}">${esc(e.resources.join(", "))}</td>`
+        + `<td><span class="badge b-${esc(e.status)}">${esc(e.status)}</span></td>`
+        + `<td class="countdown" ${when}></td>`
+        + `<td class="approved">${approved}</td>`
+        + `<td class="actions">${buttons}</td></tr>`);
+    }
+    $("#events tbody").innerHTML = rows.join("");
+    $("#no-events").hidden = events.length > 0;
+    $("#event-count").textContent = events.length ? String(events.length) : "";
+    paintCountdowns();
+  }
+
+  function paintCountdowns() {
+    const now = serverNow();
+    for (const cell of document.querySelectorAll("#events .countdown")) {
+      if (cell.dataset.nb) {
+        const left = Number(cell.dataset.nb) - now;
+        cell.textContent = countdown(left);
+        cell.classList.toggle("due", left <= 0);
+      } else if (cell.dataset.started) {
+        cell.textContent = `started ${age(now - Number(cell.dataset.started))} ago`;
+      }
+    }
+  }
+
+  $("#events tbody").addEventListener("click", async (event) => {
+    const button = event.target.closest("button[data-action]");
+    if (!button) return;
+    const { action, event: id } = button.dataset;
+    button.disabled = true;
+    try {
+      await api("POST", `/api/v1/events/${encodeURIComponent(id)}/${action}`, {});
+      say(`${action}: event ${id}`);
+    } catch (e) {
+      say(e.message, true);
+      button.disabled = false;
+    }
+  });
+
+  // ------------------------------------------------------------------- history
+  const historyKey = (h) => `${h.at}|${h.kind}|${h.event_id}|${h.operation_id}|${h.scope_id}`;
+
+  function addHistory(entries) {
+    if (!entries.length) return;
+    const known = new Set(state.history.slice(-entries.length * 2 - 50).map(historyKey));
+    for (const entry of entries) if (!known.has(historyKey(entry))) state.history.push(entry);
+    if (state.history.length > HISTORY_SHOWN) state.history.splice(0, state.history.length - HISTORY_SHOWN);
+    renderHistory();
+  }
+
+  function describe(h) {
+    const bits = [];
+    const d = h.detail || {};
+    if (d.kind) bits.push(d.kind);
+    if (d.target) bits.push("on " + d.target);
+    if (d.type) bits.push(d.type);
+    if (d.by) bits.push("by " + (d.by === "control" ? "the operator" : d.by));
+    if (d.reason) bits.push("(" + d.reason + ")");
+    if (d.vm) bits.push(d.vm);
+    if (h.event_id) bits.push("event " + h.event_id.slice(0, 8));
+    else if (h.operation_id) bits.push(h.operation_id);
+    if (h.scope_id) bits.push("scope " + h.scope_id);
+    return bits.join(" ");
+  }
+
+  function renderHistory() {
+    const items = state.history.slice().reverse().map((h) => `<li data-kind="${esc(h.kind)}">`
+      + `<time>${esc(clockText(h.at))}</time><span class="kind">${esc(h.kind)}</span>${esc(describe(h))}</li>`);
+    $("#history").innerHTML = items.join("");
+    renderStrip();
+  }
+
+  function renderStrip() {
+    const svg = $("#history-strip");
+    const width = svg.clientWidth || 800;
+    const entries = state.history;
+    if (!entries.length) { svg.innerHTML = ""; return; }
+    const first = entries[0].at;
+    const last = Math.max(entries[entries.length - 1].at, first + 1);
+    const x = (t) => 6 + (width - 12) * (t - first) / (last - first);
+    const group = (kind) => {
+      const head = kind.split(".")[0];
+      return ["event", "operation", "scope", "vm"].includes(head) ? head : "other";
+    };
+    const dots = entries.map((h) => `<circle class="k-${group(h.kind)}" cx="${x(h.at).toFixed(1)}" cy="10" r="3.5">`
+      + `<title>${esc(clockText(h.at))} ${esc(h.kind)} ${esc(describe(h))}</title></circle>`);
+    svg.innerHTML = dots.join("")
+      + `<text x="4" y="25">${esc(clockText(first))}</text>`
+      + `<text x="${width - 4}" y="25" text-anchor="end">${esc(clockText(last))}</text>`;
+  }
+
+  // ------------------------------------------------------------------ verdicts
+  function scheduleVerdicts() {
+    if (verdictTimer) return;
+    verdictTimer = setTimeout(() => { verdictTimer = null; refreshVerdicts(); }, 800);
+  }
+
+  async function refreshVerdicts() {
+    if ($("#app").hidden) return;
+    let report;
+    try { report = await api("GET", "/api/v1/reactions"); } catch (e) { return; }
+    state.verdicts = report;
+    const rows = report.events.slice(-50).reverse().map((e) => `<tr data-event="${esc(e.id)}" data-verdict="${esc(e.verdict)}">`
+      + `<td><span class="badge v-${esc(e.verdict)}">${esc(e.verdict)}</span></td>`
+      + `<td><code title="${esc(e.id)}">${esc(e.id.slice(0, 8))}</code> ${esc(e.type || "")} · ${esc(e.scope || "")}</td>`
+      + `<td>${e.created_at ? esc(clockText(e.created_at)) : "—"}</td>`
+      + `<td class="summary">${esc(e.summary)}</td></tr>`);
+    $("#verdicts tbody").innerHTML = rows.join("");
+    $("#no-verdicts").hidden = report.events.length > 0;
+    const t = report.totals;
+    $("#verdict-totals").textContent = report.events.length
+      ? `${t.ok} ok · ${t.warn} warn · ${t.fail} fail · ${t.pending} pending · ${t.info} info` : "";
+    const silent = report.stopped_polling;
+    $("#silent").textContent = silent.length
+      ? `Stopped polling (silent > ${report.stale_after} s): ${silent.slice(0, 20).map((p) => p.vm).join(", ")}`
+        + (silent.length > 20 ? ` and ${silent.length - 20} more` : "")
+      : "";
+  }
+
+  // --------------------------------------------------------------------- clock
+  function tickClock() {
+    const now = serverNow();
+    if (now) $("#clock").textContent = clockText(now) + " UTC";
+  }
+
+  setInterval(() => { tickClock(); paintCountdowns(); }, 200);
+  setInterval(paintAges, 1000);
+  setInterval(refreshVerdicts, 10000);
+  connect();
+})();

@@ -1,0 +1,135 @@
+"""What the dashboard is sent: a whole snapshot, then changes and once-a-second ticks.
+
+The snapshot is everything the page draws (fleet, live events and operations, recent
+history, the operation catalogue); a change message is what one published change
+altered; a tick carries the clock and only the VM poll times and states that moved.
+Kept compact: a 1,000-VM fleet's snapshot is some 100 KB and a tick a few KB.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ... import __version__
+from ...fabric import CATALOGUE, Changes, EventRecord, Fabric, HistoryEntry, OperationState
+from ..views import event_out, operation_out
+
+__all__ = ["change_message", "event_view", "snapshot", "vm_rows"]
+
+_LIVE = (OperationState.SCHEDULED, OperationState.STARTED)
+
+#: Which targets each operation takes (the trigger form offers only those).
+_TARGETS = {
+    "user-reboot": ["vm"], "user-redeploy": ["vm"], "scale-in": ["vm"],
+    "live-migration": ["vm", "host"], "degraded-hardware": ["vm", "host"],
+    "hardware-failure": ["vm", "host"], "spot-eviction": ["vm", "host"],
+    "host-update": ["vm", "host", "scope"], "platform-reboot": ["vm", "host", "scope"],
+    "platform-redeploy": ["vm", "host", "scope"],
+}  # fmt: skip
+
+
+def event_view(event: EventRecord) -> dict[str, Any]:
+    """An event as the API shows it, with when it was approved."""
+    out: dict[str, Any] = msgspec.to_builtins(event_out(event))
+    out["approved_at"] = event.approved_at
+    return out
+
+
+def history_view(entries: list[HistoryEntry]) -> list[dict[str, Any]]:
+    """History entries as plain JSON."""
+    return [msgspec.to_builtins(e) for e in entries]
+
+
+def vm_rows(
+    fabric: Fabric, statuses: dict[str, str], polls: dict[str, float]
+) -> list[dict[str, Any]]:
+    """Every VM, where it runs, what is happening to it and when it last polled."""
+    return [
+        {
+            "name": vm.name,
+            "scope": vm.scope_id,
+            "host": vm.host,
+            "ud": vm.update_domain,
+            "status": statuses.get(vm.name, "running"),
+            "polled": polls.get(vm.name),
+        }
+        for vm in fabric.topology.vms.values()
+    ]
+
+
+def snapshot(
+    fabric: Fabric,
+    *,
+    polls: dict[str, float],
+    history: list[HistoryEntry],
+    scenarios: list[str] | None,
+) -> dict[str, Any]:
+    """Everything the page draws, as of now."""
+    statuses = fabric.vm_statuses()
+    scopes = [
+        {
+            "id": scope.id,
+            "kind": scope.kind.value,
+            "update_domains": scope.update_domains,
+            "incarnation": fabric.view(scope.id).incarnation,
+            "enabled": fabric.is_enabled(scope.id),
+        }
+        for scope in fabric.topology.scopes.values()
+    ]
+    scale = fabric.config.scaled
+    return {
+        "version": __version__,
+        "now": fabric.clock.now(),
+        "virtual": fabric.clock.is_virtual,
+        "time_scale": fabric.config.time_scale,
+        "leading": fabric.leading,
+        "scopes": scopes,
+        "hosts": sorted(fabric.topology.hosts()),
+        "vms": vm_rows(fabric, statuses, polls),
+        "events": [event_view(e) for e in fabric.events()],
+        "operations": [
+            msgspec.to_builtins(operation_out(op))
+            for op in fabric.operations()
+            if op.state in _LIVE
+        ],
+        "history": history_view(history),
+        "catalogue": [
+            {
+                "kind": s.kind.value,
+                "event_type": s.event_type.value,
+                "notice_seconds": scale(s.notice),
+                "targets": _TARGETS.get(s.kind.value, ["vm"]),
+            }
+            for s in CATALOGUE.values()
+        ],
+        "scenarios": scenarios,
+    }
+
+
+def change_message(fabric: Fabric, changes: Changes) -> dict[str, Any] | None:
+    """What one published change altered (None: bookkeeping the page does not show)."""
+    if not (
+        changes.events
+        or changes.removed_events
+        or changes.operations
+        or changes.history
+        or changes.deleted_vms
+    ):
+        return None
+    # Incarnations from the change itself: asking the fabric for views here could fire
+    # due timers from inside the publication of a change.
+    scopes = [
+        {"id": s.scope_id, "incarnation": s.incarnation, "enabled": fabric.is_enabled(s.scope_id)}
+        for s in changes.scopes
+    ]
+    return {
+        "events": [event_view(e) for e in changes.events],
+        "removed": list(changes.removed_events),
+        "operations": [msgspec.to_builtins(operation_out(op)) for op in changes.operations],
+        "history": history_view(changes.history),
+        "deleted": list(changes.deleted_vms),
+        "scopes": scopes,
+        "now": fabric.clock.now(),
+    }

@@ -1,0 +1,79 @@
+"""Routes of the rehearsal report: the verdicts as JSON, and as an HTML page.
+
+``GET /api/v1/reactions`` grades what the reaction tracker recorded (this process's
+latest facts are written first, then everything every front-end wrote is read back);
+``GET /api/v1/report`` is the same verdict as a self-contained HTML page.
+"""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..fabric import Fabric, ReactionReport, grade
+from ..fabric.verdicts import DEFAULT_STALE_AFTER
+from .report import render_report
+from .views import json_error
+
+__all__ = ["ReactionRoutes"]
+
+
+class _BadParam(Exception):
+    """A query parameter that is not what the route takes."""
+
+
+def _number(request: Request, name: str, default: float | None) -> float | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise _BadParam(f"query parameter {name} must be a number of seconds") from None
+    if not math.isfinite(value) or value < 0 or value > 1e12:
+        raise _BadParam(f"query parameter {name} must be a number from 0 to 1e12")
+    return value
+
+
+class ReactionRoutes:
+    """The report's handlers over one fabric."""
+
+    def __init__(self, fabric: Fabric) -> None:
+        self.fabric = fabric
+
+    async def build(self, since: float | None, stale_after: float) -> ReactionReport:
+        """The verdict on everything recorded about events created since ``since``."""
+        data = await self.fabric.reactions.facts(since)
+        fabric = self.fabric
+        deleted = [name for name in fabric.topology.vms if fabric.is_deleted(name)]
+        return grade(
+            data, now=fabric.clock.now(), since=since, stale_after=stale_after, deleted=deleted
+        )
+
+    async def _report(self, request: Request) -> ReactionReport | Response:
+        try:
+            since = _number(request, "since", None)
+            stale = _number(request, "stale_after", DEFAULT_STALE_AFTER)
+        except _BadParam as exc:
+            return json_error(str(exc), 400)
+        assert stale is not None
+        return await self.build(since, stale)
+
+    async def reactions(self, request: Request) -> Response:
+        """The verdict as JSON."""
+        report = await self._report(request)
+        if isinstance(report, Response):
+            return report
+        return Response(msgspec.json.encode(report), media_type="application/json")
+
+    async def report(self, request: Request) -> Response:
+        """The verdict as an HTML page (rendered off the event loop: it may be large)."""
+        report = await self._report(request)
+        if isinstance(report, Response):
+            return report
+        page = await run_in_threadpool(render_report, report)
+        return Response(page, media_type="text/html; charset=utf-8")

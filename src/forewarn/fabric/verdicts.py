@@ -1,0 +1,397 @@
+"""Grading a rehearsal: turn recorded reactions into a verdict per event and per VM.
+
+Pure: it reads the facts the reaction tracker recorded (``ReactionData``) and the time,
+and says for each event whether every VM it listed saw it before it started, how long
+each took to see it and to approve it, whether the approval came before NotBefore, who
+missed it and why, which VMs approved events that did not list them, and which VMs
+stopped polling. The control API serves it; the CLI and the dashboard show it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable
+
+import msgspec
+
+from ..contract import EventType, lookup_version
+from .reactions import EventFacts, ReactionData, VmPolls, VmReaction
+
+__all__ = [
+    "DEFAULT_STALE_AFTER",
+    "EventVerdict",
+    "LatencyStats",
+    "PollVerdict",
+    "ReactionReport",
+    "UnlistedApproval",
+    "VmVerdict",
+    "grade",
+]
+
+#: A VM that has not polled for this long (seconds of the platform clock) stopped polling.
+DEFAULT_STALE_AFTER = 30.0
+
+#: Start reasons that mean the event was created Started: no notice could be seen.
+_CREATED_STARTED = frozenset({"immediate", "auto_approved", "no_notice"})
+
+
+class VmVerdict(msgspec.Struct, kw_only=True):
+    """How one VM reacted to one event.
+
+    ``verdict``: approved | detected | missed | waiting | unseen | no-notice | unlisted.
+    """
+
+    vm: str
+    listed: bool
+    verdict: str
+    note: str
+    first_seen: float | None
+    detected_after: float | None
+    seen_started: float | None
+    approved_at: float | None
+    approved_after: float | None
+    approved_in_time: bool | None
+    last_poll_before_start: float | None
+    last_poll: float | None
+
+
+class EventVerdict(msgspec.Struct, kw_only=True):
+    """One event, what happened to it, and the grade of the fleet's reaction.
+
+    ``verdict``: ok | warn | fail | pending | info; ``status``: scheduled | started |
+    completed | canceled."""
+
+    id: str
+    operation_id: str | None
+    kind: str | None
+    scope: str | None
+    type: str | None
+    source: str | None
+    resources: list[str]
+    created_at: float | None
+    not_before: float | None
+    notice: float | None
+    started_at: float | None
+    start_reason: str | None
+    ended_at: float | None
+    approved_by: str | None
+    approved_at: float | None
+    status: str
+    verdict: str
+    summary: str
+    seen: int
+    missed: list[str]
+    unlisted_approvals: list[str]
+    vms: list[VmVerdict]
+
+
+class PollVerdict(msgspec.Struct, kw_only=True):
+    """A VM that stopped polling: when it polled last and for how long it has been silent."""
+
+    vm: str
+    first_poll: float | None
+    last_poll: float | None
+    silent_for: float
+    api_version: str | None
+
+
+class UnlistedApproval(msgspec.Struct, kw_only=True):
+    """A VM approved an event that did not list it (allowed in its scope, rarely meant)."""
+
+    event_id: str
+    vm: str
+    at: float | None
+
+
+class LatencyStats(msgspec.Struct, kw_only=True):
+    """A latency distribution (seconds of the platform clock from the event's creation)."""
+
+    count: int
+    median: float | None
+    p90: float | None
+    max: float | None
+    values: list[float]
+
+
+class ReactionReport(msgspec.Struct, kw_only=True):
+    """The whole verdict: every event, silent VMs, stray approvals, latency distributions."""
+
+    generated_at: float
+    since: float | None
+    stale_after: float
+    totals: dict[str, int]
+    events: list[EventVerdict]
+    stopped_polling: list[PollVerdict]
+    unlisted_approvals: list[UnlistedApproval]
+    detection: LatencyStats
+    approval: LatencyStats
+
+
+def _stats(values: Iterable[float]) -> LatencyStats:
+    ordered = sorted(values)
+    if not ordered:
+        return LatencyStats(count=0, median=None, p90=None, max=None, values=[])
+
+    def rank(q: float) -> float:
+        return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+    return LatencyStats(
+        count=len(ordered), median=rank(0.5), p90=rank(0.9), max=ordered[-1], values=ordered
+    )
+
+
+def _seconds(value: float) -> str:
+    if value < 10:
+        return f"{value:.1f} s"
+    if value < 120:
+        return f"{value:.0f} s"
+    if value < 7200:
+        return f"{value / 60:.0f} min"
+    return f"{value / 3600:.1f} h"
+
+
+def _status(facts: EventFacts) -> str:
+    if facts.ended is not None:
+        return facts.ended
+    return "started" if facts.started_at is not None else "scheduled"
+
+
+def _created_started(facts: EventFacts) -> bool:
+    if facts.start_reason in _CREATED_STARTED:
+        return True
+    return (
+        facts.started_at is not None
+        and facts.created_at is not None
+        and facts.started_at <= facts.created_at
+        and facts.start_reason is None
+    )
+
+
+def _shows(api_version: str | None, event_type: str | None) -> bool:
+    """Whether documents of ``api_version`` show events of ``event_type``."""
+    version = lookup_version(api_version) if api_version else None
+    if version is None or event_type is None:
+        return True
+    try:
+        return EventType(event_type) in version.event_types
+    except ValueError:
+        return True
+
+
+def _missed_because(facts: EventFacts, reaction: VmReaction, polls: VmPolls | None) -> str:
+    """Why a VM never saw an event before it started, as far as its polls tell."""
+    if polls is None or polls.last_poll is None:
+        return "never polled"
+    if not _shows(polls.api_version, facts.event_type):
+        return f"polls with api-version {polls.api_version}, which does not show {facts.event_type}"
+    before = reaction.last_poll_before_start
+    created = facts.created_at
+    if before is None:
+        started = facts.started_at
+        if polls.first_poll is not None and started is not None and polls.first_poll >= started:
+            return "began polling only after the event started"
+        return "did not poll while the event was Scheduled"
+    if created is not None and before < created:
+        return f"did not poll during the notice (last poll {_seconds(created - before)} before it)"
+    return "polled during the notice but was not shown the event"
+
+
+def _vm_verdict(
+    facts: EventFacts,
+    vm: str,
+    reaction: VmReaction,
+    polls: VmPolls | None,
+    status: str,
+    listed: bool,
+) -> VmVerdict:
+    created, not_before = facts.created_at, facts.not_before
+    detected_after = (
+        reaction.first_seen - created
+        if reaction.first_seen is not None and created is not None
+        else None
+    )
+    approved_after = (
+        reaction.approved_at - created
+        if reaction.approved_at is not None and created is not None
+        else None
+    )
+    in_time = None
+    if reaction.approved_at is not None and not_before is not None:
+        in_time = reaction.approved_at <= not_before and (
+            facts.started_at is None
+            or reaction.approved_at <= facts.started_at
+            or facts.start_reason == "approved"
+        )
+    if not listed:
+        verdict = "unlisted"
+        note = "approved an event that does not list it"
+    elif _created_started(facts):
+        verdict = "no-notice"
+        note = "created Started: there was nothing to see in advance"
+        if reaction.seen_started is not None and facts.started_at is not None:
+            note += f"; saw it {_seconds(max(0.0, reaction.seen_started - facts.started_at))} in"
+    elif reaction.first_seen is not None:
+        verdict = "approved" if reaction.approved_at is not None else "detected"
+        note = f"saw it after {_seconds(max(0.0, detected_after or 0.0))}"
+        if reaction.approved_at is not None and not_before is not None:
+            margin = not_before - reaction.approved_at
+            note += (
+                f", approved {_seconds(margin)} before NotBefore"
+                if in_time
+                else ", approved too late (after it started)"
+            )
+    elif status == "scheduled":
+        verdict, note = "waiting", "has not seen it yet"
+    elif status == "canceled" and facts.started_at is None:
+        verdict, note = "unseen", "canceled before it saw it"
+    else:
+        verdict = "missed"
+        note = "never saw it before it started: " + _missed_because(facts, reaction, polls)
+    return VmVerdict(
+        vm=vm,
+        listed=listed,
+        verdict=verdict,
+        note=note,
+        first_seen=reaction.first_seen,
+        detected_after=detected_after,
+        seen_started=reaction.seen_started,
+        approved_at=reaction.approved_at,
+        approved_after=approved_after,
+        approved_in_time=in_time,
+        last_poll_before_start=reaction.last_poll_before_start,
+        last_poll=polls.last_poll if polls is not None else None,
+    )
+
+
+def _event_verdict(
+    facts: EventFacts, reactions: dict[str, VmReaction], polls: dict[str, VmPolls]
+) -> EventVerdict:
+    status = _status(facts)
+    resources = list(facts.resources or ())
+    listed = set(resources)
+    vms = [
+        _vm_verdict(
+            facts, vm, reactions.get(vm) or VmReaction(event_id=facts.id, vm=vm),
+            polls.get(vm), status, True,
+        )
+        for vm in resources
+    ]  # fmt: skip
+    strays = sorted(
+        vm for vm, r in reactions.items() if vm not in listed and r.approved_at is not None
+    )
+    vms += [_vm_verdict(facts, vm, reactions[vm], polls.get(vm), status, False) for vm in strays]
+    missed = [v.vm for v in vms if v.verdict == "missed"]
+    seen = sum(1 for v in vms if v.listed and v.first_seen is not None)
+    total = len(resources)
+    notice = (
+        facts.not_before - facts.created_at
+        if facts.not_before is not None and facts.created_at is not None
+        else None
+    )
+    verdict, summary = _grade(facts, status, vms, missed, strays, seen, total)
+    return EventVerdict(
+        id=facts.id, operation_id=facts.operation_id, kind=facts.kind, scope=facts.scope_id,
+        type=facts.event_type, source=facts.source, resources=resources,
+        created_at=facts.created_at, not_before=facts.not_before, notice=notice,
+        started_at=facts.started_at, start_reason=facts.start_reason, ended_at=facts.ended_at,
+        approved_by=facts.approved_by, approved_at=facts.approved_at, status=status,
+        verdict=verdict, summary=summary, seen=seen, missed=missed,
+        unlisted_approvals=strays, vms=vms,
+    )  # fmt: skip
+
+
+def _grade(
+    facts: EventFacts,
+    status: str,
+    vms: list[VmVerdict],
+    missed: list[str],
+    strays: list[str],
+    seen: int,
+    total: int,
+) -> tuple[str, str]:
+    """The event's grade and a one-line summary of why."""
+    if status == "scheduled":
+        return "pending", f"Scheduled; {seen} of {total} VMs have seen it so far"
+    if _created_started(facts):
+        return "info", "created Started (no notice to react to)"
+    if status == "canceled" and facts.started_at is None:
+        return "info", f"canceled before it started; {seen} of {total} VMs had seen it"
+    slowest = max((v.detected_after for v in vms if v.detected_after is not None), default=None)
+    seen_line = f"{seen} of {total} VMs saw it" + (
+        f" (slowest after {_seconds(slowest)})" if slowest is not None else ""
+    )
+    if missed:
+        names = ", ".join(missed[:5]) + (f" and {len(missed) - 5} more" if len(missed) > 5 else "")
+        return "fail", f"{len(missed)} of {total} VMs missed it ({names}); {seen_line}"
+    approval = _approval_line(facts)
+    if strays:
+        return "warn", f"{seen_line}; {approval}; approved by unlisted VMs: {', '.join(strays)}"
+    if facts.start_reason == "not_before":
+        return "warn", f"{seen_line}; nobody approved: it started at NotBefore"
+    return "ok", f"{seen_line}; {approval}"
+
+
+def _approval_line(facts: EventFacts) -> str:
+    if facts.approved_by is None or facts.approved_at is None:
+        if facts.start_reason == "forced":
+            return "started early by the operator"
+        return "not approved"
+    who = "the operator" if facts.approved_by == "control" else facts.approved_by
+    if facts.not_before is not None and facts.approved_at <= facts.not_before:
+        margin = _seconds(facts.not_before - facts.approved_at)
+        return f"approved by {who} {margin} before NotBefore"
+    return f"approved by {who} after NotBefore"
+
+
+def grade(
+    data: ReactionData,
+    *,
+    now: float,
+    since: float | None = None,
+    stale_after: float = DEFAULT_STALE_AFTER,
+    deleted: Collection[str] = (),
+) -> ReactionReport:
+    """The verdict on ``data`` at ``now``; ``deleted`` VMs are not said to stop polling."""
+    by_event: dict[str, dict[str, VmReaction]] = {}
+    for reaction in data.vms:
+        by_event.setdefault(reaction.event_id, {})[reaction.vm] = reaction
+    polls = {p.vm: p for p in data.polls}
+    facts = sorted(
+        (f for f in data.events if since is None or (f.created_at or 0.0) >= since),
+        key=lambda f: (f.created_at or 0.0, f.id),
+    )
+    events = [_event_verdict(f, by_event.get(f.id, {}), polls) for f in facts]
+    stopped = sorted(
+        (
+            PollVerdict(
+                vm=p.vm, first_poll=p.first_poll, last_poll=p.last_poll,
+                silent_for=now - p.last_poll, api_version=p.api_version,
+            )
+            for p in data.polls
+            if p.last_poll is not None and now - p.last_poll > stale_after and p.vm not in deleted
+        ),
+        key=lambda p: p.vm,
+    )  # fmt: skip
+    strays = [
+        UnlistedApproval(event_id=e.id, vm=v.vm, at=v.approved_at)
+        for e in events
+        for v in e.vms
+        if not v.listed
+    ]
+    totals = {key: 0 for key in ("ok", "warn", "fail", "pending", "info")}
+    for event in events:
+        totals[event.verdict] += 1
+    detection = _stats(
+        v.detected_after
+        for e in events
+        for v in e.vms
+        if v.listed and v.detected_after is not None and v.verdict != "no-notice"
+    )
+    approval = _stats(
+        v.approved_after for e in events for v in e.vms if v.approved_after is not None
+    )
+    return ReactionReport(
+        generated_at=now, since=since, stale_after=stale_after, totals=totals, events=events,
+        stopped_polling=stopped, unlisted_approvals=strays, detection=detection,
+        approval=approval,
+    )  # fmt: skip

@@ -1,0 +1,191 @@
+"""Reaction tables, shared by both stores: their SQL (per dialect) and row conversions.
+
+Three tables: ``reaction_events`` (what happened to each event), ``reaction_vms`` (what
+each VM did about each event) and ``reaction_polls`` (each VM's first and last poll).
+Every write is a merge, so that the front-ends of a scaled-out fleet, each writing what
+it saw, never overwrite one another: an event keeps the first value known of each
+column, a VM its earliest sighting and approval and its latest poll.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import msgspec
+
+from ..fabric import EventFacts, ReactionData, VmPolls, VmReaction
+
+__all__ = [
+    "REACTION_TABLES",
+    "SQLITE_SCHEMA",
+    "Dialect",
+    "event_rows",
+    "events_from_rows",
+    "poll_rows",
+    "polls_from_rows",
+    "select_sql",
+    "upsert_sql",
+    "vm_rows",
+    "vms_from_rows",
+]
+
+Dialect = Literal["sqlite", "postgresql"]
+
+REACTION_TABLES = ("reaction_events", "reaction_vms", "reaction_polls")
+
+_EVENT_COLUMNS = (
+    "id", "operation_id", "kind", "scope_id", "event_type", "source", "resources",
+    "created_at", "not_before", "approved_by", "approved_at", "started_at", "start_reason",
+    "ended_at", "ended",
+)  # fmt: skip
+_VM_COLUMNS = (
+    "event_id", "vm", "first_seen", "seen_started", "incarnation", "approved_at",
+    "last_poll_before_start",
+)  # fmt: skip
+_POLL_COLUMNS = ("vm", "first_poll", "last_poll", "api_version")
+
+#: The SQLite tables (PostgreSQL's are migration 0003, the same with its own types).
+SQLITE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS reaction_events (
+    id TEXT PRIMARY KEY, operation_id TEXT, kind TEXT, scope_id TEXT, event_type TEXT,
+    source TEXT, resources TEXT, created_at REAL, not_before REAL, approved_by TEXT,
+    approved_at REAL, started_at REAL, start_reason TEXT, ended_at REAL, ended TEXT
+);
+CREATE INDEX IF NOT EXISTS reaction_events_created ON reaction_events (created_at);
+CREATE TABLE IF NOT EXISTS reaction_vms (
+    event_id TEXT NOT NULL, vm TEXT NOT NULL, first_seen REAL, seen_started REAL,
+    incarnation INTEGER, approved_at REAL, last_poll_before_start REAL,
+    PRIMARY KEY (event_id, vm)
+);
+CREATE TABLE IF NOT EXISTS reaction_polls (
+    vm TEXT PRIMARY KEY, first_poll REAL, last_poll REAL, api_version TEXT
+);
+"""
+
+
+def _least(dialect: Dialect, old: str, new: str) -> str:
+    if dialect == "postgresql":
+        return f"LEAST({old}, {new})"  # ignores NULLs
+    return f"COALESCE(MIN({old}, {new}), {old}, {new})"  # MIN is NULL if either is
+
+
+def _greatest(dialect: Dialect, old: str, new: str) -> str:
+    if dialect == "postgresql":
+        return f"GREATEST({old}, {new})"
+    return f"COALESCE(MAX({old}, {new}), {old}, {new})"
+
+
+def _insert(table: str, columns: Sequence[str], key: str, dialect: Dialect) -> str:
+    mark = "%s" if dialect == "postgresql" else "?"
+    values = ", ".join(mark for _ in columns)
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({values}) ON CONFLICT ({key})"
+
+
+def upsert_sql(dialect: Dialect) -> dict[str, str]:
+    """The merging upsert of each table."""
+    t = "reaction_events"
+    events = ", ".join(f"{c} = COALESCE({t}.{c}, excluded.{c})" for c in _EVENT_COLUMNS[1:])
+    v = "reaction_vms"
+    vms = ", ".join([
+        f"first_seen = {_least(dialect, f'{v}.first_seen', 'excluded.first_seen')}",
+        f"seen_started = {_least(dialect, f'{v}.seen_started', 'excluded.seen_started')}",
+        f"incarnation = {_least(dialect, f'{v}.incarnation', 'excluded.incarnation')}",
+        f"approved_at = {_least(dialect, f'{v}.approved_at', 'excluded.approved_at')}",
+        "last_poll_before_start = "
+        + _greatest(dialect, f"{v}.last_poll_before_start", "excluded.last_poll_before_start"),
+    ])  # fmt: skip
+    p = "reaction_polls"
+    polls = ", ".join([
+        f"first_poll = {_least(dialect, f'{p}.first_poll', 'excluded.first_poll')}",
+        f"last_poll = {_greatest(dialect, f'{p}.last_poll', 'excluded.last_poll')}",
+        f"api_version = CASE WHEN {p}.last_poll IS NULL OR excluded.last_poll >= {p}.last_poll"
+        f" THEN COALESCE(excluded.api_version, {p}.api_version) ELSE {p}.api_version END",
+    ])  # fmt: skip
+    return {
+        "events": _insert(t, _EVENT_COLUMNS, "id", dialect) + f" DO UPDATE SET {events}",
+        "vms": _insert(v, _VM_COLUMNS, "event_id, vm", dialect) + f" DO UPDATE SET {vms}",
+        "polls": _insert(p, _POLL_COLUMNS, "vm", dialect) + f" DO UPDATE SET {polls}",
+    }
+
+
+def select_sql(dialect: Dialect) -> dict[str, str]:
+    """Reads: events created at or after a time (both parameters: the time, or NULL for
+    every event), their VMs' reactions, and every VM's polls."""
+    mark = "%s" if dialect == "postgresql" else "?"
+    cast = "::float8" if dialect == "postgresql" else ""
+    since = f"({mark}{cast} IS NULL OR created_at >= {mark})"
+    return {
+        "events": f"SELECT {', '.join(_EVENT_COLUMNS)} FROM reaction_events WHERE {since}"
+        " ORDER BY created_at, id",
+        "vms": f"SELECT {', '.join(_VM_COLUMNS)} FROM reaction_vms WHERE event_id IN"
+        f" (SELECT id FROM reaction_events WHERE {since}) ORDER BY event_id, vm",
+        "polls": f"SELECT {', '.join(_POLL_COLUMNS)} FROM reaction_polls ORDER BY vm",
+    }
+
+
+def event_rows(data: ReactionData) -> list[tuple[Any, ...]]:
+    """``data``'s events as rows of ``reaction_events`` (resources as JSON text)."""
+    rows = []
+    for e in data.events:
+        resources = None if e.resources is None else msgspec.json.encode(e.resources).decode()
+        rows.append((
+            e.id, e.operation_id, e.kind, e.scope_id, e.event_type, e.source, resources,
+            e.created_at, e.not_before, e.approved_by, e.approved_at, e.started_at,
+            e.start_reason, e.ended_at, e.ended,
+        ))  # fmt: skip
+    return rows
+
+
+def vm_rows(data: ReactionData) -> list[tuple[Any, ...]]:
+    """``data``'s reactions as rows of ``reaction_vms``."""
+    return [
+        (r.event_id, r.vm, r.first_seen, r.seen_started, r.incarnation, r.approved_at,
+         r.last_poll_before_start)
+        for r in data.vms
+    ]  # fmt: skip
+
+
+def poll_rows(data: ReactionData) -> list[tuple[Any, ...]]:
+    """``data``'s polls as rows of ``reaction_polls``."""
+    return [(p.vm, p.first_poll, p.last_poll, p.api_version) for p in data.polls]
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def events_from_rows(rows: Sequence[Sequence[Any]]) -> list[EventFacts]:
+    """Rows of ``reaction_events`` back as facts."""
+    out = []
+    for row in rows:
+        values = dict(zip(_EVENT_COLUMNS, row, strict=True))
+        raw = values.pop("resources")
+        resources = None if raw is None else tuple(msgspec.json.decode(raw, type=list[str]))
+        for name in ("created_at", "not_before", "approved_at", "started_at", "ended_at"):
+            values[name] = _float(values[name])
+        out.append(EventFacts(resources=resources, **values))
+    return out
+
+
+def vms_from_rows(rows: Sequence[Sequence[Any]]) -> list[VmReaction]:
+    """Rows of ``reaction_vms`` back as reactions."""
+    out = []
+    for event_id, vm, seen, seen_started, incarnation, approved, before in rows:
+        out.append(
+            VmReaction(
+                event_id=event_id, vm=vm, first_seen=_float(seen),
+                seen_started=_float(seen_started),
+                incarnation=None if incarnation is None else int(incarnation),
+                approved_at=_float(approved), last_poll_before_start=_float(before),
+            )
+        )  # fmt: skip
+    return out
+
+
+def polls_from_rows(rows: Sequence[Sequence[Any]]) -> list[VmPolls]:
+    """Rows of ``reaction_polls`` back as polls."""
+    return [
+        VmPolls(vm=vm, first_poll=_float(first), last_poll=_float(last), api_version=version)
+        for vm, first, last, version in rows
+    ]

@@ -67,13 +67,19 @@ class Result:
 
     name: str
     rate: float
+    lowest: float
+    highest: float
     answered: list[float]
     latencies: list[float]
 
     def line(self, baseline: Result | None) -> str:
         ratio = f"{self.rate / baseline.rate:5.2f}x" if baseline and baseline.rate else "    -"
         answered, everywhere = _percentiles(self.answered), _percentiles(self.latencies)
-        return f"| {self.name:<20} | {self.rate:8.0f} | {ratio} | {answered} | {everywhere} |"
+        spread = f"{self.lowest:6.0f}-{self.highest:<6.0f}"
+        return (
+            f"| {self.name:<20} | {self.rate:8.0f} ({spread}) | {ratio} | {answered} "
+            f"| {everywhere} |"
+        )
 
 
 def _percentiles(values: list[float]) -> str:
@@ -236,12 +242,22 @@ async def approval_latency(
             await client.aclose()
 
 
-def throughput(args: list[str], workers: int, seconds: int) -> float:
-    """Keep-alive req/s of the shared endpoint of ``workers`` workers."""
-    with serve(args, workers) as server:
-        wait_for_cluster(server, workers)
-        wrk(server.imds, 1)  # warm-up: every worker's caches
-        return wrk(server.imds, seconds)
+def throughput(
+    configs: dict[str, tuple[list[str], int]], seconds: int, rounds: int
+) -> dict[str, list[float]]:
+    """Keep-alive req/s of each configuration's endpoint: every server runs at once and
+    the wrk runs alternate between them, ``rounds`` times, so that a busy moment of the
+    machine falls on all of them alike."""
+    rates: dict[str, list[float]] = {name: [] for name in configs}
+    with contextlib.ExitStack() as stack:
+        servers = {name: stack.enter_context(serve(a, n)) for name, (a, n) in configs.items()}
+        for name, server in servers.items():
+            wait_for_cluster(server, configs[name][1])
+            wrk(server.imds, 1)  # warm-up: every worker's caches
+        for _ in range(rounds):
+            for name, server in servers.items():
+                rates[name].append(wrk(server.imds, seconds))
+    return rates
 
 
 def latencies(args: list[str], fronts: int, trials: int) -> list[tuple[float, float]]:
@@ -259,19 +275,11 @@ def latencies(args: list[str], fronts: int, trials: int) -> list[tuple[float, fl
         ]
 
 
-def measure(
-    name: str, args: list[str], fronts: int, seconds: int, trials: int, store: bool
-) -> Result:
-    shared = ["--workers", str(fronts)] if store else []
-    rate = throughput([*args, *shared], fronts, seconds)
-    timings = latencies(args, fronts, trials)
-    return Result(name, rate, [a for a, _ in timings], [e for _, e in timings])
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=5, help="wrk run per configuration")
     parser.add_argument("--trials", type=int, default=40, help="approvals per configuration")
+    parser.add_argument("--rounds", type=int, default=3, help="wrk runs per configuration")
     parser.add_argument("--vms", type=int, default=1000)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument(
@@ -284,24 +292,33 @@ def main() -> int:
         print("needs wrk (Debian: apt-get install wrk)", file=sys.stderr)
         return 2
     print(f"cores {os.cpu_count()}, load average before: {load_average()}")
-    with tempfile.TemporaryDirectory() as tmp:
-        fleet = fleet_file(Path(tmp), args.vms)
-        baseline = ["--fleet", str(fleet), "--db", f"{tmp}/b.db"]
-        results = [
-            measure("baseline (SQLite, 1)", baseline, 1, args.seconds, args.trials, store=False)
-        ]
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as databases:
+        fleet = ["--fleet", str(fleet_file(Path(tmp), args.vms))]
+        configs = {"baseline (SQLite, 1)": ([*fleet, "--db", f"{tmp}/b.db"], 1)}
         for count in args.workers:
-            with database(args.pg) as url:
-                command = ["--fleet", str(fleet), "--store", url]
-                name = f"store, {count} front-end{'s' if count > 1 else ''}"
-                results.append(measure(name, command, count, args.seconds, args.trials, True))
+            store = ["--store", databases.enter_context(database(args.pg))]
+            name = f"store, {count} front-end{'s' if count > 1 else ''}"
+            configs[name] = ([*fleet, *store], count)
+        rates = throughput(
+            {name: ([*a, *(["--workers", str(n)] if n > 1 else [])], n)
+             for name, (a, n) in configs.items()},
+            args.seconds, args.rounds,
+        )  # fmt: skip
+        results = []
+        for name, (command, count) in configs.items():
+            timings = latencies(command, count, args.trials)
+            results.append(
+                Result(name, statistics.median(rates[name]), min(rates[name]), max(rates[name]),
+                       [a for a, _ in timings], [e for _, e in timings])
+            )  # fmt: skip
     print(f"load average after: {load_average()}")
-    print(f"\n{args.vms} VMs; wrk -t2 -c64 {args.seconds} s; {args.trials} approvals each\n")
-    print("| front-ends           |    req/s | vs 1  | approval answered p50 / p99 "
-          "| approval → every view p50 / p99 |")  # fmt: skip
     print(
-        "|----------------------|---------:|------:|---------------------:|---------------------:|"
+        f"\n{args.vms} VMs; wrk -t2 -c64, {args.rounds} alternating runs of {args.seconds} s "
+        f"(median, range); {args.trials} approvals each\n"
     )
+    print("| front-ends | req/s (range) | vs 1 | approval answered p50 / p99 "
+          "| approval → every view p50 / p99 |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|")
     for result in results:
         print(result.line(results[0]))
     return 0

@@ -115,8 +115,9 @@ class Connection(asyncio.Protocol):
         self._headers: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
         self._body_size = 0
-        self._head_size = 0  # header bytes of this head, whatever the reads
-        self._recv_head = 0  # bytes read while in a head (bounds a head that never ends)
+        # Bytes read while in a head: reads are parsed 1 KB at a time, so this bounds a
+        # head to MAX_HEAD (within 1 KB) whether it comes in one write or a trickle.
+        self._recv_head = 0
         self._declared: bytes | None = None  # Content-Length as sent
         self._expect_continue = False
         # flow
@@ -192,8 +193,18 @@ class Connection(asyncio.Protocol):
         if self._closing or self._pending is not None or len(data) > SLICE:
             self._received_more(data)
             return
-        self._budget = PIPELINE_BUDGET  # the hot path: a read of a request or a few
-        self._parse(data)
+        # The hot path, ``_feed`` and ``_parse`` inlined: one read of a request or a few.
+        self._budget = PIPELINE_BUDGET
+        if self._phase != _BODY:
+            self._recv_head += len(data)
+        try:
+            self._parser.feed_data(data)
+        except Exception as exc:  # an Upgrade, or bytes that are not HTTP
+            rest = self._parse_stopped(exc, data)
+            if rest:
+                self._parse(rest)
+        if self._phase == _HEAD and self._recv_head > MAX_HEAD and not self._last:
+            self._fail(HEAD_TOO_LARGE)
         if self._phase != self._deadline_phase and not self._closing:
             self._track()
 
@@ -227,13 +238,11 @@ class Connection(asyncio.Protocol):
         self._headers = []
         self._body = []
         self._body_size = 0
-        self._head_size = 0
 
     def on_url(self, url: bytes) -> None:
         self._url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._head_size += len(name) + len(value) + 4
         name = name.lower()
         if name in RULE_HEADERS:  # the endpoint looks at no other header
             self._headers.append((name, value))
@@ -245,9 +254,6 @@ class Connection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         self._phase = _BODY
         self._recv_head = 0
-        if self._head_size + len(self._url) > MAX_HEAD:
-            self._fail(HEAD_TOO_LARGE)
-            return
         declared = self._declared
         if declared is not None:
             self._declared = None
@@ -328,28 +334,36 @@ class Connection(asyncio.Protocol):
             self._track()
 
     def _parse(self, chunk: bytes | memoryview) -> None:
-        while True:
+        rest: bytes | memoryview | None = chunk
+        while rest:
+            piece, rest = rest, None
             if self._phase != _BODY:
-                self._recv_head += len(chunk)
+                self._recv_head += len(piece)
             try:
-                self._parser.feed_data(chunk)
-            except httptools.HttpParserUpgrade as upgrade:
-                # The request was answered; HTTP lets a server ignore Upgrade (curl --http2
-                # sends one), so read on with a fresh parser from where the request ended.
-                offset = upgrade.args[0] if upgrade.args else len(chunk)
-                self._parser = httptools.HttpRequestParser(self)
-                chunk = chunk[offset:]
-                if chunk and not self._last:
-                    continue
-            except httptools.HttpParserError as exc:
-                if isinstance(exc, httptools.HttpParserCallbackError):
-                    log.error("request handling failed", exc_info=exc)
-                if not self._last:
-                    self._fail(MALFORMED)
-                return
-            break
+                self._parser.feed_data(piece)
+            except Exception as exc:
+                rest = self._parse_stopped(exc, piece)
         if self._phase == _HEAD and self._recv_head > MAX_HEAD and not self._last:
             self._fail(HEAD_TOO_LARGE)
+
+    def _parse_stopped(
+        self, exc: Exception, chunk: bytes | memoryview
+    ) -> bytes | memoryview | None:
+        """The parser stopped inside ``chunk``, at an Upgrade (the rest of ``chunk`` is
+        returned, to be parsed next) or at bytes that are not HTTP."""
+        if isinstance(exc, httptools.HttpParserUpgrade):
+            # The request was answered; HTTP lets a server ignore Upgrade (curl --http2
+            # sends one), so read on with a fresh parser from where the request ended.
+            offset = exc.args[0] if exc.args else len(chunk)
+            self._parser = httptools.HttpRequestParser(self)
+            return None if self._last else chunk[offset:]
+        if not isinstance(exc, httptools.HttpParserError):
+            raise exc
+        if isinstance(exc, httptools.HttpParserCallbackError):
+            log.error("request handling failed", exc_info=exc)
+        if not self._last:
+            self._fail(MALFORMED)
+        return None
 
     def _set_reading(self, on: bool) -> None:
         if on == self._reading or self._lost or self._transport is None:

@@ -1,0 +1,71 @@
+"""The heap keeper: the fleet's long-lived connections leave the collector's full passes
+once they are in, and not for every handful of new ones."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from forewarn.server.heap import THRESHOLDS, HeapKeeper, freeze_startup_heap
+from forewarn.store.writer import WRITER_NICENESS, _yield_to_the_loop
+
+
+@pytest.fixture(autouse=True)
+def restore_collector() -> Iterator[None]:
+    thresholds = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
+
+
+def test_startup_freezes_what_is_alive_and_makes_full_passes_rarer() -> None:
+    kept = [{"vm": i} for i in range(10_000)]
+    freeze_startup_heap()
+    assert gc.get_freeze_count() >= len(kept)
+    assert gc.get_threshold() == THRESHOLDS
+
+
+def test_connections_are_frozen_once_the_fleet_has_settled() -> None:
+    open_connections = [0]
+    keeper = HeapKeeper(lambda: open_connections[0], minimum=100)
+    objects: list[dict[str, list[int]]] = []
+
+    def connect(n: int) -> None:
+        objects.extend({"connection": [i]} for i in range(n))  # tracked by gc
+        open_connections[0] += n
+
+    seen = keeper.check(0)
+    assert keeper.freezes == 0  # nothing connected yet
+    connect(5_000)
+    seen = keeper.check(seen)  # still pouring in, but from nothing: a doubling
+    assert keeper.freezes == 1 and keeper.frozen_at == 5_000
+    frozen = gc.get_freeze_count()
+    assert frozen >= 5_000
+    connect(3_000)
+    seen = keeper.check(seen)  # growing fast, not doubled yet
+    assert keeper.freezes == 1
+    seen = keeper.check(seen)  # settled: the new ones are frozen too
+    assert keeper.freezes == 2 and keeper.frozen_at == 8_000
+    assert gc.get_freeze_count() >= frozen + 3_000
+    connect(50)
+    keeper.check(seen)  # a handful more is not worth a freeze
+    assert keeper.freezes == 2
+
+
+def test_the_writer_thread_runs_below_the_event_loop() -> None:
+    import os
+
+    seen: list[int] = []
+
+    def writer() -> None:
+        _yield_to_the_loop()
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    thread.join()
+    assert seen == [min(19, os.getpriority(os.PRIO_PROCESS, 0) + WRITER_NICENESS)]
+    assert os.getpriority(os.PRIO_PROCESS, 0) < seen[0]  # the caller is untouched

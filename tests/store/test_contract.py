@@ -18,15 +18,19 @@ from forewarn.contract import EventSource, EventStatus, EventType
 from forewarn.fabric import (
     Changes,
     Clock,
+    EventFacts,
     EventRecord,
     Fabric,
     HistoryEntry,
     OperationRecord,
     OperationRequest,
     OperationState,
+    ReactionData,
     RolloutRecord,
     ScopeState,
     StoreUnavailable,
+    VmPolls,
+    VmReaction,
 )
 from forewarn.store import SQLiteStore, StoreError
 from forewarn.store.postgres import PostgresStore
@@ -309,3 +313,86 @@ def test_a_store_that_cannot_write_says_so_and_changes_nothing(
     with pytest.raises(StoreUnavailable):
         store.apply(Changes(operations=[_operation("op-2")]))
     assert [o.id for o in open_store().load().operations] == ["op-1"]
+
+
+# ----------------------------------------------------------------- reaction tracking
+
+
+def _facts(event_id: str, **fields: Any) -> EventFacts:
+    return EventFacts(id=event_id, **fields)
+
+
+def test_reaction_facts_are_merged_never_overwritten(open_store: Callable[[], Any]) -> None:
+    """Each front-end writes what it saw: the earliest sighting and approval, the latest
+    poll, and the first value known of each event fact win, whoever writes last."""
+    store = open_store()
+    assert store.reactions() == ReactionData()
+    store.save_reactions(
+        ReactionData(
+            events=[_facts("E1", scope_id="web", resources=("web-0", "web-3"), created_at=T0,
+                           not_before=T0 + 900)],
+            vms=[VmReaction(event_id="E1", vm="web-0", first_seen=T0 + 5, incarnation=4)],
+            polls=[VmPolls(vm="web-0", first_poll=T0, last_poll=T0 + 5, api_version="2019-01-01")],
+        )
+    )  # fmt: skip
+    store.save_reactions(  # another front-end: it saw it earlier, approved, polled later
+        ReactionData(
+            events=[_facts("E1", scope_id="other", resources=("web-0",), approved_by="web-0",
+                           approved_at=T0 + 7, started_at=T0 + 7, start_reason="approved")],
+            vms=[
+                VmReaction(event_id="E1", vm="web-0", first_seen=T0 + 2, incarnation=3,
+                           approved_at=T0 + 7, last_poll_before_start=T0 + 6.5),
+                VmReaction(event_id="E1", vm="web-3", seen_started=T0 + 8),
+            ],
+            polls=[VmPolls(vm="web-0", first_poll=T0 + 1, last_poll=T0 + 9,
+                           api_version="2020-07-01")],
+        )
+    )  # fmt: skip
+    store.save_reactions(  # a late, stale writer changes nothing it did not know first
+        ReactionData(
+            vms=[VmReaction(event_id="E1", vm="web-0", first_seen=T0 + 30,
+                            last_poll_before_start=T0 + 1)],
+            polls=[VmPolls(vm="web-0", first_poll=T0 + 2, last_poll=T0 + 3,
+                           api_version="2017-08-01")],
+        )
+    )  # fmt: skip
+    reopened = open_store()
+    data = reopened.reactions()
+    assert data.events == [
+        _facts("E1", scope_id="web", resources=("web-0", "web-3"), created_at=T0,
+               not_before=T0 + 900, approved_by="web-0", approved_at=T0 + 7,
+               started_at=T0 + 7, start_reason="approved")
+    ]  # fmt: skip
+    assert data.vms == [
+        VmReaction(event_id="E1", vm="web-0", first_seen=T0 + 2, incarnation=3,
+                   approved_at=T0 + 7, last_poll_before_start=T0 + 6.5),
+        VmReaction(event_id="E1", vm="web-3", seen_started=T0 + 8),
+    ]  # fmt: skip
+    assert data.polls == [
+        VmPolls(vm="web-0", first_poll=T0, last_poll=T0 + 9, api_version="2020-07-01")
+    ]
+    assert reopened.polls() == data.polls
+
+
+def test_reactions_since_a_time_leave_older_events_out(open_store: Callable[[], Any]) -> None:
+    store = open_store()
+    store.save_reactions(
+        ReactionData(
+            events=[_facts("OLD", created_at=T0), _facts("NEW", created_at=T0 + 60)],
+            vms=[VmReaction(event_id="OLD", vm="a", first_seen=T0 + 1),
+                 VmReaction(event_id="NEW", vm="a", first_seen=T0 + 61)],
+            polls=[VmPolls(vm="a", first_poll=T0, last_poll=T0 + 61)],
+        )
+    )  # fmt: skip
+    recent = store.reactions(since=T0 + 30)
+    assert [e.id for e in recent.events] == ["NEW"]
+    assert [r.event_id for r in recent.vms] == ["NEW"]
+    assert [p.vm for p in recent.polls] == ["a"]  # polls are never filtered
+    assert [e.id for e in store.reactions().events] == ["OLD", "NEW"]
+
+
+def test_a_closed_store_refuses_reactions(open_store: Callable[[], Any]) -> None:
+    store = open_store()
+    store.close()
+    with pytest.raises(StoreUnavailable):
+        store.save_reactions(ReactionData(polls=[VmPolls(vm="a", last_poll=T0)]))

@@ -16,6 +16,7 @@ from .control import COMMANDS as CONTROL_COMMANDS
 from .errors import OneLineErrors
 from .fleet import fleet
 from .replay import replay
+from .report import report
 from .scenario import scenario
 from .serve import serve
 from .status import status
@@ -63,6 +64,7 @@ main.add_command(agent)
 main.add_command(fleet)  # write and check fleet files
 main.add_command(replay)  # serve recorded documents again
 main.add_command(scenario)  # play platform behaviour against a server
+main.add_command(report)  # how the fleet reacted: a verdict per event and VM
 for _command in CONTROL_COMMANDS:
     main.add_command(with_endpoint_url(_command))  # events/approve --url: a metadata endpoint
 for _command in VM_COMMANDS:

@@ -141,13 +141,19 @@ def _stats(values: Iterable[float]) -> LatencyStats:
 
 
 def _seconds(value: float) -> str:
+    """A duration as people read it: 0.4 s, 42 s, 14 min 54 s, 2 h 5 min, 3 d 4 h."""
     if value < 10:
         return f"{value:.1f} s"
-    if value < 120:
-        return f"{value:.0f} s"
-    if value < 7200:
-        return f"{value / 60:.0f} min"
-    return f"{value / 3600:.1f} h"
+    whole = round(value)
+    if whole < 120:
+        return f"{whole} s"
+    for unit, size, sub, sub_size in (("min", 60, "s", 1), ("h", 3600, "min", 60)):
+        if whole < size * (60 if unit == "min" else 48):
+            main, rest = divmod(whole, size)
+            rest //= sub_size
+            return f"{main} {unit}" + (f" {rest} {sub}" if rest else "")
+    days, rest = divmod(whole, 86400)
+    return f"{days} d" + (f" {rest // 3600} h" if rest // 3600 else "")
 
 
 def _status(facts: EventFacts) -> str:
@@ -322,7 +328,8 @@ def _grade(
     )
     if missed:
         names = ", ".join(missed[:5]) + (f" and {len(missed) - 5} more" if len(missed) > 5 else "")
-        return "fail", f"{len(missed)} of {total} VMs missed it ({names}); {seen_line}"
+        line = f"{len(missed)} of {total} VMs missed it ({names})"
+        return "fail", line + (f"; {seen_line}" if seen else "")
     approval = _approval_line(facts)
     if strays:
         return "warn", f"{seen_line}; {approval}; approved by unlisted VMs: {', '.join(strays)}"

@@ -20,7 +20,7 @@ WIDTH = 760
 LABEL = 150  # left margin for lane labels
 RIGHT = 24
 LANE = 18
-TOP = 34
+TOP = 46
 AXIS = 30
 #: Most VM lanes drawn per event (the table below lists them all).
 MAX_LANES = 24
@@ -58,12 +58,14 @@ class Mark:
 
 @dataclass
 class Rule:
-    """A vertical line across every lane (created, NotBefore, started, removed)."""
+    """A vertical line across every lane (created, NotBefore, started, removed);
+    ``label_y``: where its label sits (labels that would overlap are stacked)."""
 
     kind: str
     x: float
     label: str
     title: str
+    label_y: float = 12
 
 
 @dataclass
@@ -137,6 +139,7 @@ def timeline(event: EventVerdict, now: float) -> Timeline | None:
             Rule("removed", axis.x(event.ended_at - created), event.status,
                  f"{event.status} at {_utc(event.ended_at)}")
         )  # fmt: skip
+    _stack(rules)
     ordered = sorted(event.vms, key=lambda v: (_SEVERITY.get(v.verdict, 9), v.vm))
     shown = ordered[:MAX_LANES]
     lanes = [_lane(event, vm, axis, TOP + (i + 1) * LANE) for i, vm in enumerate(shown)]
@@ -156,6 +159,15 @@ def timeline(event: EventVerdict, now: float) -> Timeline | None:
         ticks=_spaced(ticks),
         hidden=len(ordered) - len(shown),
     )
+
+
+def _stack(rules: list[Rule], gap: float = 64) -> None:
+    """Put each rule's label on the first of three rows where it overlaps no other."""
+    placed: list[list[float]] = [[], [], []]
+    for rule in sorted(rules, key=lambda r: r.x):
+        row = next((i for i, xs in enumerate(placed) if all(abs(rule.x - x) >= gap for x in xs)), 0)
+        placed[row].append(rule.x)
+        rule.label_y = 12 + 11 * row
 
 
 def _spaced(ticks: list[Tick], gap: float = 34) -> list[Tick]:

@@ -1,0 +1,121 @@
+"""How reactions are recorded: never a write per poll, durable across a restart, merged
+across processes, in databases made before reaction tracking existed."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+from forewarn.fabric import ReactionData
+from forewarn.store import SQLiteStore
+
+from .conftest import T0, Rehearsal, make_fabric, vm_verdict
+
+
+class CountingStore(SQLiteStore):
+    """A real SQLite store that counts the reaction batches written to it."""
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(path)
+        self.batches: list[ReactionData] = []
+
+    def save_reactions(self, data: ReactionData) -> None:
+        self.batches.append(data)
+        super().save_reactions(data)
+
+
+async def test_polls_are_written_in_batches_never_one_by_one(db: Path) -> None:
+    store = CountingStore(db)
+    rehearsal = Rehearsal(make_fabric(store), store)
+    op = rehearsal.submit("user-reboot", "web-0")
+    (event_id,) = rehearsal.event_ids(op)
+    for _ in range(50):
+        await rehearsal.poll("web-0")
+        await rehearsal.poll("web-1")
+    assert store.batches == []  # a hundred polls wrote nothing
+    assert store.reactions().vms == []
+    await rehearsal.fabric.reactions.flush()
+    assert len(store.batches) == 1
+    seen = {(r.event_id, r.vm): r.first_seen for r in store.reactions().vms}
+    assert seen == {(event_id, "web-0"): T0, (event_id, "web-1"): T0}
+    await rehearsal.fabric.reactions.flush()  # nothing new: no write at all
+    assert len(store.batches) == 1
+    rehearsal.fabric.close()
+    store.close()
+
+
+async def test_the_flusher_writes_once_a_second_at_most(db: Path) -> None:
+    store = CountingStore(db)
+    rehearsal = Rehearsal(make_fabric(store), store)
+    rehearsal.submit("user-reboot", "web-0")
+    task = asyncio.create_task(rehearsal.fabric.reactions.run(interval=0.05))
+    try:
+        await rehearsal.poll("web-0")
+        for _ in range(200):
+            if store.batches:
+                break
+            await asyncio.sleep(0.02)
+        assert len(store.batches) == 1
+        for _ in range(20):  # more polls of the same document: nothing more to write
+            await rehearsal.poll("web-0")
+        await asyncio.sleep(0.3)
+        assert len(store.batches) == 1
+    finally:
+        task.cancel()
+    rehearsal.fabric.close()
+    store.close()
+
+
+async def test_the_verdict_survives_a_restart(db: Path) -> None:
+    store = SQLiteStore(db)
+    rehearsal = Rehearsal(make_fabric(store), store)
+    await rehearsal.poll("web-0")
+    op = rehearsal.submit("user-reboot", "web-0")
+    (event_id,) = rehearsal.event_ids(op)
+    rehearsal.advance(3)
+    await rehearsal.poll("web-0")
+    await rehearsal.approve("web-0", event_id)
+    before = await rehearsal.report()
+    rehearsal.fabric.close()  # writes what is still pending
+    store.close()
+
+    store = SQLiteStore(db)
+    fabric = make_fabric(store)
+    fabric.clock.jump(3)  # the virtual clock where it stood
+    after = await Rehearsal(fabric, store).report()
+    assert after["events"] == before["events"]
+    assert vm_verdict(after["events"][0], "web-0")["verdict"] == "approved"
+    fabric.close()
+    store.close()
+
+
+async def test_a_kill_loses_at_most_what_was_not_flushed(db: Path) -> None:
+    """A flush makes reactions durable at once: a new process reads them back."""
+    store = SQLiteStore(db)
+    rehearsal = Rehearsal(make_fabric(store), store)
+    op = rehearsal.submit("user-reboot", "web-0")
+    (event_id,) = rehearsal.event_ids(op)
+    await rehearsal.poll("web-0")
+    await rehearsal.fabric.reactions.flush()
+    with sqlite3.connect(db) as other:  # another reader, as after a crash
+        rows = other.execute("SELECT event_id, vm, first_seen FROM reaction_vms").fetchall()
+    assert rows == [(event_id, "web-0", T0)]
+    rehearsal.fabric.close()
+    store.close()
+
+
+async def test_a_database_made_before_reaction_tracking_gets_its_tables(db: Path) -> None:
+    store = SQLiteStore(db)
+    store.close()
+    with sqlite3.connect(db) as old:
+        for table in ("reaction_events", "reaction_vms", "reaction_polls"):
+            old.execute(f"DROP TABLE {table}")
+    store = SQLiteStore(db)
+    rehearsal = Rehearsal(make_fabric(store), store)
+    op = rehearsal.submit("user-reboot", "web-0")
+    await rehearsal.poll("web-0")
+    report = await rehearsal.report()
+    assert [e["id"] for e in report["events"]] == rehearsal.event_ids(op)
+    rehearsal.fabric.close()
+    store.close()

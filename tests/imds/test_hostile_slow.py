@@ -98,9 +98,18 @@ async def test_a_trickled_body_gets_408_at_its_deadline(quick: Served) -> None:
         await assert_timed_out(client)
 
 
-async def test_a_connection_that_never_asks_is_closed_silently(quick: Served) -> None:
-    client = await quick.connect()
-    assert await client.rest() == b""  # within TIMEOUT, with nothing sent either way
+async def test_a_connection_that_has_not_asked_yet_is_idle_not_late(
+    imds: Imds, serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pools and load generators open connections before they ask: until its first byte, a
+    # connection is idle (the idle timeout), not a late request (the head deadline).
+    monkeypatch.setattr(connection, "IDLE_TIMEOUT", 2.5)  # whole seconds
+    monkeypatch.setattr(protocol, "IDLE_SWEEP", 0.2)
+    served = await serve(imds, settings=QUICK)
+    client = await served.connect()
+    await asyncio.sleep(1.0)  # twice the head deadline
+    await client.assert_open()
+    assert await asyncio.wait_for(client.reader.read(), 10.0) == b""  # then idle: closed
 
 
 async def test_an_idle_keep_alive_connection_is_not_a_late_request(quick: Served) -> None:

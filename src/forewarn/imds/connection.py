@@ -160,11 +160,9 @@ class Connection(asyncio.Protocol):
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # Until its first byte, a new connection is idle like a kept-alive one: load
+        # generators and pools may open connections well before they ask anything.
         self.last_active = self._date.second
-        # A new connection must send its first request head in time, like any other head.
-        self._deadline_phase = _HEAD
-        self._deadline = self._loop.time() + shared.header_timeout
-        shared.deadlines.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         shared = self._shared
@@ -502,7 +500,7 @@ class Connection(asyncio.Protocol):
         if not self._reading or self._closing or now < self._deadline:
             return
         if self._phase == _BETWEEN:
-            self.close()  # a new connection that never sent a byte: nothing to answer
+            self._track()  # no request under way after all: nothing is late
         else:
             self._fail(TIMED_OUT)
 

@@ -9,6 +9,7 @@ the README's screenshot.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -63,14 +64,12 @@ def polling(start_server: Callable[..., ServerProcess]) -> Iterator[ServerProces
         transport = httpx.HTTPTransport(local_address=WEB0)
         with httpx.Client(transport=transport, timeout=5, trust_env=False) as client:
             while not stop.is_set():
-                try:
+                with contextlib.suppress(httpx.HTTPError):
                     client.get(
                         server.imds_url + "/metadata/scheduledevents",
                         params={"api-version": "2020-07-01"},
                         headers={"Metadata": "true"},
                     )
-                except httpx.HTTPError:
-                    pass
                 stop.wait(0.5)
 
     thread = threading.Thread(target=poll, daemon=True)

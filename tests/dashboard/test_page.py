@@ -77,9 +77,7 @@ def test_the_page_loads_nothing_from_elsewhere_and_cannot_be_framed(fabric: Fabr
     ("name", "media"),
     [("app.js", "text/javascript; charset=utf-8"), ("app.css", "text/css; charset=utf-8")],
 )
-def test_the_page_s_files_are_served_with_their_type(
-    fabric: Fabric, name: str, media: str
-) -> None:
+def test_the_page_s_files_are_served_with_their_type(fabric: Fabric, name: str, media: str) -> None:
     response = TestClient(ControlApp(fabric).asgi).get(f"/dashboard/{name}")
     assert response.status_code == 200
     assert response.headers["content-type"] == media
@@ -145,8 +143,8 @@ def test_a_page_of_another_site_cannot_press_the_buttons(fabric: Fabric) -> None
 
 def test_the_snapshot_is_everything_the_page_draws(fabric: Fabric) -> None:
     client = TestClient(ControlApp(fabric).asgi)
-    created = client.post("/api/v1/operations", headers=JSON, json={"kind": "host-update",
-                                                                     "target": "host-1"})  # fmt: skip
+    body = {"kind": "host-update", "target": "host-1"}
+    created = client.post("/api/v1/operations", headers=JSON, json=body)
     assert created.status_code == 201
     snapshot: dict[str, Any] = client.get("/api/v1/dashboard").json()
     assert len(snapshot["vms"]) == len(fabric.topology.vms)

@@ -38,9 +38,7 @@ def test_a_follower_s_dashboard_and_report_follow_the_fleet(
         (event_id,) = created.json()["event_ids"]
         # The leader's change, replicated, is published on the follower's stream.
         stream.next("change", lambda c: any(e["id"] == event_id for e in c["events"]))
-        wait_until(
-            lambda: fleet.doc(follower, WEB0)["Events"], 20, "the event on the follower"
-        )
+        wait_until(lambda: fleet.doc(follower, WEB0)["Events"], 20, "the event on the follower")
 
         def seen_by_web0(index: int) -> dict[str, Any] | None:
             response = fleet.control(index, "GET", "/api/v1/reactions")

@@ -83,9 +83,7 @@ def test_the_stream_needs_the_token(start_server: Callable[..., ServerProcess]) 
     refused = Stream(server.control_url + "/api/v1/stream")
     assert refused.status_code == 401
     refused.close()
-    allowed = Stream(
-        server.control_url + "/api/v1/stream", {"Authorization": f"Bearer {TOKEN}"}
-    )
+    allowed = Stream(server.control_url + "/api/v1/stream", {"Authorization": f"Bearer {TOKEN}"})
     assert allowed.next("snapshot")["version"]
     allowed.close()
 

@@ -56,7 +56,9 @@ async def test_an_approval_before_not_before_is_ok(rehearsal: Rehearsal) -> None
     assert (web0["verdict"], web0["approved_after"], web0["approved_in_time"]) == (
         "approved", 6.0, True,
     )  # fmt: skip
-    assert web0["last_poll_before_start"] == T0 + 2  # the poll that showed it Started came after
+    # Its last request before the start was the approval (the poll that showed the event
+    # Started came after).
+    assert web0["last_poll_before_start"] == T0 + 6
     rehearsal.advance(11 * MINUTE)  # the reboot is over: the event is removed
     event = await rehearsal.verdict(event_id)
     assert (event["status"], event["ended_at"]) == ("completed", T0 + 6 + 10 * MINUTE)

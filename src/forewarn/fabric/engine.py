@@ -169,6 +169,7 @@ class Fabric:
             self._operation_kind,
         )  # fmt: skip
         self._pipe.on_publish(self.reactions.published)
+        self._last_requests = self.reactions.last_requests
 
     # ----------------------------------------------------------------- reading
 
@@ -330,6 +331,7 @@ class Fabric:
         otherwise the write is queued, never waited for: bookkeeping is not worth a VM's
         wait, and a failed one is retried on a later request."""
         now = self.clock.now()
+        self._last_requests[vm.name] = now  # the reaction tracker's "last poll"
         scope_id = vm.scope_id
         last = self._last_seen.get(scope_id)
         recent = last is not None and now - last < self._idle_window

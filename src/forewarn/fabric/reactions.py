@@ -1,11 +1,12 @@
 """Reaction tracking: who saw which event when, who approved it, who stopped polling.
 
-The endpoint tells the tracker about every document it serves (``served``) and every
-approval it accepts (``approved``); the fabric tells it about every published change
-(``published``). The hot path stays cheap: a poll stores its time in the VM's slot and
-compares two references (the scope view and api-version it was last served); only when
-those changed (a new incarnation) does the tracker look at the document's events, once
-per VM and incarnation.
+The fabric notes the time of each VM's requests (``last_requests``, one dict store in
+``Fabric.note_request``, which reads the clock anyway); the endpoint tells the tracker
+about every document it serves (``served``) and every approval it accepts
+(``approved``); the fabric tells it about every published change (``published``). The
+hot path stays cheap: ``served`` is one dict look-up and two reference comparisons (the
+scope view and api-version the VM was last served); only when those changed (a new
+incarnation) does it look at the document's events, once per VM and incarnation.
 
 Facts are merged, never overwritten: a sighting keeps its earliest time, a poll its
 latest, an event the first value known of each field. So every front-end of a
@@ -100,7 +101,7 @@ class VmReaction(msgspec.Struct, kw_only=True):
     ``first_seen``: first document served to it that showed the event Scheduled;
     ``seen_started``: first that showed it Started; ``incarnation``: the document's;
     ``approved_at``: its first approval naming the event; ``last_poll_before_start``: its
-    last poll before the Started document was published."""
+    last request (a poll, or an approval) before the Started document was published."""
 
     event_id: str
     vm: str
@@ -172,12 +173,11 @@ class ReactionData(msgspec.Struct, kw_only=True):
 
 
 class _Track:
-    """One VM's polling, as the hot path updates it."""
+    """What one VM was last served."""
 
-    __slots__ = ("first_poll", "last_poll", "persisted", "version", "view")
+    __slots__ = ("first_poll", "persisted", "version", "view")
 
     def __init__(self) -> None:
-        self.last_poll = 0.0
         self.first_poll = 0.0
         self.persisted = 0.0
         self.view: ScopeView | None = None
@@ -204,6 +204,8 @@ class ReactionTracker:
         self._load_polls = load_polls
         self._operation_kind = operation_kind
         self._tracks = {name: _Track() for name in topology.vms}
+        #: Each VM's last request to the endpoint (written by ``Fabric.note_request``).
+        self.last_requests: dict[str, float] = {}
         #: Per live event, the VMs recorded as having seen it (Scheduled, then Started).
         self._seen: dict[str, set[str]] = {}
         self._seen_started: dict[str, set[str]] = {}
@@ -215,13 +217,12 @@ class ReactionTracker:
     # ------------------------------------------------------------- recording
 
     def served(self, vm: str, view: ScopeView, version: ApiVersion) -> None:
-        """A document of ``view`` went to ``vm`` for ``version`` (the hot path)."""
+        """A document of ``view`` went to ``vm`` for ``version`` (the hot path: its time
+        is the request's, already in ``last_requests``)."""
         track = self._tracks[vm]
-        now = self._now()
-        track.last_poll = now
         if track.view is view and track.version is version:
             return
-        self._new_document(vm, track, view, version, now)
+        self._new_document(vm, track, view, version, self.last_requests.get(vm) or self._now())
 
     def _new_document(
         self, vm: str, track: _Track, view: ScopeView, version: ApiVersion, now: float
@@ -299,11 +300,9 @@ class ReactionTracker:
         if event.status is EventStatus.STARTED and event.id not in self._started:
             self._started.add(event.id)
             for vm in event.resources:
-                track = self._tracks.get(vm)
-                if track is not None and track.last_poll:
-                    self._note(
-                        VmReaction(event_id=event.id, vm=vm, last_poll_before_start=track.last_poll)
-                    )
+                last = self.last_requests.get(vm)
+                if last is not None:
+                    self._note(VmReaction(event_id=event.id, vm=vm, last_poll_before_start=last))
 
     def _note(self, reaction: VmReaction) -> None:
         key = (reaction.event_id, reaction.vm)
@@ -318,7 +317,7 @@ class ReactionTracker:
 
     def last_polls(self) -> dict[str, float]:
         """Each VM's last poll seen by this process (VMs that never polled left out)."""
-        return {name: t.last_poll for name, t in self._tracks.items() if t.last_poll}
+        return dict(self.last_requests)
 
     def shared_polls(self) -> list[VmPolls]:
         """Every VM's polls as every front-end wrote them (blocking: a store read)."""
@@ -336,17 +335,19 @@ class ReactionTracker:
         """The batch to write now (None: nothing), no longer pending once taken;
         ``polls``: with the VMs whose last poll moved on (a pass over every VM)."""
         moved = []
-        for name, track in self._tracks.items() if polls else ():
-            if track.last_poll and track.last_poll - track.persisted >= POLL_PERSIST_SECONDS:
+        tracks = self._tracks
+        for name, last in self.last_requests.items() if polls else ():
+            track = tracks[name]
+            if last - track.persisted >= POLL_PERSIST_SECONDS:
                 moved.append(
                     VmPolls(
                         vm=name,
-                        first_poll=track.first_poll,
-                        last_poll=track.last_poll,
+                        first_poll=track.first_poll or last,
+                        last_poll=last,
                         api_version=track.version.name if track.version is not None else None,
                     )
                 )
-                track.persisted = track.last_poll
+                track.persisted = last
         if not moved and not self._events and not self._vms:
             return None
         data = ReactionData(

@@ -352,7 +352,10 @@ def weather(
         _play(ctx, found, None, as_json)
         return
     fleet = Runner(Control(_Transport(ctx))).plan_fleet()
-    planned = arrivals(found.weather, fleet)
+    try:
+        planned = arrivals(found.weather, fleet)
+    except ValueError as exc:
+        fail(str(exc), UNPLAYABLE)
     if as_json:
         print_json([{"at": a.at, "kind": a.kind, "target": a.target, "host": a.host}
                     for a in planned])  # fmt: skip

@@ -178,17 +178,24 @@ class _Play:
         self.pending: list[tuple[float, Arrival]] = []
         self._reasons: dict[str, str] = {}
         self._target: str | None = None
+        self._next_due: float | None = None
         weather = scenario.weather
         if weather is not None:
             begin = self.now + weather.at / self.scale
-            self.pending = [(begin + a.at / self.scale, a) for a in arrivals(weather, self.fleet)]
+            try:
+                planned = arrivals(weather, self.fleet)
+            except ValueError as exc:
+                raise ScenarioError(str(exc)) from None
+            self.pending = [(begin + a.at / self.scale, a) for a in planned]
             self.weather_end = begin + weather.duration / self.scale
 
     # ---------------------------------------------------------------- time
 
     def _sync(self) -> None:
+        """The server's time now (and, on a virtual clock, its next due transition)."""
         if self.virtual:
-            self.now = float(self.control.clock()["now"])
+            clock = self.control.clock()
+            self.now, self._next_due = float(clock["now"]), clock["next_due"]
         else:
             self.now = self._real0 + (monotonic() - self._mono0)
 
@@ -198,8 +205,11 @@ class _Play:
             self.runner.on_tick(self.now)
         self.runner.reporter.tick(self.now)
 
-    def _fire_arrivals(self) -> None:
+    def _fire_arrivals(self) -> int:
+        """Create every weather operation due by now; how many were due."""
+        fired = 0
         while self.pending and self.pending[0][0] <= self.now + 1e-9:
+            fired += 1
             _, arrival = self.pending.pop(0)
             result = ArrivalResult(arrival, self.now)
             body = {"kind": arrival.kind, "target": arrival.target}
@@ -215,6 +225,7 @@ class _Play:
             self.run_.weather.append(result)
             self.runner.reporter.arrival(result)
             self._observe()
+        return fired
 
     def pass_time(
         self,
@@ -229,9 +240,13 @@ class _Play:
         after ``real_limit`` real seconds (waiting for VMs, not for time)."""
         idle = 0
         deadline = None if real_limit is None else monotonic() + real_limit
+        fresh = False  # an advance just told the time and the next due transition
         while True:
-            self._sync()
-            self._fire_arrivals()
+            if not fresh:
+                self._sync()
+            fresh = False
+            if self._fire_arrivals():
+                self._sync()  # the new operations have transitions of their own
             self._observe()
             if stop is not None and stop():
                 return True
@@ -239,15 +254,16 @@ class _Play:
                 return False
             next_arrival = self.pending[0][0] if self.pending else None
             if self.virtual and move_clock:
-                due = self.control.clock()["next_due"]
-                candidates = [t for t in (due, next_arrival, until) if t is not None]
+                candidates = [t for t in (self._next_due, next_arrival, until) if t is not None]
                 if not candidates:
                     return False  # nothing will ever happen
                 step = max(0.0, min(candidates) - self.now)
                 idle = idle + 1 if step == 0 else 0
                 if idle > 3:  # a timer that cannot fire (the store refuses writes): wait
                     time.sleep(self.runner.poll)
-                self.now = float(self.control.advance(step)["now"])
+                clock = self.control.advance(step)
+                self.now, self._next_due = float(clock["now"]), clock["next_due"]
+                fresh = True
             else:
                 if deadline is not None and monotonic() >= deadline:
                     return False
@@ -457,6 +473,7 @@ class _Play:
         run = self.run_
         self.observer.start(self.now)
         self.runner.reporter.began(run)
+        self._observe()  # the fleet as it was before the first step
         end = self.now
         for step in self.scenario.steps:
             end = self._step(step, end)

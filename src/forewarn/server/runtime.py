@@ -306,7 +306,9 @@ def _listen(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
     """A bound socket; ``reuse_port``: shared with the other workers (the kernel spreads
     connections over them)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio's own loop sets TCP_NODELAY on accepted connections only
+    # then (uvloop always does); without it Nagle holds a reply's second write ~40 ms.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if reuse_port:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)

@@ -15,7 +15,8 @@
   let verdictTimer = null;
   let retryTimer = null;
   let streamAbort = null;
-  window.forewarnTimes = state.firstSeen;  // event id -> Date.now() when first drawn
+  // "EVENTID:Status" -> Date.now() when first drawn so (bench/dashboard.py reads it)
+  window.forewarnTimes = state.firstSeen;
 
   // ------------------------------------------------------------------ helpers
   const esc = (value) => String(value).replace(/[&<>"']/g, (c) => (
@@ -326,7 +327,27 @@
     if (!slot || slot.status === vm.status) return;
     slot.status = vm.status;
     slot.el.className = "vm st-" + vm.status;
-    slot.el.title = `${vm.name} · ${vm.status} · ${vm.host} · update domain ${vm.ud}`;
+  }
+
+  // A VM's exact state and last poll are in its tooltip, written when the pointer reaches
+  // it: keeping 1,000 tooltips current would rewrite the page every second.
+  $("#fleet").addEventListener("mouseover", (event) => {
+    const el = event.target.closest(".vm");
+    const vm = el && state.vms.get(el.dataset.vm);
+    if (!vm) return;
+    const polled = vm.polled
+      ? `last poll ${clockText(vm.polled)} UTC (${age(serverNow() - vm.polled)} ago)` : "never polled";
+    el.title = `${vm.name} · ${vm.status} · ${vm.host} · update domain ${vm.ud} · ${polled}`;
+  });
+
+  // Ages in steps (now, 5s, 10s, 30s, 1m, 2m...): a fleet that polls every second keeps
+  // showing "now", so a tick that moves every VM's poll time changes nothing on screen.
+  const STEPS = [5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400];
+  function ageStep(seconds) {
+    if (seconds < 3) return "now";
+    let step = 3;
+    for (const s of STEPS) if (seconds >= s) step = s;
+    return age(step);
   }
 
   function paintAges() {
@@ -338,7 +359,7 @@
       let kind = "never";
       if (vm.polled) {
         const seconds = now - vm.polled;
-        text = age(seconds);
+        text = ageStep(seconds);
         kind = seconds < 10 ? "fresh" : seconds < 60 ? "late" : "stale";
       }
       if (slot.text !== text) {
@@ -354,7 +375,8 @@
     const rows = [];
     const events = [...state.events.values()].sort((a, b) => a.created_at - b.created_at);
     for (const e of events) {
-      if (!(e.id in state.firstSeen)) state.firstSeen[e.id] = Date.now();
+      const seenKey = `${e.id}:${e.status}`;
+      if (!(seenKey in state.firstSeen)) state.firstSeen[seenKey] = Date.now();
       const scheduled = e.status === "Scheduled";
       const approved = e.approved_by
         ? `${esc(e.approved_by === "control" ? "operator" : e.approved_by)} at ${esc(clockText(e.approved_at))}`

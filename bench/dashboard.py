@@ -1,0 +1,233 @@
+"""The dashboard with a 1,000-VM fleet, in headless Chromium: time to first render and
+update latency, while every VM polls once a second.
+
+One command (needs Debian's chromium and, for the polling load, Go to build fleetgen):
+
+    python bench/dashboard.py [--fleet FILE] [--renders 5] [--trials 20] [--no-load]
+
+A real ``forewarn serve`` of the shipped 1,000-VM fleet (``fleet init --example
+thousand``), every VM polling its document once a second from its own address
+(``bench/fleetgen``, pinned to the other core), and Chromium driven by Playwright:
+
+- **first render**: a new tab opens ``/`` and draws the whole fleet (1,000 VMs grouped by
+  scope, update domain and host), the events, history and verdicts; measured in the page
+  from navigation start until the first snapshot of the live stream is drawn;
+- **update latency**: a user reboot is triggered through the control API and timed from
+  just before the request until the page drew the new event; then the event is approved
+  and timed until the page showed it Started (both: server commit, server-sent event,
+  the page's redraw);
+- **main thread**: long tasks (over 50 ms) of the page during 10 s of ticks that carry
+  every VM's new poll time, and the size of a snapshot and of a tick.
+
+Results go to ``bench/RESULTS.md`` by hand; ``--json FILE`` keeps every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from loadgen import (
+    FleetgenRun,
+    build_fleetgen,
+    exit_on_sigterm,
+    forewarn_env,
+    free_port,
+    go_missing_reason,
+    load_average,
+    start_server,
+    write_vms_file,
+)
+
+CHROMIUM = "/usr/bin/chromium"
+FLEET = Path(__file__).resolve().parents[1] / "src/forewarn/fabric/fleets/thousand.yaml"
+
+
+def _percentiles(values: list[float]) -> str:
+    if not values:
+        return "-"
+    ordered = sorted(values)
+    p90 = ordered[max(0, round(0.9 * len(ordered)) - 1)]
+    return f"median {statistics.median(ordered):.0f} ms, p90 {p90:.0f} ms, max {ordered[-1]:.0f} ms"
+
+
+def _wait(page: Any, expression: str, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = page.evaluate(expression)
+        if value:
+            return value
+        time.sleep(0.005)
+    raise RuntimeError(f"the page never showed {expression}")
+
+
+def _tick_sizes(control: str, seconds: float) -> tuple[int, list[int]]:
+    """Bytes of the stream's snapshot and of each tick over ``seconds``."""
+    snapshot = 0
+    ticks: list[int] = []
+    deadline = time.monotonic() + seconds
+    with (
+        httpx.Client(timeout=30, trust_env=False) as client,
+        client.stream("GET", control + "/api/v1/stream") as response,
+    ):
+        kind = ""
+        for line in response.iter_lines():
+            if line.startswith("event:"):
+                kind = line[6:].strip()
+            elif line.startswith("data:"):
+                if kind == "snapshot":
+                    snapshot = len(line) - 5
+                elif kind == "tick":
+                    ticks.append(len(line) - 5)
+            if time.monotonic() > deadline:
+                break
+    return snapshot, ticks
+
+
+def measure(args: argparse.Namespace, control: str, results: dict[str, Any]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launch_args = ["--no-sandbox"] if os.geteuid() == 0 else []
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=launch_args)
+        renders = []
+        for _ in range(args.renders):
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(control + "/")
+            page.wait_for_selector("body[data-ready]", timeout=60_000)
+            renders.append(page.evaluate("window.forewarnRenderedAt"))
+            assert page.locator("#fleet .vm").count() == results["vms"]
+            page.close()
+        results["first_render_ms"] = renders
+
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(control + "/")
+        page.wait_for_selector("body[data-ready]", timeout=60_000)
+        appear, start = [], []
+        with httpx.Client(base_url=control, timeout=30, trust_env=False) as api:
+            for trial in range(args.trials):
+                vm = results["names"][trial % len(results["names"])]  # one VM per trial
+                sent = time.time()
+                op = api.post("/api/v1/operations", json={"kind": "user-reboot", "target": vm})
+                op.raise_for_status()
+                (event_id,) = op.json()["event_ids"]
+                seen = _wait(page, f"window.forewarnTimes['{event_id}:Scheduled']")
+                appear.append(seen - sent * 1000)
+                sent = time.time()
+                api.post(f"/api/v1/events/{event_id}/approve", json={}).raise_for_status()
+                seen = _wait(page, f"window.forewarnTimes['{event_id}:Started']")
+                start.append(seen - sent * 1000)
+                time.sleep(0.3)
+        results["event_appears_ms"] = appear
+        results["event_started_ms"] = start
+
+        page.evaluate(
+            """() => { window.longTasks = [];
+            new PerformanceObserver((list) => { for (const e of list.getEntries())
+              window.longTasks.push(e.duration); }).observe({type: "longtask"}); }"""
+        )
+        time.sleep(args.observe)
+        results["long_tasks_ms"] = page.evaluate("window.longTasks")
+        aged = page.locator("#fleet .vm .age.fresh").count()
+        results["vms_shown_fresh"] = aged
+        page.close()
+        browser.close()
+    snapshot, ticks = _tick_sizes(control, min(6.0, args.observe + 1))
+    results["snapshot_bytes"] = snapshot
+    results["tick_bytes"] = ticks
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fleet", type=Path, default=FLEET)
+    parser.add_argument("--renders", type=int, default=5)
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--no-load", action="store_true", help="VMs do not poll.")
+    parser.add_argument("--observe", type=float, default=10.0, help="Seconds of ticks watched.")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    exit_on_sigterm()
+    if not os.path.exists(CHROMIUM):
+        print(f"dashboard: no Chromium at {CHROMIUM} (apt-get install chromium)")
+        return 2
+    load = not args.no_load
+    if load and go_missing_reason() is not None:
+        print(f"dashboard: no polling load: {go_missing_reason()}")
+        load = False
+    results: dict[str, Any] = {"load_before": load_average()}
+    with tempfile.TemporaryDirectory(prefix="forewarn-dashboard-") as folder:
+        work = Path(folder)
+        imds, control_port = free_port(), free_port()
+        command = [
+            sys.executable, "-m", "forewarn", "serve", "--fleet", str(args.fleet),
+            "--db", str(work / "bench.db"), "--time-scale", "60", "--enablement", "always",
+            "--rate-limit", "0", "--log-level", "warning",
+            "--imds-bind", f"127.0.0.1:{imds}", "--control-bind", f"127.0.0.1:{control_port}",
+        ]  # fmt: skip
+        control = f"http://127.0.0.1:{control_port}"
+        with start_server(
+            command, [imds, control_port], work / "serve.log", env=forewarn_env(None)
+        ):
+            vms = httpx.get(control + "/api/v1/vms", timeout=30).json()
+            results["vms"] = len(vms)
+            results["names"] = [v["name"] for v in vms]
+            generator = None
+            if load:
+                binary = build_fleetgen(work)
+                listed = write_vms_file(work / "vms.txt", [(v["address"], v["name"], False)
+                                                           for v in vms])  # fmt: skip
+                seconds = 60 + args.renders * 10 + args.trials * 3
+                generator = FleetgenRun.launch(binary, imds, listed, seconds)
+            try:
+                measure(args, control, results)
+            finally:
+                if generator is not None:
+                    generator.proc.terminate()
+                    with contextlib.suppress(Exception):
+                        generator.proc.wait(timeout=10)
+    results["load_after"] = load_average()
+    del results["names"]
+    results["polling"] = load
+    results["observed_s"] = args.observe
+    _print(results)
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def _print(r: dict[str, Any]) -> None:
+    ticks = r["tick_bytes"]
+    long_tasks = r["long_tasks_ms"]
+    print(f"dashboard: {r['vms']} VMs, every VM polling once a second: {r['polling']}; "
+          f"load average {r['load_before']} -> {r['load_after']}")  # fmt: skip
+    print("| measure | result |")
+    print("|---|---|")
+    print(f"| first render (navigation to the whole fleet drawn), {len(r['first_render_ms'])} "
+          f"tabs | {_percentiles(r['first_render_ms'])} |")  # fmt: skip
+    print(f"| trigger to the event drawn, {len(r['event_appears_ms'])} trials | "
+          f"{_percentiles(r['event_appears_ms'])} |")  # fmt: skip
+    print(f"| approve to Started drawn | {_percentiles(r['event_started_ms'])} |")
+    print(f"| long tasks (> 50 ms) in {r['observed_s']:g} s of ticks | {len(long_tasks)}"
+          + (f", longest {max(long_tasks):.0f} ms |" if long_tasks else " |"))  # fmt: skip
+    print(f"| VMs shown as polled in the last 10 s | {r['vms_shown_fresh']} of {r['vms']} |")
+    size = statistics.median(ticks) if ticks else 0
+    print(f"| snapshot / tick size | {r['snapshot_bytes'] / 1000:.0f} KB / "
+          f"{size / 1000:.1f} KB (median of {len(ticks)}) |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    threading.current_thread().name = "dashboard-bench"
+    sys.exit(main())

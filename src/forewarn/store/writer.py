@@ -128,8 +128,13 @@ class ThreadedJournal:
 def _yield_to_the_loop() -> None:
     """Run this thread below the event loop's: the loop answers every VM, the writer
     only makes changes durable, and a moment later is fine for that. Under a real-time
-    policy (benchmarks) the writer drops to the normal one; otherwise it is niced."""
+    policy (benchmarks) the writer stays real-time one step below the loop, so that no
+    other process can hold it up while it has the GIL; otherwise it is niced."""
     with contextlib.suppress(OSError, AttributeError):
-        if os.sched_getscheduler(0) in (os.SCHED_FIFO, os.SCHED_RR):
-            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        policy = os.sched_getscheduler(0)
+        if policy in (os.SCHED_FIFO, os.SCHED_RR):
+            priority = os.sched_getparam(0).sched_priority
+            if priority > os.sched_get_priority_min(policy):
+                os.sched_setscheduler(0, policy, os.sched_param(priority - 1))
+            return
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WRITER_NICENESS)

@@ -1,8 +1,9 @@
 """``forewarn scenario list|show|run|weather``: play platform behaviour against a server.
 
-``run`` exits 0 when every expectation held, 1 when one did not, and 2 when the scenario
-could not be played at all (a mistake in the file, a target the fleet lacks, a server that
-is not there), so a CI job can tell a failed rehearsal from a broken one.
+``run`` exits 0 when every expectation held, 1 when one did not (a step the server refused,
+a wait that timed out and an unmet expectation all count), and 2 when the scenario could
+not be played at all (a mistake in the file, no server there), so a CI job can tell a
+failed rehearsal from a broken one.
 """
 
 from __future__ import annotations

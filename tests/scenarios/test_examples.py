@@ -1,0 +1,53 @@
+"""The example scenario files play and hold on the demo fleet; the README's scenario file
+is the reboot drill, and `forewarn scenario run` plays it as the README shows."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forewarn.scenarios import load_scenario_file
+
+from ..cli.conftest import VIRTUAL, run_cli
+from ..serverproc import ServerProcess
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((ROOT / "examples" / "scenarios").glob("*.yaml"))
+MARKER = "<!-- tested: tests/scenarios/test_examples.py runs this scenario file -->"
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_every_example_plays_and_holds(play: Any, path: Path) -> None:
+    played = play(load_scenario_file(path))
+    assert played.run.ok, [(c.what, c.detail) for c in played.run.checks if not c.ok]
+
+
+def test_the_soak_example_brings_weather() -> None:
+    scenario = load_scenario_file(ROOT / "examples" / "scenarios" / "soak.yaml")
+    assert scenario.weather is not None and scenario.weather.seed == 42
+
+
+def _readme_block() -> str:
+    text = (ROOT / "README.md").read_text("utf-8")
+    found = re.search(re.escape(MARKER) + r"\n```yaml\n(.*?)```", text, re.S)
+    assert found, "the README's scenario block (with its marker) is missing"
+    return found.group(1)
+
+
+def test_the_readme_scenario_is_the_reboot_drill_in_five_lines() -> None:
+    block = _readme_block()
+    assert block == (ROOT / "examples" / "scenarios" / "reboot-drill.yaml").read_text("utf-8")
+    assert len(block.splitlines()) == 5
+
+
+def test_the_readme_scenario_runs(start_server: Any, tmp_path: Path) -> None:
+    server: ServerProcess = start_server(VIRTUAL)
+    drill = tmp_path / "drill.yaml"
+    drill.write_text(_readme_block(), "utf-8")
+    result = run_cli(["scenario", "run", str(drill)], server.control_url)
+    assert result.code == 0, result.stdout + result.stderr
+    assert "T+5m step 2/3: approve 1 event(s) of reboot" in result.stdout
+    assert "drill: every expectation held (3 checks), T+15m of platform time" in result.stdout

@@ -114,6 +114,16 @@ def test_reboot_countdown_approve_start_removal_and_verdict(
     if wanted:
         shutil.copyfile(shot, wanted)
 
+    # The fleet filter: by VM name or host; the scopes without a match are hidden.
+    page.fill("#vm-filter", "web-1")
+    assert page.locator("#fleet .vm:not([hidden])").all_inner_texts() == ["web-1\nnever"]
+    assert page.locator("#fleet details.scope:not([hidden])").count() == 1
+    page.fill("#vm-filter", "host-4")
+    shown = {t.split("\n")[0] for t in page.locator("#fleet .vm:not([hidden])").all_inner_texts()}
+    assert shown == {"web-3", "workers_0", "jumpbox"}
+    page.fill("#vm-filter", "")
+    assert page.locator("#fleet .vm:not([hidden])").count() == 14
+
     # Approve it from the page: it starts, then disappears when the reboot is over.
     row.locator("button[data-action=approve]").click()
     started = page.locator(f"#events tbody tr[data-event='{event_id}'][data-status=Started]")

@@ -4,12 +4,13 @@
 "use strict";
 (() => {
   const TOKEN_KEY = "forewarn-token";
+  const OPEN_UP_TO = 300;  // fleets up to this many VMs show every scope open
   const HISTORY_SHOWN = 300;
   const $ = (selector) => document.querySelector(selector);
   const state = {
     scopes: new Map(), vms: new Map(), vmEls: new Map(), events: new Map(), history: [],
     hosts: [], catalogue: [], scenarios: null, virtual: false, timeScale: 1, now: 0,
-    offset: 0, firstSeen: {}, verdicts: null,
+    offset: 0, firstSeen: {}, verdicts: null, toggled: new Set(), counts: new Map(),
   };
   let token = sessionStorage.getItem(TOKEN_KEY);
   let verdictTimer = null;
@@ -293,10 +294,14 @@
       hosts.get(vm.host).push(vm);
     }
     const parts = [];
+    const big = state.vms.size > OPEN_UP_TO;
     for (const [scopeId, uds] of byScope) {
       const scope = state.scopes.get(scopeId);
-      parts.push(`<div class="scope" data-scope="${esc(scopeId)}"><div class="scope-head"><b>${esc(scopeId)}</b>`
-        + `<span data-scope-head="${esc(scopeId)}">${esc(scopeLine(scope))}</span></div>`);
+      const open = state.toggled.has(scopeId) ? big : !big;
+      parts.push(`<details class="scope" data-scope="${esc(scopeId)}"${open ? " open" : ""}>`
+        + `<summary class="scope-head"><b>${esc(scopeId)}</b>`
+        + `<span data-scope-head="${esc(scopeId)}">${esc(scopeLine(scope))}</span>`
+        + `<span class="scope-counts" data-scope-counts="${esc(scopeId)}"></span></summary>`);
       for (const ud of [...uds.keys()].sort((a, b) => a - b)) {
         parts.push(`<div class="ud"><div class="ud-label">UD ${ud}</div><div class="hosts">`);
         for (const [host, vms] of uds.get(ud)) {
@@ -309,7 +314,7 @@
         }
         parts.push("</div></div>");
       }
-      parts.push("</div>");
+      parts.push("</details>");
     }
     const fleet = $("#fleet");
     fleet.innerHTML = parts.join("");
@@ -318,8 +323,64 @@
       state.vmEls.set(el.dataset.vm, { el, age: el.lastElementChild, text: "never", status: null });
     }
     for (const vm of state.vms.values()) paintVm(vm);
-    $("#fleet-count").textContent = `${state.vms.size} VMs in ${state.scopes.size} scopes`;
+    $("#fleet-count").textContent = `${state.vms.size} VMs in ${state.scopes.size} scopes`
+      + (big ? " (open a scope to see its VMs)" : "");
+    state.counts = new Map();
+    applyFilter();
     paintAges();
+  }
+
+  // A scope the user opened or closed stays so across snapshots (large fleets start closed).
+  $("#fleet").addEventListener("click", (event) => {
+    const summary = event.target.closest("summary.scope-head");
+    if (!summary || $("#vm-filter").value.trim()) return;
+    const section = summary.parentElement;
+    const opening = !section.open;  // the click's default action toggles it next
+    const big = state.vms.size > OPEN_UP_TO;
+    if (opening === big) state.toggled.add(section.dataset.scope);
+    else state.toggled.delete(section.dataset.scope);
+  });
+
+  function applyFilter() {
+    const query = $("#vm-filter").value.trim().toLowerCase();
+    const matches = new Map();
+    for (const [name, slot] of state.vmEls) {
+      const vm = state.vms.get(name);
+      const shown = !query || name.toLowerCase().includes(query) || vm.host.toLowerCase().includes(query);
+      slot.el.hidden = !shown;
+      if (shown) matches.set(vm.scope, (matches.get(vm.scope) || 0) + 1);
+    }
+    for (const section of document.querySelectorAll("#fleet details.scope")) {
+      const id = section.dataset.scope;
+      section.hidden = Boolean(query) && !matches.get(id);
+      if (query) section.open = Boolean(matches.get(id));
+      else section.open = state.toggled.has(id) ? state.vms.size > OPEN_UP_TO : state.vms.size <= OPEN_UP_TO;
+    }
+  }
+
+  $("#vm-filter").addEventListener("input", applyFilter);
+
+  function paintCounts(silent) {
+    const byScope = new Map();
+    for (const vm of state.vms.values()) {
+      let c = byScope.get(vm.scope);
+      if (!c) { c = { total: 0, states: {}, silent: 0, never: 0 }; byScope.set(vm.scope, c); }
+      c.total += 1;
+      if (vm.status !== "running") c.states[vm.status] = (c.states[vm.status] || 0) + 1;
+      if (!vm.polled) c.never += 1;
+      else if (silent.has(vm.name)) c.silent += 1;
+    }
+    for (const [id, c] of byScope) {
+      const bits = [`${c.total} VMs`];
+      for (const [status, n] of Object.entries(c.states)) bits.push(`${n} ${status}`);
+      if (c.silent) bits.push(`${c.silent} silent for a minute or more`);
+      if (c.never) bits.push(`${c.never} never polled`);
+      const text = bits.join(" · ");
+      if (state.counts.get(id) === text) continue;
+      state.counts.set(id, text);
+      const el = document.querySelector(`[data-scope-counts="${CSS.escape(id)}"]`);
+      if (el) el.textContent = text;
+    }
   }
 
   function paintVm(vm) {
@@ -352,6 +413,7 @@
 
   function paintAges() {
     const now = serverNow();
+    const silent = new Set();
     for (const vm of state.vms.values()) {
       const slot = state.vmEls.get(vm.name);
       if (!slot) continue;
@@ -361,6 +423,7 @@
         const seconds = now - vm.polled;
         text = ageStep(seconds);
         kind = seconds < 10 ? "fresh" : seconds < 60 ? "late" : "stale";
+        if (kind === "stale") silent.add(vm.name);
       }
       if (slot.text !== text) {
         slot.text = text;
@@ -368,6 +431,7 @@
         slot.age.className = "age " + kind;
       }
     }
+    paintCounts(silent);
   }
 
   // -------------------------------------------------------------------- events

@@ -40,7 +40,7 @@ from .identity import VmResolver
 from .instance import INSTANCE_VERSIONS, instance_document
 from .messages import TEXT, Reply, Request
 from .ratelimit import RateLimiter
-from .record import DocumentRecorder
+from .record import DocumentRecorder, RecordingCache
 
 log = logging.getLogger(__name__)
 
@@ -211,11 +211,12 @@ class Endpoint:
         self.fabric = fabric
         self.settings = settings or ImdsSettings()
         self._resolver = VmResolver(fabric.topology)
-        self._cache = DocumentCache()
+        # Recording (``--record``) wraps the cache, so that without it the hot path is
+        # exactly what it was.
+        self._cache = DocumentCache() if recorder is None else RecordingCache(recorder)
         rate = self.settings.rate_limit
         self._limiter = RateLimiter(rate, monotonic) if rate else None
         self._on_response = on_response
-        self._recorder = recorder
         self._served = fabric.reactions.served  # who saw what when (one slot store a poll)
         self._targets: dict[tuple[str, bytes], _Target] = {}
 
@@ -308,8 +309,6 @@ class Endpoint:
     ) -> Reply:
         reply = self._cache.reply(view, vm, version)
         self._served(vm.name, view, version)
-        if self._recorder is not None:
-            self._recorder.served(vm.name, version.name, view.incarnation, reply)
         if if_none_match is not None and _etag_matches(if_none_match, view.incarnation):
             return Reply(304, b"", reply.headers, delay=delay)
         return replace(reply, delay=delay) if delay else reply

@@ -14,8 +14,9 @@ virtual clock's time under ``--clock virtual``); a line with ``served`` says how
 times the VM was served that document (304s included) up to ``t``, written when its
 document changes and when the recorder closes. ``forewarn replay`` plays the documents.
 
-``served`` runs on the endpoint's hot path: a dict look-up and an identity check (the
-document cache hands out one reply object per scope, incarnation and api-version). The
+``served`` runs on the endpoint's hot path when recording (``RecordingCache``): a dict
+look-up and an identity check (the document cache hands out one reply object per scope,
+incarnation and api-version); without recording the endpoint does not call it at all. The
 file is written by a thread of its own, so the event loop never waits for the disk; if the
 disk cannot keep up, lines are dropped and counted rather than held without bound.
 """
@@ -33,9 +34,12 @@ from typing import IO
 
 import msgspec
 
+from ..contract import ApiVersion
+from ..fabric import VM, ScopeView
+from .cache import DocumentCache
 from .messages import Reply
 
-__all__ = ["DocumentRecorder", "RecordError", "check_record_path"]
+__all__ = ["DocumentRecorder", "RecordError", "RecordingCache", "check_record_path"]
 
 log = logging.getLogger(__name__)
 
@@ -169,3 +173,22 @@ class DocumentRecorder:
             self._file.close()
         if self.dropped:
             log.warning("recording to %s dropped %d lines", self.path, self.dropped)
+
+
+class RecordingCache(DocumentCache):
+    """The endpoint's document cache, telling ``recorder`` what each VM is served.
+
+    The endpoint uses it instead of a plain ``DocumentCache`` only when recording, so a
+    server that does not record runs exactly the code it ran before.
+    """
+
+    __slots__ = ("_recorder",)
+
+    def __init__(self, recorder: DocumentRecorder) -> None:
+        super().__init__()
+        self._recorder = recorder
+
+    def reply(self, view: ScopeView, vm: VM, version: ApiVersion) -> Reply:
+        reply = super().reply(view, vm, version)
+        self._recorder.served(vm.name, version.name, view.incarnation, reply)
+        return reply

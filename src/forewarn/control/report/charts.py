@@ -170,7 +170,7 @@ def _stack(rules: list[Rule], gap: float = 64) -> None:
         rule.label_y = 12 + 11 * row
 
 
-def _spaced(ticks: list[Tick], gap: float = 34) -> list[Tick]:
+def _spaced(ticks: list[Tick], gap: float = 44) -> list[Tick]:
     """Ticks whose labels would overlap are dropped (the later one goes)."""
     out: list[Tick] = []
     for tick in ticks:
@@ -253,7 +253,8 @@ def histogram(stats: LatencyStats, width: int = 370, height: int = 170) -> Histo
     if not stats.values:
         return Histogram(width, height, [], [], base_y, [], True)
     largest = stats.values[-1]
-    edges = [e for e in _BINS if e <= largest]
+    first = max((e for e in _BINS if e <= stats.values[0]), default=0)
+    edges = [e for e in _BINS if first <= e <= largest]
     edges.append(next((e for e in _BINS if e > largest), largest * 1.5 + 1))
     counts = [0] * (len(edges) - 1)
     for value in stats.values:

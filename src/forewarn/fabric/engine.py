@@ -9,36 +9,32 @@ the old state or the new one on disk, never half of each; a failed write changes
 Readers (``view``, ``events``, ``operations``...) see the published state only; the
 transitions (``submit``, ``approve``, timers...) build on the working state.
 
-In a scaled-out fleet only the leader's fabric writes. Every other one ``follow``s: it
-changes only by ``replicate`` (the leader's durable changes) or ``reload``, fires no timer,
-and sends a VM's approvals and requests through a ``Relay`` (``relay.py``); the leader
-applies them with ``approve_relayed`` and ``note_relayed_request``.
+The lifecycle rules that build a transition live in ``transitions.py``; leading and
+following in a scaled-out fleet in ``following.py``.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import msgspec
 
-from ..contract import EventStatus, EventType
-from .catalogue import CATALOGUE, OperationSpec, spec_for
+from ..contract import EventType
+from .catalogue import CATALOGUE, spec_for
 from .clock import Clock
 from .errors import (
-    Conflict,
     EventNotVisible,
-    InvalidOperation,
     NotFoundError,
     StoreUnavailable,
 )
-from .journal import Commit, InlineJournal, Journal
-from .lifecycle import EventPhase, Step, next_event_phase, next_operation_state
+from .following import Following
+from .journal import InlineJournal, Journal
+from .lifecycle import EventPhase, Step, next_event_phase
 from .pipeline import Pipeline
-from .planner import OperationRequest, Plan, group_key, plan_request
+from .planner import OperationRequest, plan_request
 from .ports import Store
 from .reactions import ReactionTracker
 from .records import (
@@ -48,11 +44,10 @@ from .records import (
     OperationRecord,
     OperationState,
     RolloutRecord,
-    ScopeState,
-    Snapshot,
 )
 from .relay import Relay
 from .topology import VM, Topology
+from .transitions import Tx, find_event, new_event_id, new_token, request_options
 from .views import ScopeView
 
 __all__ = ["Fabric", "FabricConfig", "ScopeView"]
@@ -87,43 +82,7 @@ class FabricConfig:
         return seconds / self.time_scale
 
 
-@dataclass
-class _Tx:
-    """The records one transition writes, applied atomically by ``Fabric._commit``."""
-
-    at: float
-    operations: dict[str, OperationRecord] = field(default_factory=dict)
-    events: dict[str, EventRecord] = field(default_factory=dict)
-    removed: dict[str, EventRecord] = field(default_factory=dict)
-    rollouts: dict[str, RolloutRecord] = field(default_factory=dict)
-    scopes: dict[str, ScopeState] = field(default_factory=dict)
-    deleted_vms: list[str] = field(default_factory=list)
-    finished_rollout_batches: list[str] = field(default_factory=list)
-    history: list[HistoryEntry] = field(default_factory=list)
-
-    def log(self, kind: str, **fields: Any) -> None:
-        detail = fields.pop("detail", {})
-        self.history.append(HistoryEntry(at=self.at, kind=kind, detail=detail, **fields))
-
-    def log_event(self, kind: str, event: EventRecord, **detail: Any) -> None:
-        self.log(
-            kind,
-            scope_id=event.scope_id,
-            operation_id=event.operation_id,
-            event_id=event.id,
-            detail=detail,
-        )
-
-
-def _new_event_id() -> str:
-    return str(uuid.uuid4()).upper()
-
-
-def _new_token() -> str:
-    return uuid.uuid4().hex[:12]
-
-
-class Fabric:
+class Fabric(Following):
     """The simulated platform over a store: create, approve, start, remove, cancel."""
 
     def __init__(
@@ -134,8 +93,8 @@ class Fabric:
         config: FabricConfig | None = None,
         *,
         journal: Journal | None = None,
-        new_id: Callable[[], str] = _new_event_id,
-        new_token: Callable[[], str] = _new_token,
+        new_id: Callable[[], str] = new_event_id,
+        new_token: Callable[[], str] = new_token,
     ) -> None:
         """``journal`` writes changes (default: at once, on the caller's thread); ``new_id``
         makes event ids, ``new_token`` operation and rollout ids (tests pass deterministic
@@ -212,7 +171,7 @@ class Fabric:
 
     def event(self, event_id: str) -> EventRecord:
         """A live event by id (case-insensitive)."""
-        return _find_event(self._seen.events, event_id)
+        return find_event(self._seen.events, event_id)
 
     def operations(self) -> list[OperationRecord]:
         """Every operation this database has seen, oldest first."""
@@ -233,15 +192,6 @@ class Fabric:
         """True once a Preempt or Terminate has removed the VM."""
         return vm_name in self._seen.deleted
 
-    def is_enabled(self, scope_id: str, now: float | None = None) -> bool:
-        """Whether Scheduled Events are on for a scope (first request seen, not idle)."""
-        if self.config.enablement == "always":
-            return True
-        last = self._last_seen.get(scope_id)
-        if last is None:
-            return False
-        now = self.clock.now() if now is None else now
-        return now - last < self._idle_window
 
     def vm_status(self, vm_name: str) -> str:
         """``running``, ``deleted``, or the impact under way (``frozen``, ``rebooting``...)."""
@@ -344,7 +294,7 @@ class Fabric:
         was_enabled = recent or self.config.enablement == "always"
         if was_enabled and self._pipe.writes_on_hold():
             return False
-        tx = _Tx(now)
+        tx = Tx(now)
         tx.scopes[scope_id] = msgspec.structs.replace(
             self._work.scopes[scope_id], last_request_at=now
         )
@@ -400,7 +350,7 @@ class Fabric:
         )
         self._check_in_progress(plan, now)
         self._check_preview_limit(plan)
-        tx = _Tx(now)
+        tx = Tx(now)
         rollout_id = None
         if plan.rolling:
             rollout_id = f"rollout-{self._new_token()}"
@@ -411,7 +361,7 @@ class Fabric:
                 batches=plan.batches,
                 next_batch=1,
                 current_operation=None,
-                options=_request_options(request),
+                options=request_options(request),
             )
             tx.rollouts[rollout_id] = rollout
             tx.log(
@@ -430,16 +380,16 @@ class Fabric:
     def approve_event(self, event_id: str, by: str = "control") -> EventRecord:
         """Approve one event from the control plane."""
         self.catch_up()  # timers that are due fire first
-        event = _find_event(self._work.events, event_id)
+        event = find_event(self._work.events, event_id)
         self._approve([event.id], by=by)
         return self._work.events.get(event.id, event)
 
     def start_event(self, event_id: str) -> OperationRecord:
         """Start an event's operation now, without waiting for approvals or NotBefore."""
         self.catch_up()  # timers that are due fire first
-        event = _find_event(self._work.events, event_id)
+        event = find_event(self._work.events, event_id)
         next_event_phase(EventPhase(event.status.value), Step.START, f"event {event.id}")
-        tx = _Tx(self.clock.now())
+        tx = Tx(self.clock.now())
         self._start_operation(tx, self._work.operations[event.operation_id], reason="forced")
         self._commit(tx)
         return self._work.operations[event.operation_id]
@@ -447,9 +397,9 @@ class Fabric:
     def cancel_event(self, event_id: str) -> EventRecord:
         """Cancel a Scheduled event: it disappears with no impact on its VMs."""
         self.catch_up()  # timers that are due fire first
-        event = _find_event(self._work.events, event_id)
+        event = find_event(self._work.events, event_id)
         next_event_phase(EventPhase(event.status.value), Step.CANCEL, f"event {event.id}")
-        tx = _Tx(self.clock.now())
+        tx = Tx(self.clock.now())
         self._drop_event(tx, event, "event.canceled")
         self._commit(tx)
         return event
@@ -457,9 +407,9 @@ class Fabric:
     def complete_event(self, event_id: str) -> EventRecord:
         """End a Started event now (its impact is over); it disappears."""
         self.catch_up()  # timers that are due fire first
-        event = _find_event(self._work.events, event_id)
+        event = find_event(self._work.events, event_id)
         next_event_phase(EventPhase(event.status.value), Step.REMOVE, f"event {event.id}")
-        tx = _Tx(self.clock.now())
+        tx = Tx(self.clock.now())
         self._remove_events(tx, [event], "event.completed")
         self._settle_operation(tx, self._work.operations[event.operation_id])
         self._commit(tx)
@@ -471,7 +421,7 @@ class Fabric:
         The new position is written first, so a restart never moves virtual time back.
         With a threaded journal use ``advance_durably`` (this one does not wait)."""
         self.clock.check_jump(seconds)
-        self._commit(_Tx(self.clock.now()), clock_position=self.clock.now() + seconds)
+        self._commit(Tx(self.clock.now()), clock_position=self.clock.now() + seconds)
         self.clock.jump(seconds)
         self.run_due()
         return self.clock.now()
@@ -479,7 +429,7 @@ class Fabric:
     async def advance_durably(self, seconds: float) -> float:
         """``advance``, answering only once the new time and what it fired are durable."""
         self.clock.check_jump(seconds)
-        self._commit(_Tx(self.clock.now()), clock_position=self.clock.now() + seconds)
+        self._commit(Tx(self.clock.now()), clock_position=self.clock.now() + seconds)
         await self.durable()
         self.clock.jump(seconds)
         self.run_due()
@@ -499,7 +449,7 @@ class Fabric:
         now = self.clock.now()
         timers, active = self._pipe.timers, self._work.active
         while (at := timers.next_due(active)) is not None and at <= now:
-            tx = _Tx(at)
+            tx = Tx(at)
             for op in timers.pop_due(at, active):
                 op = tx.operations.get(op.id, op)
                 if op.state is OperationState.SCHEDULED:
@@ -514,433 +464,6 @@ class Fabric:
                 break
         return fired
 
-    # ------------------------------------------------------------ scale-out
-
-    @property
-    def leading(self) -> bool:
-        """False while this process follows another one's changes."""
-        return self._relay is None
-
-    def follow(self, relay: Relay) -> None:
-        """Stop writing: from now on the state moves only by ``replicate``/``reload``,
-        and a VM's approvals and requests go to the leader through ``relay``."""
-        self._relay = relay
-        self.replicated = True
-
-    def lead(
-        self, snapshot: Snapshot, journal: Journal, *, clock_position: float | None = None
-    ) -> None:
-        """Become the writer: start over from ``snapshot`` (the database as the previous
-        leader left it), then write through ``journal``."""
-        self.reload(snapshot, clock_position=clock_position)
-        self._pipe.use_journal(journal)
-        self._relay = None
-        self._relayed_at.clear()
-
-    def reload(self, snapshot: Snapshot, *, clock_position: float | None = None) -> None:
-        """Replace the whole state by ``snapshot`` (a follower that missed changes); a
-        virtual clock moves on to ``clock_position`` (where the leader's stood)."""
-        self._follow_clock(clock_position)
-        self._pipe.reload(snapshot)
-        self._work = self._pipe.work
-        self._seen = self._pipe.published
-        for state in self._work.scopes.values():
-            self._remember_request(state)
-        self.reactions.reloaded(self._seen.events.values())
-        for listener in list(self._reload_listeners):
-            listener()
-
-    def replicate(self, batch: Sequence[Changes]) -> None:
-        """Apply changes the leader made durable, in order (a virtual clock follows the
-        leader's: it jumps to each position a change carries)."""
-        self._pipe.replicate(batch)
-        for changes in batch:
-            for state in changes.scopes:
-                self._remember_request(state)
-            self._follow_clock(changes.clock_position)
-
-    def _follow_clock(self, position: float | None) -> None:
-        if position is not None and self.clock.is_virtual and position > self.clock.now():
-            self.clock.jump(position - self.clock.now())
-
-    def _remember_request(self, state: ScopeState) -> None:
-        at = state.last_request_at
-        if at is not None and at > self._last_seen.get(state.scope_id, -1.0):
-            self._last_seen[state.scope_id] = at
-
-    def _relay_request(self, vm: VM, now: float, recent: bool) -> bool:
-        """A follower's ``note_request``: tell the leader at most once per persist
-        interval per scope (and at once when this request enables the scope)."""
-        assert self._relay is not None
-        was_enabled = recent or self.config.enablement == "always"
-        last = self._relayed_at.get(vm.scope_id)
-        if was_enabled and last is not None and now - last < self._persist_every:
-            return False
-        self._relayed_at[vm.scope_id] = now
-        self._relay.note_request(vm.scope_id, vm.name, now)
-        return not was_enabled
-
-    def approve_relayed(self, vm_name: str, event_ids: Iterable[str]) -> list[EventRecord]:
-        """Apply an approval a follower recorded: events already approved, started or
-        gone are skipped (applying a request twice changes nothing)."""
-        self.catch_up()
-        vm = self.topology.vms.get(vm_name)
-        if vm is None:
-            return []
-        live = [
-            i for i in event_ids
-            if (e := self._work.events.get(i)) is not None
-            and e.scope_id == vm.scope_id
-            and (not self.topology.scopes[e.scope_id].policy.per_vm_visibility
-                 or vm_name in e.resources)
-        ]  # fmt: skip
-        return self._approve(live, by=vm_name) if live else []
-
-    def note_relayed_request(self, scope_id: str, vm_name: str, at: float) -> None:
-        """Merge a follower's last request of a scope (enabling the scope if it was off)."""
-        if scope_id not in self._work.scopes:
-            return
-        last = self._last_seen.get(scope_id)
-        enabled = self.config.enablement == "always" or (
-            last is not None and at - last < self._idle_window
-        )
-        if last is None or at > last:
-            self._last_seen[scope_id] = at
-        persisted = self._work.scopes[scope_id].last_request_at
-        if persisted is not None and at <= persisted:
-            return
-        if enabled and persisted is not None and at - persisted < self._persist_every:
-            return
-        tx = _Tx(self.clock.now())
-        tx.scopes[scope_id] = msgspec.structs.replace(
-            self._work.scopes[scope_id], last_request_at=at
-        )
-        if not enabled:
-            tx.log("scope.enabled", scope_id=scope_id, detail={"vm": vm_name})
-        self._commit(tx, bookkeeping=True)
-
-    # ----------------------------------------------------------------- internals
-
-    def _operation_kind(self, operation_id: str) -> str | None:
-        op = self._work.operations.get(operation_id)
-        return None if op is None else op.kind
-
-    def _terminate_notice(self, vms: list[VM]) -> float:
-        """A scale set's configured Terminate notice (the planner allows one set per request)."""
-        minutes = max(
-            self.topology.scopes[vm.scope_id].policy.terminate_timeout_minutes for vm in vms
-        )
-        return self.config.scaled(minutes * 60.0)
-
-    def _min_notice(self, spec: OperationSpec, vms: list[VM]) -> float:
-        if spec.needs_scale_set:
-            return self._terminate_notice(vms)
-        return self.config.scaled(spec.minimum_notice)
-
-    def _default_notice(self, spec: OperationSpec, vms: list[VM]) -> float:
-        if spec.created_started:
-            return 0.0
-        if spec.needs_scale_set:
-            return self._terminate_notice(vms)
-        return self.config.scaled(spec.notice)
-
-    def _check_in_progress(self, plan: Plan, now: float) -> None:
-        """Azure refuses a user operation on a VM while another one is in progress (409):
-        scheduled, or started and its impact not over yet."""
-        if not plan.spec.user_initiated:
-            return
-        for name in plan.batches[0]:
-            op_id = self._work.user_ops.get(name)
-            op = self._work.active.get(op_id) if op_id is not None else None
-            if op is None:
-                continue
-            if op.started_at is not None and now >= op.started_at + op.impact_seconds:
-                continue
-            events = ", ".join(op.event_ids) or "no event (no notice)"
-            raise Conflict(
-                f"VM {name!r} already has a {op.kind} in progress (operation {op.id}, "
-                f"event {events}); wait until it is over"
-            )
-
-    def _check_preview_limit(self, plan: Plan) -> None:
-        if not plan.spec.user_initiated:
-            return
-        limit = self.config.preview_user_operation_limit
-        for scope_id in {self.topology.vms[n].scope_id for n in plan.batches[0]}:
-            if not self.topology.scopes[scope_id].policy.preview_user_operation_limit:
-                continue
-            active = self._work.scope_user_operations(scope_id)
-            if active >= limit:
-                raise InvalidOperation(
-                    f"scope {scope_id!r} already has {active} user-initiated operations in "
-                    f"progress (preview limit {limit})"
-                )
-
-    def _create_operation(
-        self,
-        tx: _Tx,
-        spec: OperationSpec,
-        request: OperationRequest,
-        vm_names: tuple[str, ...],
-        rollout_id: str | None,
-    ) -> OperationRecord:
-        now = tx.at
-        vms = [self.topology.vms[n] for n in vm_names if n not in self._work.deleted]
-        notice = request.notice_seconds
-        if notice is None:
-            notice = self._default_notice(spec, vms)
-        groups: dict[tuple[str, str, int], list[str]] = {}
-        silent: list[str] = []
-        for vm in vms:
-            scope = self.topology.scopes[vm.scope_id]
-            no_notice = not self.is_enabled(vm.scope_id, now) or (
-                spec.needs_scale_set and not scope.policy.terminate_notification
-            )
-            if no_notice:
-                silent.append(vm.name)
-            else:
-                groups.setdefault(group_key(vm), []).append(vm.name)
-        auto = (
-            spec.user_initiated
-            and bool(groups)
-            and all(
-                self.topology.scopes[key[0]].policy.auto_approves(spec.event_type) for key in groups
-            )
-        )
-        starts_now = spec.created_started or auto or not groups
-        op = OperationRecord(
-            id=f"op-{self._new_token()}",
-            kind=spec.kind.value,
-            target=request.target,
-            vms=tuple(vm.name for vm in vms),
-            state=OperationState.SCHEDULED,
-            created_at=now,
-            not_before=now + (0.0 if starts_now else notice),
-            impact_seconds=self.config.scaled(spec.impact),
-            hold_seconds=self.config.scaled(spec.hold),
-            deletes_vms=spec.deletes_vm,
-            rollout_id=rollout_id,
-        )
-        # DurationInSeconds is what the platform announces, not scaled: client policies
-        # ("approve a Freeze under 9 s") must decide as they would in production.
-        duration = (
-            spec.wire_duration if request.duration_seconds is None else (request.duration_seconds)
-        )
-        events = []
-        for (scope_id, _host, _ud), names in groups.items():
-            event = EventRecord(
-                id=self._new_id(),
-                operation_id=op.id,
-                scope_id=scope_id,
-                event_type=spec.event_type,
-                source=spec.source,
-                status=EventStatus(next_event_phase(EventPhase.NEW, Step.CREATE).value),
-                resources=tuple(names),
-                description=spec.description
-                if request.description is None
-                else request.description,
-                duration_seconds=duration,
-                created_at=now,
-                not_before=op.not_before,
-            )
-            tx.events[event.id] = event
-            events.append(event)
-        op = msgspec.structs.replace(
-            op, event_ids=tuple(e.id for e in events), unnotified=tuple(silent)
-        )
-        tx.operations[op.id] = op
-        tx.log(
-            "operation.created",
-            operation_id=op.id,
-            detail={
-                "kind": op.kind,
-                "target": op.target,
-                "vms": list(op.vms),
-                "not_before": op.not_before,
-                "no_notice": silent,
-            },
-        )
-        for event in events:
-            tx.log_event(
-                "event.scheduled",
-                event,
-                type=event.event_type.value,
-                resources=list(event.resources),
-            )
-        if starts_now:
-            reason = "auto_approved" if auto else ("no_notice" if not groups else "immediate")
-            self._start_operation(tx, op, reason=reason)
-        return tx.operations[op.id]
-
-    def _approve(self, event_ids: list[str], by: str) -> list[EventRecord]:
-        now = self.clock.now()
-        tx = _Tx(now)
-        out = []
-        for event_id in event_ids:
-            event = self._work.events.get(event_id)
-            if event is None:  # removed by a change still being written: nothing to do
-                continue
-            if event.status is EventStatus.SCHEDULED and event.approved_by is None:
-                event = msgspec.structs.replace(event, approved_by=by, approved_at=now)
-                tx.events[event.id] = event
-                tx.log_event("event.approved", event, by=by)
-            out.append(event)
-        for op_id in dict.fromkeys(e.operation_id for e in out):
-            self._start_if_approved(tx, self._work.operations[op_id])
-        if tx.history:
-            self._commit(tx)
-        return out
-
-    def _drop_event(self, tx: _Tx, event: EventRecord, kind: str) -> None:
-        """Remove one event of an operation before its end: its VMs are spared."""
-        self._remove_events(tx, [event], kind)
-        op = tx.operations.get(event.operation_id) or self._work.operations[event.operation_id]
-        spared = tuple(dict.fromkeys((*op.spared_vms, *event.resources)))
-        op = msgspec.structs.replace(op, spared_vms=spared)
-        tx.operations[op.id] = op
-        self._settle_operation(tx, op)
-        if tx.operations[op.id].state is OperationState.SCHEDULED:
-            self._start_if_approved(tx, op)
-
-    def _start_if_approved(self, tx: _Tx, op: OperationRecord) -> None:
-        """Start a Scheduled operation once every event it still has is approved."""
-        op = tx.operations.get(op.id, op)
-        live = [e for e in (self._current(tx, eid) for eid in op.event_ids) if e is not None]
-        if op.state is OperationState.SCHEDULED and live and all(e.approved_by for e in live):
-            self._start_operation(tx, op, reason="approved")
-
-    def _current(self, tx: _Tx, event_id: str) -> EventRecord | None:
-        if event_id in tx.removed:
-            return None
-        return tx.events.get(event_id) or self._work.events.get(event_id)
-
-    def _start_operation(self, tx: _Tx, op: OperationRecord, reason: str) -> None:
-        op = tx.operations.get(op.id, op)
-        state = next_operation_state(op.state.value, Step.START, f"operation {op.id}")
-        op = msgspec.structs.replace(op, state=OperationState(state), started_at=tx.at)
-        tx.operations[op.id] = op
-        tx.log("operation.started", operation_id=op.id, detail={"reason": reason})
-        for event_id in op.event_ids:
-            event = self._current(tx, event_id)
-            if event is None:
-                continue
-            phase = next_event_phase(
-                EventPhase(event.status.value), Step.START, f"event {event.id}"
-            )
-            started = msgspec.structs.replace(
-                event, status=EventStatus(phase.value), started_at=tx.at
-            )
-            tx.events[event.id] = started
-            tx.log_event("event.started", event, reason=reason)
-
-    def _finish_operation(self, tx: _Tx, op: OperationRecord) -> None:
-        live = [e for e in (self._current(tx, eid) for eid in op.event_ids) if e is not None]
-        self._remove_events(tx, live, "event.completed")
-        self._settle_operation(tx, op)
-
-    def _remove_events(self, tx: _Tx, events: list[EventRecord], kind: str) -> None:
-        for event in events:
-            step = Step.CANCEL if event.status is EventStatus.SCHEDULED else Step.REMOVE
-            next_event_phase(EventPhase(event.status.value), step, f"event {event.id}")
-            tx.events.pop(event.id, None)
-            tx.removed[event.id] = event
-            tx.log_event(kind, event)
-
-    def _settle_operation(self, tx: _Tx, op: OperationRecord) -> None:
-        """Close an operation once none of its events is left; then move its rollout on."""
-        op = tx.operations.get(op.id, op)
-        if any(self._current(tx, eid) is not None for eid in op.event_ids):
-            return
-        step = Step.FINISH if op.state is OperationState.STARTED else Step.CANCEL
-        state = OperationState(next_operation_state(op.state.value, step, f"operation {op.id}"))
-        tx.operations[op.id] = msgspec.structs.replace(op, state=state, ended_at=tx.at)
-        tx.log(f"operation.{state.value}", operation_id=op.id)
-        if state is OperationState.COMPLETED and op.deletes_vms:
-            for name in op.vms:
-                if name in op.spared_vms:
-                    continue
-                if name not in self._work.deleted and name not in tx.deleted_vms:
-                    tx.deleted_vms.append(name)
-                    tx.log(
-                        "vm.deleted",
-                        scope_id=self.topology.vms[name].scope_id,
-                        operation_id=op.id,
-                        detail={"vm": name},
-                    )
-        if op.rollout_id is not None:
-            tx.finished_rollout_batches.append(op.rollout_id)
-
-    def _advance_rollout(self, tx: _Tx, rollout_id: str) -> None:
-        rollout = tx.rollouts.get(rollout_id) or self._work.rollouts[rollout_id]
-        batches = rollout.batches
-        index = rollout.next_batch
-        while index < len(batches):
-            names = tuple(
-                n
-                for n in batches[index]
-                if n not in self._work.deleted and n not in tx.deleted_vms
-            )
-            index += 1
-            if names:
-                request = OperationRequest(
-                    kind=rollout.kind, scope=rollout.scope_id, **rollout.options
-                )
-                op = self._create_operation(tx, spec_for(rollout.kind), request, names, rollout.id)
-                tx.rollouts[rollout.id] = msgspec.structs.replace(
-                    rollout, next_batch=index, current_operation=op.id
-                )
-                return
-        tx.rollouts[rollout.id] = msgspec.structs.replace(
-            rollout, next_batch=index, current_operation=None, done=True
-        )
-        tx.log("rollout.completed", scope_id=rollout.scope_id, detail={"id": rollout.id})
-
-    def _forget_deleted_vms(self, tx: _Tx) -> None:
-        """A deleted VM leaves every other event of its scope (an incarnation step); an
-        event left with no VM is removed, and its operation no longer waits for it."""
-        done = 0
-        while done < len(tx.deleted_vms):
-            name = tx.deleted_vms[done]
-            done += 1
-            scope_id = self.topology.vms[name].scope_id
-            candidates = dict(self._work.by_scope[scope_id])
-            candidates.update((k, e) for k, e in tx.events.items() if e.scope_id == scope_id)
-            for event_id in candidates:
-                event = self._current(tx, event_id)
-                if event is None or name not in event.resources:
-                    continue
-                remaining = tuple(r for r in event.resources if r != name)
-                if not remaining:
-                    self._drop_event(tx, event, "event.canceled")
-                    continue
-                tx.events[event.id] = msgspec.structs.replace(event, resources=remaining)
-                tx.log_event("event.resources_changed", event, removed=[name])
-
-    def _commit(
-        self, tx: _Tx, *, bookkeeping: bool = False, clock_position: float | None = None
-    ) -> Commit | None:
-        if self._relay is not None:
-            raise StoreUnavailable(
-                "this process follows the fleet's leader and changes nothing itself; "
-                "send the request to the leader (see forewarn status)"
-            )
-        self._forget_deleted_vms(tx)
-        # Rollouts move on last, once every VM this transition deletes is known, so a new
-        # batch never lists a VM that dies at the same instant.
-        for rollout_id in dict.fromkeys(tx.finished_rollout_batches):
-            self._advance_rollout(tx, rollout_id)
-        changes = Changes(
-            operations=list(tx.operations.values()),
-            events=list(tx.events.values()),
-            removed_events=list(tx.removed),
-            rollouts=list(tx.rollouts.values()),
-            scopes=list(tx.scopes.values()),
-            deleted_vms=list(tx.deleted_vms),
-            history=tx.history,
-            clock_position=clock_position,
-        )
-        return self._pipe.commit(changes, bookkeeping=bookkeeping)
-
 
 _IMPACT_STATUS = {
     "Freeze": "frozen",
@@ -949,22 +472,3 @@ _IMPACT_STATUS = {
     "Preempt": "evicting",
     "Terminate": "terminating",
 }
-
-
-def _find_event(events: dict[str, EventRecord], event_id: str) -> EventRecord:
-    """A live event by id, ignoring case."""
-    found = events.get(event_id) or events.get(event_id.upper())
-    if found is None:
-        raise NotFoundError(f"no live event with id {event_id!r}")
-    return found
-
-
-def _request_options(request: OperationRequest) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    if request.notice_seconds is not None:
-        options["notice_seconds"] = request.notice_seconds
-    if request.description is not None:
-        options["description"] = request.description
-    if request.duration_seconds is not None:
-        options["duration_seconds"] = request.duration_seconds
-    return options

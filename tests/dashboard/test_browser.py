@@ -176,3 +176,18 @@ def test_with_a_token_the_page_asks_for_it_and_keeps_it_in_the_tab(
     page.click("#logout")
     page.wait_for_selector("#login:not([hidden])")
     assert page.evaluate("sessionStorage.getItem('forewarn-token')") is None
+
+
+def test_a_scenario_plays_from_the_page(
+    browser: object, start_server: Callable[..., ServerProcess]
+) -> None:
+    server = start_server(["--clock", "virtual", "--enablement", "always", "--rate-limit", "0"])
+    page = browser.new_page()  # type: ignore[attr-defined]
+    page.goto(server.control_url + "/")
+    page.wait_for_selector("body[data-ready]", timeout=20_000)
+    assert page.locator("#advance-form").is_visible()  # a virtual clock can be advanced
+    page.select_option("#scenario-name", "user-reboot")
+    page.click("#scenario-run")
+    page.wait_for_selector("#scenario-status[data-status=held]", timeout=90_000)
+    assert "every expectation held" in page.inner_text("#scenario-status")
+    page.wait_for_selector("#history li[data-kind='event.completed']", timeout=20_000)

@@ -24,6 +24,7 @@ from ..server.config import DEFAULT_CONTROL_BIND, DEFAULT_IMDS_BIND
 from ..server.logs import LOG_LEVELS
 from ..server.workers import run_workers
 from ..store import StoreError
+from .dashboard_scenarios import scenario_runs
 from .errors import fail
 
 __all__ = ["serve"]
@@ -188,7 +189,7 @@ def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> Non
         return
     configure_logging(config.log_format, config.log_level)
     if config.workers > 1:
-        sys.exit(run_workers(config))
+        sys.exit(run_workers(config, scenarios=scenario_runs))
     try:  # nothing is created until every listener is bound
         if config.record is not None:
             check_record_path(config.record)
@@ -201,7 +202,7 @@ def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> Non
         prepared.close()
         fail(str(exc))
     try:
-        runtime = build_runtime(config, prepared=prepared)
+        runtime = build_runtime(config, prepared=prepared, scenarios=scenario_runs)
     except (FabricError, StoreError, RecordError) as exc:
         listeners.close()
         fail(str(exc))

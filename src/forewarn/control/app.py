@@ -202,6 +202,8 @@ class ControlApp:
             r("/api/v1/report", get=self.reactions.report),
             r("/api/v1/dashboard", get=self.dashboard.state),
             r("/api/v1/stream", get=self.dashboard.stream),
+            r("/api/v1/scenarios", get=self.dashboard.scenarios_list),
+            r("/api/v1/scenarios/runs", post=self.dashboard.scenario_run),
             r("/dashboard/{name}", get=self.dashboard.static),
         ]
         guard = Middleware(AccessGuard, hosts=HostPolicy(hosts), token=token, public=is_public)

@@ -115,6 +115,16 @@ def _rehearsal_paths() -> dict[str, Any]:
                 {"200": _content("text/event-stream")},
             )
         },
+        "/api/v1/scenarios": {
+            "get": _op("Named scenarios the server plays, and the runs started", {"200": _json({})})
+        },
+        "/api/v1/scenarios/runs": {
+            "post": _op(
+                "Play a named scenario in the background (through this API)",
+                {"202": _json({})},
+                body="ScenarioRunBody",
+            )
+        },
         "/dashboard/{name}": {
             "get": _op(
                 "A file of the dashboard page (no token needed)",

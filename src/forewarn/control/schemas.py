@@ -16,6 +16,7 @@ __all__ = [
     "EventOut",
     "OperationBody",
     "OperationOut",
+    "ScenarioRunBody",
     "VmOut",
 ]
 
@@ -43,6 +44,12 @@ class AdvanceBody(msgspec.Struct, forbid_unknown_fields=True):
 
 class ActionBody(msgspec.Struct, forbid_unknown_fields=True):
     """An event action takes no options: ``{}`` (an empty body is accepted too)."""
+
+
+class ScenarioRunBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Play a named scenario (``forewarn scenario list`` names them)."""
+
+    name: str
 
 
 class ErrorOut(msgspec.Struct):
@@ -127,7 +134,7 @@ def schema_components() -> dict[str, Any]:
     _, components = msgspec.json.schema_components(
         [
             *(OperationBody, AdvanceBody, ActionBody, ErrorOut, EventOut, OperationOut),
-            *(VmOut, ClockOut, ReactionReport),
+            *(VmOut, ClockOut, ReactionReport, ScenarioRunBody),
         ],
         ref_template="#/components/schemas/{name}",
     )

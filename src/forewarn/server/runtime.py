@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 from starlette.middleware import Middleware
 
 from ..control import ControlApp
+from ..control.dashboard import ScenarioHook
 from ..fabric import (
     Changes,
     Clock,
@@ -191,12 +192,14 @@ def build_runtime(
     clock: Clock | None = None,
     prepared: Prepared | None = None,
     threaded: bool = True,
+    scenarios: Callable[[str | None], ScenarioHook] | None = None,
 ) -> Runtime:
     """Wire a server from its configuration (without opening any listener).
 
     ``threaded``: changes are written by a writer thread with group commit, reported on
     the event loop that makes the first change (what ``forewarn serve`` runs); otherwise
-    at once, on the caller's thread.
+    at once, on the caller's thread. ``scenarios(token)`` makes the dashboard's scenario
+    player (the CLI gives one: the scenario engine sits beside this layer).
     """
     prepared = prepared or prepare(config)
     store = prepared.store or SQLiteStore(config.db)
@@ -249,6 +252,7 @@ def build_runtime(
         token=config.control_token,
         hosts=config.control_hosts,
         middleware=forwarding,
+        scenarios=None if scenarios is None else scenarios(config.control_token),
     )
     return Runtime(
         config, clock, store, topology, fabric, endpoint, control, registry, cluster, recorder

@@ -57,14 +57,15 @@ def _die_with_parent() -> None:
         libc.prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
 
 
-def _worker_main(config: ServeConfig, index: int, events: Any) -> None:
-    """One worker: the same steps as ``forewarn serve``, reporting to the parent."""
+def _worker_main(config: ServeConfig, index: int, events: Any, scenarios: Any = None) -> None:
+    """One worker: the same steps as ``forewarn serve``, reporting to the parent;
+    ``scenarios`` is ``build_runtime``'s (a function, pickled by name)."""
     _die_with_parent()
     configure_logging(config.log_format, config.log_level)
     try:
         prepared = prepare(config)
         listeners = bind_listeners(config, prepared.topology)
-        runtime = build_runtime(config, prepared=prepared)
+        runtime = build_runtime(config, prepared=prepared, scenarios=scenarios)
     except (FabricError, StoreError, OSError) as exc:
         events.put((index, "error", str(exc)))
         sys.exit(1)
@@ -76,8 +77,9 @@ def _worker_main(config: ServeConfig, index: int, events: Any) -> None:
 
 
 class _Supervisor:
-    def __init__(self, config: ServeConfig) -> None:
+    def __init__(self, config: ServeConfig, scenarios: Any = None) -> None:
         self.config = config
+        self.scenarios = scenarios
         self.context = multiprocessing.get_context("spawn")
         self.events: Any = self.context.Queue()
         self.workers: dict[int, _Worker] = {}
@@ -86,7 +88,7 @@ class _Supervisor:
     def spawn(self, index: int) -> None:
         process = self.context.Process(
             target=_worker_main,
-            args=(self.config, index, self.events),
+            args=(self.config, index, self.events, self.scenarios),
             name=f"forewarn-worker-{index}",
             daemon=False,
         )
@@ -148,9 +150,10 @@ class _Supervisor:
                 worker.process.join(5)
 
 
-def run_workers(config: ServeConfig) -> int:
-    """Serve ``config`` with ``config.workers`` processes until SIGINT/SIGTERM."""
-    supervisor = _Supervisor(config)
+def run_workers(config: ServeConfig, *, scenarios: Any = None) -> int:
+    """Serve ``config`` with ``config.workers`` processes until SIGINT/SIGTERM
+    (``scenarios``: see ``build_runtime``)."""
+    supervisor = _Supervisor(config, scenarios)
 
     def stop(signum: int, _frame: object) -> None:
         supervisor.stopping = True

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from functools import cache
 from importlib import resources
+from typing import Any, Protocol
 
 import msgspec
 from starlette.concurrency import run_in_threadpool
@@ -19,7 +20,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Scope
 
-from ...fabric import Fabric
+from ...fabric import Fabric, NotFoundError
+from ..schemas import ScenarioRunBody
 from ..views import json_error
 from .hub import RELOAD, Hub, sse
 from .views import snapshot
@@ -45,12 +47,23 @@ _SECURITY = {
 }
 
 
-class ScenarioHook:
-    """Where the dashboard finds scenarios to offer (none: the section stays hidden)."""
+class ScenarioHook(Protocol):
+    """Plays named scenarios for the dashboard (the server gives one; without it the
+    page's scenario section stays hidden). Runs go through the control API itself, as
+    ``forewarn scenario run`` would."""
 
     def names(self) -> list[str]:
         """Scenario names the dashboard may offer."""
-        return []
+        ...
+
+    def start(self, name: str, control_url: str) -> dict[str, Any]:
+        """Start playing ``name`` against the control API at ``control_url``; raises
+        ``NotFoundError`` for an unknown name, ``Conflict`` while another one plays."""
+        ...
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Every run started, newest last: name, status, and how it went."""
+        ...
 
 
 def _accept(header: str) -> dict[str, float]:
@@ -139,6 +152,26 @@ class DashboardRoutes:
     async def state(self, request: Request) -> Response:
         """Everything the page draws, once (the stream starts with the same)."""
         return Response(msgspec.json.encode(await self._snapshot()), media_type="application/json")
+
+    async def scenarios_list(self, request: Request) -> Response:
+        """The scenarios the dashboard offers, and the runs started from it."""
+        hook = self.scenarios
+        out = {"names": hook.names(), "runs": hook.runs()} if hook else {"names": [], "runs": []}
+        return Response(msgspec.json.encode(out), media_type="application/json")
+
+    async def scenario_run(self, request: Request) -> Response:
+        """Start playing a named scenario (202: it plays in the background)."""
+        if self.scenarios is None:
+            raise NotFoundError("this server plays no scenarios (no scenario engine)")
+        raw = await request.body()
+        try:
+            body = msgspec.json.decode(raw or b"{}", type=ScenarioRunBody)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            return json_error(f'invalid body: {exc}; expected {{"name": "..."}}', 400)
+        server = request.scope.get("server") or ("127.0.0.1", 80)
+        host = f"[{server[0]}]" if ":" in str(server[0]) else str(server[0])
+        run = await run_in_threadpool(self.scenarios.start, body.name, f"http://{host}:{server[1]}")
+        return Response(msgspec.json.encode(run), 202, media_type="application/json")
 
     async def stream(self, request: Request) -> Response:
         """Server-sent events: a snapshot, then every change and a tick each second."""

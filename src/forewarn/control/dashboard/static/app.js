@@ -257,13 +257,26 @@
     } catch (e) { say(e.message, true); }
   });
 
+  // A scenario plays on the server, through this same API; its outcome is polled.
   $("#scenario-run").addEventListener("click", async () => {
     const name = $("#scenario-name").value;
+    const status = $("#scenario-status");
     try {
       const run = await api("POST", "/api/v1/scenarios/runs", { name });
-      $("#scenario-status").textContent = `${name}: ${run.status}`;
-      say(`scenario ${name} started`);
+      status.textContent = `${name}: playing…`;
+      $("#scenario-run").disabled = true;
+      for (;;) {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        const all = await api("GET", "/api/v1/scenarios");
+        const mine = all.runs.find((r) => r.id === run.id);
+        if (!mine || mine.status !== "running") {
+          status.textContent = mine ? `${name}: ${mine.status}${mine.detail ? " (" + mine.detail + ")" : ""}` : "";
+          status.dataset.status = mine ? mine.status : "";
+          break;
+        }
+      }
     } catch (e) { say(e.message, true); }
+    $("#scenario-run").disabled = false;
   });
 
   $("#open-report").addEventListener("click", async () => {

@@ -268,10 +268,14 @@
       for (;;) {
         await new Promise((resolve) => setTimeout(resolve, 1000));
         const all = await api("GET", "/api/v1/scenarios");
-        const mine = all.runs.find((r) => r.id === run.id);
-        if (!mine || mine.status !== "running") {
-          status.textContent = mine ? `${name}: ${mine.status}${mine.detail ? " (" + mine.detail + ")" : ""}` : "";
-          status.dataset.status = mine ? mine.status : "";
+        const mine = all.runs.find((r) => r.id === run.id && r.name === run.name);
+        if (!mine) {  // a scaled-out fleet: the leader plays it (its events show here live)
+          status.textContent = `${name}: playing on the fleet's leader`;
+          break;
+        }
+        if (mine.status !== "running") {
+          status.textContent = `${name}: ${mine.status}${mine.detail ? " (" + mine.detail + ")" : ""}`;
+          status.dataset.status = mine.status;
           break;
         }
       }

@@ -326,6 +326,8 @@ def _grade(
     seen_line = f"{seen} of {total} VMs saw it" + (
         f" (slowest after {_seconds(slowest)})" if slowest is not None else ""
     )
+    if total == seen == 1 and slowest is not None:
+        seen_line = f"{vms[0].vm} saw it after {_seconds(slowest)}"
     if missed:
         names = ", ".join(missed[:5]) + (f" and {len(missed) - 5} more" if len(missed) > 5 else "")
         line = f"{len(missed)} of {total} VMs missed it ({names})"

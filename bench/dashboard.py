@@ -61,7 +61,11 @@ def _percentiles(values: list[float]) -> str:
         return "-"
     ordered = sorted(values)
     p90 = ordered[max(0, round(0.9 * len(ordered)) - 1)]
-    return f"median {statistics.median(ordered):.0f} ms, p90 {p90:.0f} ms, max {ordered[-1]:.0f} ms"
+    digits = 1 if ordered[-1] < 10 else 0
+    return (
+        f"median {statistics.median(ordered):.{digits}f} ms, p90 {p90:.{digits}f} ms, "
+        f"max {ordered[-1]:.{digits}f} ms"
+    )
 
 
 def _wait(page: Any, expression: str, timeout: float = 30.0) -> Any:
@@ -103,15 +107,23 @@ def measure(args: argparse.Namespace, control: str, results: dict[str, Any]) -> 
     with sync_playwright() as playwright:
         launch_args = ["--no-sandbox"] if os.geteuid() == 0 else []
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=launch_args)
-        renders = []
+        renders, loaded, opened = [], [], []
         for _ in range(args.renders):
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(control + "/")
             page.wait_for_selector("body[data-ready]", timeout=60_000)
             renders.append(page.evaluate("window.forewarnRenderedAt"))
+            loaded.append(
+                page.evaluate(
+                    "performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd"
+                )
+            )
+            opened.append(page.evaluate("window.forewarnStreamAt"))
             assert page.locator("#fleet .vm").count() == results["vms"]
             page.close()
         results["first_render_ms"] = renders
+        results["page_loaded_ms"] = loaded
+        results["stream_open_ms"] = opened
 
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.goto(control + "/")
@@ -141,6 +153,7 @@ def measure(args: argparse.Namespace, control: str, results: dict[str, Any]) -> 
         )
         time.sleep(args.observe)
         results["long_tasks_ms"] = page.evaluate("window.longTasks")
+        results["handling_ms"] = page.evaluate("window.forewarnSpentMs")
         aged = page.locator("#fleet .vm .age.fresh").count()
         results["vms_shown_fresh"] = aged
         page.close()
@@ -217,12 +230,19 @@ def _print(r: dict[str, Any]) -> None:
     print("|---|---|")
     print(f"| first render (navigation to the whole fleet drawn), {len(r['first_render_ms'])} "
           f"tabs | {_percentiles(r['first_render_ms'])} |")  # fmt: skip
+    print(f"| of which: page loaded (DOMContentLoaded) | {_percentiles(r['page_loaded_ms'])} |")
+    print(f"| of which: live stream answered | {_percentiles(r['stream_open_ms'])} |")
     print(f"| trigger to the event drawn, {len(r['event_appears_ms'])} trials | "
           f"{_percentiles(r['event_appears_ms'])} |")  # fmt: skip
     print(f"| approve to Started drawn | {_percentiles(r['event_started_ms'])} |")
     print(f"| long tasks (> 50 ms) in {r['observed_s']:g} s of ticks | {len(long_tasks)}"
           + (f", longest {max(long_tasks):.0f} ms |" if long_tasks else " |"))  # fmt: skip
     print(f"| VMs shown as polled in the last 10 s | {r['vms_shown_fresh']} of {r['vms']} |")
+    for kind in ("snapshot", "change", "tick"):
+        spent = r["handling_ms"].get(kind, [])
+        if spent:
+            print(f"| the page handling one {kind} (parse and redraw), {len(spent)} | "
+                  f"{_percentiles(spent)} |")  # fmt: skip
     size = statistics.median(ticks) if ticks else 0
     print(f"| snapshot / tick size | {r['snapshot_bytes'] / 1000:.0f} KB / "
           f"{size / 1000:.1f} KB (median of {len(ticks)}) |")  # fmt: skip

@@ -14,10 +14,12 @@
   };
   let token = sessionStorage.getItem(TOKEN_KEY);
   let verdictTimer = null;
+  let stripTimer = null;
   let retryTimer = null;
   let streamAbort = null;
   // "EVENTID:Status" -> Date.now() when first drawn so (bench/dashboard.py reads it)
   window.forewarnTimes = state.firstSeen;
+  window.forewarnSpentMs = {};
 
   // ------------------------------------------------------------------ helpers
   const esc = (value) => String(value).replace(/[&<>"']/g, (c) => (
@@ -120,6 +122,7 @@
       return;
     }
     if (response.status === 401) { showLogin(token ? "The control API refused the token." : ""); return; }
+    if (window.forewarnStreamAt === undefined) window.forewarnStreamAt = performance.now();
     if (!response.ok || !response.body) { retry(); return; }
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
@@ -148,10 +151,14 @@
       else if (line.startsWith("data:")) data += line.slice(5).trim();
     }
     if (!data) return;
+    const started = performance.now();
     const message = JSON.parse(data);
     if (kind === "snapshot") applySnapshot(message);
     else if (kind === "change") applyChange(message);
     else if (kind === "tick") applyTick(message);
+    const spent = window.forewarnSpentMs;  // ms per message kind (bench/dashboard.py)
+    (spent[kind] = spent[kind] || []).push(performance.now() - started);
+    if (spent[kind].length > 200) spent[kind].shift();
   }
 
   // ------------------------------------------------------------------ updates
@@ -514,13 +521,25 @@
   // ------------------------------------------------------------------- history
   const historyKey = (h) => `${h.at}|${h.kind}|${h.event_id}|${h.operation_id}|${h.scope_id}`;
 
+  // New entries go on top of the list; the strip is redrawn at most twice a second.
   function addHistory(entries) {
     if (!entries.length) return;
     const known = new Set(state.history.slice(-entries.length * 2 - 50).map(historyKey));
-    for (const entry of entries) if (!known.has(historyKey(entry))) state.history.push(entry);
-    if (state.history.length > HISTORY_SHOWN) state.history.splice(0, state.history.length - HISTORY_SHOWN);
-    renderHistory();
+    const fresh = entries.filter((entry) => !known.has(historyKey(entry)));
+    if (!fresh.length) return;
+    state.history.push(...fresh);
+    const list = $("#history");
+    list.insertAdjacentHTML("afterbegin", fresh.slice().reverse().map(historyItem).join(""));
+    const extra = state.history.length - HISTORY_SHOWN;
+    if (extra > 0) {
+      state.history.splice(0, extra);
+      for (let i = 0; i < extra && list.lastElementChild; i++) list.lastElementChild.remove();
+    }
+    if (!stripTimer) stripTimer = setTimeout(() => { stripTimer = null; renderStrip(); }, 500);
   }
+
+  const historyItem = (h) => `<li data-kind="${esc(h.kind)}">`
+    + `<time>${esc(clockText(h.at))}</time><span class="kind">${esc(h.kind)}</span>${esc(describe(h))}</li>`;
 
   function describe(h) {
     const bits = [];
@@ -538,9 +557,7 @@
   }
 
   function renderHistory() {
-    const items = state.history.slice().reverse().map((h) => `<li data-kind="${esc(h.kind)}">`
-      + `<time>${esc(clockText(h.at))}</time><span class="kind">${esc(h.kind)}</span>${esc(describe(h))}</li>`);
-    $("#history").innerHTML = items.join("");
+    $("#history").innerHTML = state.history.slice().reverse().map(historyItem).join("");
     renderStrip();
   }
 

@@ -243,3 +243,19 @@ async def test_bad_parameters_are_refused(
         response = await rehearsal.control_get(path, **params)
         assert response.status_code == 400
         assert response.json() == {"error": message}
+
+
+async def test_a_vm_the_platform_deleted_has_not_stopped_polling(rehearsal: Rehearsal) -> None:
+    await rehearsal.poll("workers_0")
+    op = rehearsal.submit("spot-eviction", "workers_0")
+    (event_id,) = rehearsal.event_ids(op)
+    rehearsal.advance(1)
+    await rehearsal.poll("workers_0")
+    rehearsal.advance(30 * MINUTE)  # evicted: the VM is gone, and so are its polls
+    assert rehearsal.fabric.is_deleted("workers_0")
+    report = await rehearsal.report()
+    assert report["stopped_polling"] == []
+    event = next(e for e in report["events"] if e["id"] == event_id)
+    assert (event["status"], vm_verdict(event, "workers_0")["verdict"]) == (
+        "completed", "detected",
+    )  # fmt: skip

@@ -6,6 +6,7 @@ metadata endpoint (from each VM's own source address) and the control API.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +18,16 @@ import pytest
 
 from ..serverproc import ServerProcess
 
-__all__ = ["Fleet", "wait_until"]
+__all__ = ["SLOW", "Fleet", "wait_until"]
+
+#: Long tests (real processes on a real clock, a benchmark) run only with
+#: FOREWARN_SLOW_TESTS=1, as ``.ci/run`` does: ``pytest -m slow tests/scaleout``.
+SLOW = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not os.environ.get("FOREWARN_SLOW_TESTS"), reason="slow: set FOREWARN_SLOW_TESTS=1"
+    ),
+]
 
 LATEST = "2020-07-01"
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from .fleet import SLOW
 from .pg import ADMIN_URL, pg_available
 
-pytestmark = pytest.mark.slow
+pytestmark = SLOW
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "scaleout.py"
 

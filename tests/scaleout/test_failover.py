@@ -25,11 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import pytest
 
-from .fleet import Fleet, wait_until
+from .fleet import SLOW, Fleet, wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = SLOW
 
 WEB = {f"web-{i}": f"127.1.0.{i + 1}" for i in range(6)}
 APPROVERS = {"web-0", "web-2", "web-4"}

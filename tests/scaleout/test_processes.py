@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from .conftest import VIRTUAL
-from .fleet import Fleet, wait_until
+from .fleet import SLOW, Fleet, wait_until
 from .pg import PgDatabase, pg_database
 
 #: Source addresses of VMs of the demo fleet's availability set "web", and the jumpbox.
@@ -185,6 +185,7 @@ def test_a_store_that_is_not_postgresql_is_refused_in_one_line() -> None:
 
 
 @pytest.mark.slow
+@SLOW[1]
 def test_a_follower_forwards_the_callers_token(pg: PgDatabase, tmp_path: Path) -> None:
     fleet = Fleet(tmp_path, pg.url, 2, [*VIRTUAL, "--control-token", "s3cret"])
     try:

@@ -13,10 +13,10 @@ import pytest
 
 from ..serverproc import ServerProcess
 from .conftest import VIRTUAL
-from .fleet import wait_until
+from .fleet import SLOW, wait_until
 from .pg import PgDatabase
 
-pytestmark = pytest.mark.slow
+pytestmark = SLOW
 
 
 def _fresh(url: str, **kw: Any) -> httpx.Response:

@@ -14,7 +14,8 @@ from .expect import Check
 from .fleetview import FleetView
 from .library import find_scenario, library_names, library_scenario, library_text
 from .model import Scenario, ScenarioError, Step, load_scenario_file, parse_scenario
-from .runner import ArrivalResult, NullReporter, Reporter, Run, Runner, StepResult
+from .outcome import ArrivalResult, NullReporter, Reporter, Run, StepResult
+from .runner import Runner
 from .targets import SELECTORS
 from .timeline import SeenEvent, Snapshot, Timeline
 from .weather import Arrival, Weather, arrivals

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ..fabric.catalogue import OperationKind
 from ..fabric.clock import monotonic
@@ -22,11 +22,12 @@ from .durations import format_duration
 from .expect import Check, OperationFacts, evaluate
 from .fleetview import FleetView
 from .model import PickSpec, Scenario, ScenarioError, Step
+from .outcome import ArrivalResult, NullReporter, Reporter, Run, StepResult
 from .targets import resolve
-from .timeline import Observer, Timeline
+from .timeline import Observer
 from .weather import Arrival, arrivals
 
-__all__ = ["ArrivalResult", "NullReporter", "Reporter", "Run", "Runner", "StepResult"]
+__all__ = ["Runner"]
 
 #: How long a wait may take when the step does not say (platform time): past the
 #: longest notice (7 days) and the longest hold.
@@ -39,82 +40,6 @@ TRANSITION_LAG = 0.005
 
 _KINDS = frozenset(k.value for k in OperationKind)
 _ENDED = ("completed", "canceled")
-
-
-@dataclass
-class StepResult:
-    """What a step did: when (server clock), how late (platform s), its operation."""
-
-    index: int
-    summary: str
-    t: float
-    late: float = 0.0
-    operation: str | None = None
-    error: str | None = None
-
-
-@dataclass
-class ArrivalResult:
-    """One weather arrival: the operation it created, or why it was skipped."""
-
-    arrival: Arrival
-    t: float
-    operation: str | None = None
-    skipped: str | None = None
-
-
-@dataclass
-class Run:
-    """The outcome of a run: steps, weather, checks, and every document observed."""
-
-    scenario: Scenario
-    start: float
-    time_scale: float
-    virtual: bool
-    timeline: Timeline
-    end: float = 0.0
-    steps: list[StepResult] = field(default_factory=list)
-    weather: list[ArrivalResult] = field(default_factory=list)
-    checks: list[Check] = field(default_factory=list)
-    operations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        """True when every step ran and every check (waits, expectations) held."""
-        return all(c.ok for c in self.checks)
-
-    def platform(self, t: float) -> float:
-        """Server time ``t`` as platform seconds since the start."""
-        return (t - self.start) * self.time_scale
-
-
-class Reporter(Protocol):
-    """Hears what a run does, as it does it (the CLI draws progress from it)."""
-
-    def began(self, run: Run) -> None: ...
-    def step(self, step: Step, result: StepResult) -> None: ...
-    def arrival(self, result: ArrivalResult) -> None: ...
-    def waiting(self, what: str) -> None: ...
-    def tick(self, now: float) -> None: ...
-
-
-class NullReporter:
-    """Hears nothing."""
-
-    def began(self, run: Run) -> None:
-        pass
-
-    def step(self, step: Step, result: StepResult) -> None:
-        pass
-
-    def arrival(self, result: ArrivalResult) -> None:
-        pass
-
-    def waiting(self, what: str) -> None:
-        pass
-
-    def tick(self, now: float) -> None:
-        pass
 
 
 @dataclass

@@ -337,7 +337,7 @@ class ControlApp:
         body = await _body(request, OperationBody)
         vms, host, scope = tuple(body.vms or ()), body.host, body.scope
         if body.target is not None:
-            if vms or host is not None or scope is not None:
+            if body.vms is not None or host is not None or scope is not None:
                 raise _BadRequest("give either target or vms/host/scope, not both")
             what, name = self.fabric.topology.classify(body.target)
             vms, host, scope = (

@@ -138,7 +138,15 @@ def schema_components() -> dict[str, Any]:
         ],
         ref_template="#/components/schemas/{name}",
     )
+    # Exactly one target: the one named, every other one absent or null.
     components["OperationBody"]["oneOf"] = [
-        {"required": [name], "properties": {name: schema}} for name, schema in _TARGETS.items()
+        {
+            "required": [name],
+            "properties": {
+                name: schema,
+                **{other: {"type": "null"} for other in _TARGETS if other != name},
+            },
+        }
+        for name, schema in _TARGETS.items()
     ]
     return components

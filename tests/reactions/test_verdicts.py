@@ -259,3 +259,20 @@ async def test_a_vm_the_platform_deleted_has_not_stopped_polling(rehearsal: Rehe
     assert (event["status"], vm_verdict(event, "workers_0")["verdict"]) == (
         "completed", "detected",
     )  # fmt: skip
+
+
+async def test_an_approval_after_the_start_is_late(rehearsal: Rehearsal) -> None:
+    """web-1 and web-4 share a host and an update domain: one event lists both."""
+    op = rehearsal.submit("platform-reboot", "web-1", "web-4")
+    (event_id,) = rehearsal.event_ids(op)
+    await rehearsal.poll("web-1")
+    await rehearsal.poll("web-4")
+    rehearsal.advance(3)
+    await rehearsal.approve("web-1", event_id)  # this starts it
+    rehearsal.advance(2)
+    await rehearsal.approve("web-4", event_id)  # still accepted, but too late to matter
+    event = await rehearsal.verdict(event_id)
+    early, late = vm_verdict(event, "web-1"), vm_verdict(event, "web-4")
+    assert (early["approved_in_time"], late["approved_in_time"]) == (True, False)
+    assert late["note"] == "saw it after 0.0 s, approved too late (after it started)"
+    assert event["verdict"] == "ok"

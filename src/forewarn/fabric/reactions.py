@@ -276,9 +276,16 @@ class ReactionTracker:
             self._started.discard(event_id)
 
     def reloaded(self, events: Iterable[EventRecord]) -> None:
-        """The whole state was replaced (a follower caught up): note its live events."""
+        """The whole state was replaced (a follower caught up): note its live events, and
+        forget what was kept for events that ended meanwhile."""
+        live = set()
         for event in events:
+            live.add(event.id)
             self._record_event(event, None)
+        for table in (self._seen, self._seen_started):
+            for gone in [i for i in table if i not in live]:
+                del table[gone]
+        self._started &= live
 
     def _record_event(self, event: EventRecord, reason: str | None) -> None:
         facts = EventFacts(

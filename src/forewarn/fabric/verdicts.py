@@ -224,9 +224,7 @@ def _vm_verdict(
     in_time = None
     if reaction.approved_at is not None and not_before is not None:
         in_time = reaction.approved_at <= not_before and (
-            facts.started_at is None
-            or reaction.approved_at <= facts.started_at
-            or facts.start_reason == "approved"
+            facts.started_at is None or reaction.approved_at <= facts.started_at
         )
     if not listed:
         verdict = "unlisted"

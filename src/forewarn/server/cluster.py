@@ -43,7 +43,7 @@ from ..store.postgres_cluster import (
 )
 from .clustermetrics import ClusterMetrics
 from .relay import PostgresRelay, apply_requests
-from .replication import Replicator
+from .replication import Replicator, close_later
 
 __all__ = ["Cluster", "ClusterStatus"]
 
@@ -280,7 +280,7 @@ class Cluster:
                     await asyncio.to_thread(feed.wait, 1.0)
             except asyncio.CancelledError:
                 if feed is not None:
-                    asyncio.get_running_loop().run_in_executor(None, feed.close)
+                    close_later(feed)
                 raise
             except Exception as exc:  # never stop applying requests for good
                 if isinstance(exc, StoreUnavailable | StoreError):

@@ -15,6 +15,7 @@ to the apply.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 
@@ -25,7 +26,7 @@ from ..store import StoreError
 from ..store.postgres import PostgresStore
 from ..store.postgres_cluster import ChangeFeed, LogEntry
 
-__all__ = ["Replicator"]
+__all__ = ["Replicator", "close_later"]
 
 log = structlog.get_logger("forewarn")
 
@@ -33,6 +34,13 @@ log = structlog.get_logger("forewarn")
 POLL_SECONDS = 1.0
 #: Pause before reconnecting after the database went away.
 RECONNECT_SECONDS = 0.5
+
+
+def close_later(feed: ChangeFeed) -> None:
+    """Close a feed off the loop (a thread may still wait on it); never raises, even
+    while the loop shuts down."""
+    with contextlib.suppress(RuntimeError):
+        asyncio.get_running_loop().run_in_executor(None, feed.close)
 
 
 class Replicator:
@@ -82,7 +90,7 @@ class Replicator:
                 await asyncio.sleep(RECONNECT_SECONDS)
             finally:
                 if feed is not None:
-                    asyncio.get_running_loop().run_in_executor(None, feed.close)
+                    close_later(feed)
 
     async def _reload(self) -> None:
         snapshot = await asyncio.to_thread(self.store.load)

@@ -395,7 +395,7 @@
       else if (silent.has(vm.name)) c.silent += 1;
     }
     for (const [id, c] of byScope) {
-      const bits = [`${c.total} VMs`];
+      const bits = [`${c.total} VM${c.total === 1 ? "" : "s"}`];
       for (const [status, n] of Object.entries(c.states)) bits.push(`${n} ${status}`);
       if (c.silent) bits.push(`${c.silent} silent for a minute or more`);
       if (c.never) bits.push(`${c.never} never polled`);

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .serverproc import ServerProcess
+from tests.serverproc import ServerProcess
 
 
 @pytest.fixture

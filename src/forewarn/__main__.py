@@ -1,5 +1,5 @@
 """``python -m forewarn`` is the ``forewarn`` command."""
 
-from .cli import main
+from forewarn.cli import main
 
 main(prog_name="forewarn")

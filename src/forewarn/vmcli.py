@@ -22,7 +22,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from .client import (
+from forewarn.client import (
     DEFAULT_API_VERSION,
     ClientError,
     Document,
@@ -31,7 +31,7 @@ from .client import (
     ScheduledEventsClient,
     discover,
 )
-from .contract import format_rfc1123
+from forewarn.contract import format_rfc1123
 
 __all__ = ["VM_COMMANDS", "discover_command", "watch", "with_endpoint_url"]
 

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ..serverproc import free_port
+from tests.serverproc import free_port
 
 __all__ = ["HERE", "SLOW", "AgentProcess", "Recorder", "handler_argv", "slow"]
 

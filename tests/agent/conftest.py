@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ..serverproc import ServerProcess
-from .agentproc import AgentProcess, Recorder
+from tests.agent.agentproc import AgentProcess, Recorder
+from tests.serverproc import ServerProcess
 
 
 def pytest_configure(config: pytest.Config) -> None:

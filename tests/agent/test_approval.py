@@ -7,8 +7,7 @@ import pytest
 from forewarn.agent.approval import GroupState, Step, group, plan
 from forewarn.agent.config import Approval
 from forewarn.agent.coordination import Vote
-
-from .helpers import event
+from tests.agent.helpers import event
 
 SOLO = event(resources=("web-0",))
 PAIR = event(resources=("web-0", "web-3"))

@@ -9,8 +9,7 @@ import pytest
 from forewarn.agent import ConfigError
 from forewarn.agent.config import Approval, ExecSpec, KubernetesSpec, WebhookSpec
 from forewarn.agent.settings import env_settings, load_config
-
-from .helpers import write
+from tests.agent.helpers import write
 
 GOOD = """
     vm_name = "web-0"

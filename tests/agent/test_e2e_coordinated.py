@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from .agentproc import SLOW, AgentProcess, Recorder, handler_argv, slow, wait_until
-from .conftest import Fleet
+from tests.agent.agentproc import SLOW, AgentProcess, Recorder, handler_argv, slow, wait_until
+from tests.agent.conftest import Fleet
 
 BACKENDS = {
     "redis": "redis://127.0.0.1:6379/0",

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from .agentproc import HERE, AgentProcess, Recorder, handler_argv, wait_until
-from .conftest import Fleet
+from tests.agent.agentproc import HERE, AgentProcess, Recorder, handler_argv, wait_until
+from tests.agent.conftest import Fleet
 
 
 def test_kubernetes_preset_drains_before_and_uncordons_after(

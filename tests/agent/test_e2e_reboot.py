@@ -6,8 +6,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from .agentproc import AgentProcess, Recorder, handler_argv, wait_until
-from .conftest import Fleet
+from tests.agent.agentproc import AgentProcess, Recorder, handler_argv, wait_until
+from tests.agent.conftest import Fleet
 
 REBOOT_HOLD = 600.0
 

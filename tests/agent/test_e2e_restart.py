@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .agentproc import AgentProcess, Recorder, handler_argv, slow, wait_until
-from .conftest import Fleet
+from tests.agent.agentproc import AgentProcess, Recorder, handler_argv, slow, wait_until
+from tests.agent.conftest import Fleet
 
 
 def config(fleet: Fleet, recorder: Recorder, gate: Path, shutdown: str = "finish") -> str:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from .agentproc import AgentProcess, Recorder, handler_argv, wait_until
-from .faultserver import FaultServer
-from .helpers import recording_webhook
+from tests.agent.agentproc import AgentProcess, Recorder, handler_argv, wait_until
+from tests.agent.faultserver import FaultServer
+from tests.agent.helpers import recording_webhook
 
 
 @pytest.fixture

@@ -16,8 +16,7 @@ import pytest
 from forewarn.agent.config import Approval
 from forewarn.agent.rules import RuleBook
 from forewarn.agent.settings import load_config
-
-from .helpers import event
+from tests.agent.helpers import event
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agent"
 CONFIG = EXAMPLES / "agent.toml"

@@ -11,8 +11,8 @@ from email.utils import formatdate
 
 import pytest
 
-from .agentproc import SLOW, AgentProcess, Recorder, handler_argv, slow, wait_until
-from .faultserver import FaultServer
+from tests.agent.agentproc import SLOW, AgentProcess, Recorder, handler_argv, slow, wait_until
+from tests.agent.faultserver import FaultServer
 
 
 @pytest.fixture

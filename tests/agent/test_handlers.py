@@ -23,8 +23,7 @@ from forewarn.agent.handlers import (
     PythonHandler,
     WebhookHandler,
 )
-
-from .helpers import event, recording_webhook
+from tests.agent.helpers import event, recording_webhook
 
 HERE = Path(__file__).parent
 NOT_BEFORE = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)

@@ -9,8 +9,7 @@ import pytest
 from forewarn.agent.config import Approval
 from forewarn.agent.rules import RuleBook
 from forewarn.agent.settings import load_config
-
-from .helpers import event, write
+from tests.agent.helpers import event, write
 
 RULES = """
     [handlers.drain]

@@ -16,8 +16,7 @@ from forewarn.agent.httpserver import HealthServer
 from forewarn.agent.metrics import AgentMetrics
 from forewarn.agent.runner import Services, run_handler, run_handlers
 from forewarn.agent.state import State
-
-from .helpers import event
+from tests.agent.helpers import event
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC).timestamp()
 

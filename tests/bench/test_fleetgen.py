@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.loadgen import write_vms_file
-
-from .conftest import Script, ScriptedServer, canned
+from tests.bench.conftest import Script, ScriptedServer, canned
 
 EMPTY = b'{"DocumentIncarnation":1,"Events":[]}'
 PATH = b"/metadata/scheduledevents?api-version=2020-07-01"

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from ..serverproc import ServerProcess
+from tests.serverproc import ServerProcess
 
 VIRTUAL = ["--clock", "virtual", "--enablement", "always"]
 

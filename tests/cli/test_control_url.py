@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from .conftest import Result, run_cli
+from tests.cli.conftest import Result, run_cli
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from forewarn.cli import main
-
-from ..serverproc import ServerProcess
-from .conftest import run_cli
-from .test_local_commands import assert_one_error_line, effective, runner, write
+from tests.cli.conftest import run_cli
+from tests.cli.test_local_commands import assert_one_error_line, effective, runner, write
+from tests.serverproc import ServerProcess
 
 __all__ = ["runner"]  # the fixture, re-used
 

@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 
 from forewarn.cli.output import Column, table
-
-from ..serverproc import ServerProcess
-from .conftest import VIRTUAL, Result, run_cli
+from tests.cli.conftest import VIRTUAL, Result, run_cli
+from tests.serverproc import ServerProcess
 
 
 @pytest.fixture(scope="module")

@@ -20,10 +20,9 @@ import pytest
 from click.testing import CliRunner
 
 from forewarn.cli import main
-
-from ..serverproc import ServerProcess, free_port
-from .conftest import VIRTUAL
-from .test_local_commands import assert_one_error_line, effective, runner, write
+from tests.cli.conftest import VIRTUAL
+from tests.cli.test_local_commands import assert_one_error_line, effective, runner, write
+from tests.serverproc import ServerProcess, free_port
 
 __all__ = ["runner"]  # the fixture, re-used
 

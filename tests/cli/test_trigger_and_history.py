@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from ..serverproc import ServerProcess
-from .conftest import VIRTUAL, run_cli
+from tests.cli.conftest import VIRTUAL, run_cli
+from tests.serverproc import ServerProcess
 
 SCALED = ["--clock", "virtual", "--enablement", "always", "--time-scale", "60"]
 

@@ -14,9 +14,8 @@ import pytest
 from forewarn.fabric import Clock, OperationRequest
 from forewarn.imds import ImdsApp, ImdsSettings
 from forewarn.server import Runtime, ServeConfig, build_runtime
-
-from ..serverproc import ServerProcess
-from ..wire import VERSIONS as VERSIONS  # re-exported for the tests here
+from tests.serverproc import ServerProcess
+from tests.wire import VERSIONS as VERSIONS  # re-exported for the tests here
 
 T0 = 1_700_000_000.0
 BASE = "http://169.254.169.254"

@@ -21,8 +21,7 @@ from forewarn.client import (
     diff_documents,
     parse_document,
 )
-
-from .conftest import BASE, Script, reply
+from tests.client.conftest import BASE, Script, reply
 
 SEP_19 = datetime(2016, 9, 19, 18, 29, 47, tzinfo=UTC)
 

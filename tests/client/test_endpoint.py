@@ -16,8 +16,7 @@ from forewarn.client import (
     option_245,
     resolve_endpoint,
 )
-
-from ..serverproc import ServerProcess
+from tests.serverproc import ServerProcess
 
 DHCLIENT_LEASE = """\
 lease {

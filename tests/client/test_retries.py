@@ -20,9 +20,8 @@ from forewarn.client import (
     ScheduledEventsClient,
     ServerError,
 )
-
-from ..serverproc import ServerProcess, free_port
-from .conftest import ADDRESS, BASE, FakeTime, Script, reply
+from tests.client.conftest import ADDRESS, BASE, FakeTime, Script, reply
+from tests.serverproc import ServerProcess, free_port
 
 EMPTY = {"DocumentIncarnation": 1, "Events": []}
 GONE = b'{"error":"Gone"}'

@@ -15,9 +15,8 @@ from forewarn.client import (
     EventType,
     ScheduledEventsClient,
 )
-
-from ..serverproc import ServerProcess
-from .conftest import ADDRESS, BASE, T0, VERSIONS, InProcess
+from tests.client.conftest import ADDRESS, BASE, T0, VERSIONS, InProcess
+from tests.serverproc import ServerProcess
 
 REBOOT_TEXT = "Virtual machine is going to be restarted as requested by authorized user."
 MIGRATION_TEXT = (

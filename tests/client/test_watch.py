@@ -12,8 +12,7 @@ from forewarn.client import (
     ScheduledEventsClient,
 )
 from forewarn.testing import Forewarn
-
-from .conftest import BASE, InProcess
+from tests.client.conftest import BASE, InProcess
 
 
 class Recording(httpx.HTTPTransport):

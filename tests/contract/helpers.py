@@ -17,8 +17,7 @@ from forewarn.contract import (
     lookup_version,
     render_document,
 )
-
-from ..wire import VERSIONS as VERSIONS  # re-exported for the tests here
+from tests.wire import VERSIONS as VERSIONS  # re-exported for the tests here
 
 #: The first api-version that shows each event type.
 TYPE_SINCE = {

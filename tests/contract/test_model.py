@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from forewarn.contract import Document, Event, parse_document, resource_matches
-
-from .helpers import VERSIONS, make_event, render
+from tests.contract.helpers import VERSIONS, make_event, render
 
 
 def _event(event_id: str, *resources: str, status: str = "Scheduled") -> Event:

@@ -14,8 +14,7 @@ from forewarn.contract import (
     EventType,
     parse_document,
 )
-
-from .helpers import EPOCH, VERSIONS, has_key, make_event, render, supports
+from tests.contract.helpers import EPOCH, VERSIONS, has_key, make_event, render, supports
 
 _SEP_19 = datetime(2016, 9, 19, 18, 29, 47, tzinfo=UTC)
 

@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forewarn.contract import EventStatus, EventType, RenderableEvent, parse_document
-
-from .helpers import VERSIONS, expected_keys, render, supports
+from tests.contract.helpers import VERSIONS, expected_keys, render, supports
 
 _text = st.text(st.characters(codec="utf-8"), max_size=20)
 

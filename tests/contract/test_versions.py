@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from forewarn.contract import NEWEST_VERSIONS, SUPPORTED_VERSIONS, EventType, lookup_version
-
-from .helpers import VERSIONS, api, has_key, supports
+from tests.contract.helpers import VERSIONS, api, has_key, supports
 
 
 def test_supported_versions_are_exactly_the_seven_oldest_first() -> None:

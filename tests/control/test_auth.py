@@ -6,8 +6,7 @@ import pytest
 
 from forewarn.control import ControlApp
 from forewarn.fabric import Fabric
-
-from .conftest import API, TestClient, observe
+from tests.control.conftest import API, TestClient, observe
 
 TOKEN = "s3cret"
 GOOD = {"Authorization": f"Bearer {TOKEN}"}

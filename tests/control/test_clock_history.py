@@ -9,8 +9,7 @@ import pytest
 
 from forewarn.control import ControlApp
 from forewarn.fabric import Clock, Fabric
-
-from .conftest import API, JSON, T0, TestClient, make_fabric, observe
+from tests.control.conftest import API, JSON, T0, TestClient, make_fabric, observe
 
 Submit = Callable[..., dict[str, Any]]
 

@@ -7,8 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from forewarn.fabric import Fabric
-
-from .conftest import API, TestClient, observe
+from tests.control.conftest import API, TestClient, observe
 
 
 def test_a_second_user_operation_answers_409_naming_the_pending_event(

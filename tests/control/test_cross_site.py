@@ -15,9 +15,8 @@ import pytest
 
 from forewarn.control import ControlApp
 from forewarn.fabric import Fabric
-
-from .conftest import API, JSON, TestClient, create, observe
-from .live import live_server, raw_request
+from tests.control.conftest import API, JSON, TestClient, create, observe
+from tests.control.live import live_server, raw_request
 
 OPS = f"{API}/operations"
 ADVANCE = f"{API}/clock/advance"

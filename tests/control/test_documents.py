@@ -16,8 +16,7 @@ from forewarn.fabric import (
 )
 from forewarn.imds import ImdsApp, ImdsSettings
 from forewarn.store import SQLiteStore
-
-from .conftest import API, T0, TestClient
+from tests.control.conftest import API, T0, TestClient
 
 #: One VM of every scope kind, plus one that sees only another VM's events.
 VMS = ["web-0", "web-3", "workers_2", "jumpbox", "FrontEnd_IN_1"]

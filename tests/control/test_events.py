@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from forewarn.fabric import Fabric
-
-from .conftest import API, JSON, T0, TestClient
+from tests.control.conftest import API, JSON, T0, TestClient
 
 Submit = Callable[..., dict[str, Any]]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from .conftest import API
+from tests.control.conftest import API
 
 
 @pytest.mark.parametrize(

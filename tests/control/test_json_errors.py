@@ -8,9 +8,8 @@ import pytest
 
 from forewarn.control import ControlApp
 from forewarn.fabric import Fabric, HistoryEntry
-
-from .conftest import API, JSON, TestClient, observe
-from .live import live_server, raw_request
+from tests.control.conftest import API, JSON, TestClient, observe
+from tests.control.live import live_server, raw_request
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,7 @@ from forewarn import __version__
 from forewarn.contract import SUPPORTED_VERSIONS
 from forewarn.control import ControlApp
 from forewarn.fabric import Fabric, OperationKind
-
-from .conftest import TestClient
+from tests.control.conftest import TestClient
 
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 ACTIONS = ("approve", "start", "cancel", "complete")

@@ -11,8 +11,7 @@ import pytest
 from forewarn.contract import SUPPORTED_VERSIONS
 from forewarn.control import ControlApp
 from forewarn.fabric import Fabric
-
-from .conftest import API, T0, TestClient, create, make_fabric
+from tests.control.conftest import API, T0, TestClient, create, make_fabric
 
 #: body -> (target, vms, rolling).
 TARGETS = [

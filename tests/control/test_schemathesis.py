@@ -14,8 +14,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from forewarn.control import ControlApp
-
-from .conftest import make_fabric
+from tests.control.conftest import make_fabric
 
 TOKEN = "schemathesis"
 

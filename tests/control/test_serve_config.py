@@ -13,9 +13,8 @@ from click.testing import CliRunner
 
 from forewarn.cli import main
 from forewarn.server import ConfigError, ServeConfig, parse_bind
-
-from ..serverproc import ServerProcess
-from .live import raw_request
+from tests.control.live import raw_request
+from tests.serverproc import ServerProcess
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ..serverproc import ServerProcess
-from .live import raw_request
+from tests.control.live import raw_request
+from tests.serverproc import ServerProcess
 
 TOKEN = "env-only-s3cret"
 

@@ -1,5 +1,5 @@
 """Fixtures of the dashboard tests (the scale-out ones start a fleet on PostgreSQL)."""
 
-from ..scaleout.conftest import pg, start_fleet
+from tests.scaleout.conftest import pg, start_fleet
 
 __all__ = ["pg", "start_fleet"]

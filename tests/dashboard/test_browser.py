@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ..serverproc import ServerProcess
+from tests.serverproc import ServerProcess
 
 sync_api = pytest.importorskip("playwright.sync_api")
 

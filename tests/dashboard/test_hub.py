@@ -9,8 +9,7 @@ from forewarn.control.dashboard import Hub
 from forewarn.control.dashboard.hub import QUEUE_LIMIT, RELOAD
 from forewarn.fabric import Clock, Fabric, OperationRequest, build_topology, demo_fleet
 from forewarn.store import SQLiteStore
-
-from ..control.conftest import T0, make_fabric
+from tests.control.conftest import T0, make_fabric
 
 
 def _decode(message: bytes | None) -> tuple[str, dict[str, object]]:

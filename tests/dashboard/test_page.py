@@ -11,9 +11,8 @@ import pytest
 
 from forewarn.control import ControlApp
 from forewarn.fabric import Fabric
-
-from ..control.conftest import JSON, TestClient, make_fabric
-from ..control.live import live_server, raw_request
+from tests.control.conftest import JSON, TestClient, make_fabric
+from tests.control.live import live_server, raw_request
 
 BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,*/*;q=0.8"
 TOKEN = "s3cret-token"

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..scaleout.fleet import Fleet, wait_until
-from .sse import Stream
+from tests.dashboard.sse import Stream
+from tests.scaleout.fleet import Fleet, wait_until
 
 JSON = {"Content-Type": "application/json"}
 WEB0 = "127.1.0.1"

@@ -8,9 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from forewarn.control import ControlApp
-
-from ..control.conftest import JSON, TestClient, make_fabric
-from ..serverproc import ServerProcess
+from tests.control.conftest import JSON, TestClient, make_fabric
+from tests.serverproc import ServerProcess
 
 
 def _runs(server: ServerProcess) -> list[dict[str, Any]]:

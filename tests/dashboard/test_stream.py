@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from ..serverproc import ServerProcess
-from .sse import Stream
+from tests.dashboard.sse import Stream
+from tests.serverproc import ServerProcess
 
 JSON = {"Content-Type": "application/json"}
 TOKEN = "dashboard-token"

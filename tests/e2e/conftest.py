@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ..serverproc import ServerProcess
+from tests.serverproc import ServerProcess
 
 LATEST = "2020-07-01"
 MINUTE = 60.0

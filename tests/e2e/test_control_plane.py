@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import SCOPES, Platform
+from tests.e2e.conftest import SCOPES, Platform
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from .conftest import (
+from tests.e2e.conftest import (
     DEMO,
     FREEZE_HOLD,
     REAL_FAST,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .conftest import DEMO, FREEZE_HOLD, FREEZE_NOTICE, SCOPES, Platform, rfc1123
+from tests.e2e.conftest import DEMO, FREEZE_HOLD, FREEZE_NOTICE, SCOPES, Platform, rfc1123
 
 
 def find_shared_host(platform: Platform) -> tuple[str, dict[str, list[str]]]:

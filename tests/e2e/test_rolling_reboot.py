@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from .conftest import DEMO, MINUTE, REBOOT_HOLD, REBOOT_NOTICE, SCOPES, Platform
+from tests.e2e.conftest import DEMO, MINUTE, REBOOT_HOLD, REBOOT_NOTICE, SCOPES, Platform
 
 WEB = SCOPES["web"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .conftest import SCOPES, SPOT_HOLD, SPOT_NOTICE, Platform, rfc1123
+from tests.e2e.conftest import SCOPES, SPOT_HOLD, SPOT_NOTICE, Platform, rfc1123
 
 WORKERS = SCOPES["workers"]
 SURVIVORS = [vm for vm in WORKERS if vm != "workers_1"]

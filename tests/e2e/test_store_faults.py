@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ..faults import small_disk
-from ..serverproc import ServerProcess
-from .conftest import VIRTUAL, Platform, wait_until
+from tests.e2e.conftest import VIRTUAL, Platform, wait_until
+from tests.faults import small_disk
+from tests.serverproc import ServerProcess
 
 DISK_FULL = "full"
 

@@ -6,7 +6,7 @@ from email.utils import parsedate_to_datetime
 
 import pytest
 
-from .conftest import (
+from tests.e2e.conftest import (
     REAL_FAST,
     REBOOT_HOLD,
     REBOOT_NOTICE,

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from forewarn.fabric import VM, Clock, Fabric, FleetSpec
-
-from .helpers import T0, make_fabric
+from tests.fabric.helpers import T0, make_fabric
 
 FabricFactory = Callable[..., Fabric]
 

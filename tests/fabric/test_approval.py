@@ -8,9 +8,8 @@ import pytest
 
 from forewarn.contract import EventStatus
 from forewarn.fabric import VM, EventNotVisible, Fabric
-
-from .conftest import FabricFactory
-from .helpers import fleet, history_kinds, live, observable, only_event, status, submit
+from tests.fabric.conftest import FabricFactory
+from tests.fabric.helpers import fleet, history_kinds, live, observable, only_event, status, submit
 
 GHOST_ID = "5DD55B64-45AD-49D3-BBC9-6E8B5A3E0B4F"
 

@@ -18,8 +18,7 @@ from forewarn.fabric import (
     fleet_to_builtins,
     load_fleet_file,
 )
-
-from .helpers import DEMO_LAYOUT, fleet
+from tests.fabric.helpers import DEMO_LAYOUT, fleet
 
 
 @pytest.fixture(scope="module")

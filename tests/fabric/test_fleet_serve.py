@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ..serverproc import ServerProcess
+from tests.serverproc import ServerProcess
 
 NAME = "/metadata/instance/compute/name"
 

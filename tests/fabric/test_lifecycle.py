@@ -8,8 +8,17 @@ import pytest
 
 from forewarn.contract import EventStatus
 from forewarn.fabric import Fabric, InvalidOperation, InvalidTransition, NotFoundError
-
-from .helpers import DAY, HOUR, MINUTE, T0, history_kinds, observable, only_event, status, submit
+from tests.fabric.helpers import (
+    DAY,
+    HOUR,
+    MINUTE,
+    T0,
+    history_kinds,
+    observable,
+    only_event,
+    status,
+    submit,
+)
 
 #: kind, VM, notice, hold (how long the event stays Started), impact status.
 TIMINGS = [

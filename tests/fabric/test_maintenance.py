@@ -13,8 +13,16 @@ from forewarn.fabric import (
     Fabric,
     OperationRequest,
 )
-
-from .helpers import DEMO_LAYOUT, MINUTE, T0, incarnations, live, only_event, status, submit
+from tests.fabric.helpers import (
+    DEMO_LAYOUT,
+    MINUTE,
+    T0,
+    incarnations,
+    live,
+    only_event,
+    status,
+    submit,
+)
 
 
 def on_host(host: str) -> dict[str, set[str]]:

@@ -8,9 +8,18 @@ import pytest
 
 from forewarn.contract import EventSource, EventStatus, EventType
 from forewarn.fabric import Fabric, InvalidOperation, NotFoundError, OperationRequest
-
-from .conftest import FabricFactory
-from .helpers import DAY, MINUTE, T0, fleet, incarnations, live, observable, only_event, submit
+from tests.fabric.conftest import FabricFactory
+from tests.fabric.helpers import (
+    DAY,
+    MINUTE,
+    T0,
+    fleet,
+    incarnations,
+    live,
+    observable,
+    only_event,
+    submit,
+)
 
 #: kind, VM, event type, source, notice (s), DurationInSeconds.
 CATALOGUE_ROWS = [

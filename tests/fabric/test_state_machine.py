@@ -40,8 +40,7 @@ from forewarn.fabric import (
     demo_fleet,
 )
 from forewarn.store import SQLiteStore
-
-from .helpers import DAY, DEMO_LAYOUT, T0, observable
+from tests.fabric.helpers import DAY, DEMO_LAYOUT, T0, observable
 
 TOPOLOGY: Topology = build_topology(demo_fleet())
 VMS = sorted(TOPOLOGY.vms)

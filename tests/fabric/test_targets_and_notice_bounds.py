@@ -17,9 +17,8 @@ from forewarn.fabric import (
     build_topology,
 )
 from forewarn.fabric.planner import plan_request
-
-from .conftest import FabricFactory
-from .helpers import DAY, T0, fleet, only_event, submit
+from tests.fabric.conftest import FabricFactory
+from tests.fabric.helpers import DAY, T0, fleet, only_event, submit
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

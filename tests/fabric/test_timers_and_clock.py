@@ -7,8 +7,7 @@ import pytest
 from forewarn.contract import EventStatus
 from forewarn.fabric import Clock, ClockError, Fabric, InvalidTransition
 from forewarn.store import SQLiteStore
-
-from .helpers import MINUTE, T0, history_kinds, make_fabric, only_event, submit
+from tests.fabric.helpers import MINUTE, T0, history_kinds, make_fabric, only_event, submit
 
 
 class FakeTime:

@@ -31,8 +31,7 @@ from forewarn.fabric import (
 )
 from forewarn.imds import ImdsApp, ImdsSettings
 from forewarn.store import SQLiteStore
-
-from ..wire import VERSIONS as VERSIONS  # re-exported for the tests here
+from tests.wire import VERSIONS as VERSIONS  # re-exported for the tests here
 
 T0 = 1_700_000_000.0
 BASE_URL = "http://169.254.169.254"

@@ -20,8 +20,7 @@ import pytest
 from forewarn.imds import ImdsSettings, serve_endpoint
 from forewarn.imds.messages import Handler
 from forewarn.imds.protocol import EndpointServer
-
-from .conftest import INSTANCE_VERSION, JSON_TYPE, NEWEST, SE, Imds
+from tests.imds.conftest import INSTANCE_VERSION, JSON_TYPE, NEWEST, SE, Imds
 
 HOST = "127.0.0.1"
 WEB1 = "127.1.0.2"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import (
+from tests.imds.conftest import (
     GPU_SCOPE,
     JSON_TYPE,
     NEWEST,

@@ -12,8 +12,7 @@ import httpx
 import pytest
 
 import forewarn.imds.app as app_module
-
-from .conftest import (
+from tests.imds.conftest import (
     GPU_SCOPE,
     INSTANCE,
     INSTANCE_VERSION,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import (
+from tests.imds.conftest import (
     EMPTY_WEB,
     GPU_SCOPE,
     NEWEST,

@@ -15,9 +15,8 @@ import pytest
 
 from forewarn.imds.connection import MAX_HEAD
 from forewarn.imds.endpoint import MAX_BODY
-
-from .conftest import EMPTY_WEB, NEWEST, Imds, reboot_document
-from .rawhttp import (
+from tests.imds.conftest import EMPTY_WEB, NEWEST, Imds, reboot_document
+from tests.imds.rawhttp import (
     TIMEOUT,
     TOO_LARGE_BODY,
     WORKERS0,

@@ -21,8 +21,7 @@ import uvloop
 
 from forewarn.imds import ImdsSettings, serve_endpoint
 from forewarn.imds.messages import TEXT, Reply, Request
-
-from .rawhttp import HOST
+from tests.imds.rawhttp import HOST
 
 A, B, C = "127.1.0.2", "127.1.0.7", "127.1.0.12"
 PIPELINE = 20_000

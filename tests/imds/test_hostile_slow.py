@@ -21,10 +21,8 @@ import pytest
 from forewarn.imds import ImdsSettings, connection, protocol
 from forewarn.imds.protocol import per_address_cap
 from forewarn.server.config import ConfigError, ServeConfig
-
-from ..serverproc import ServerProcess
-from .conftest import EMPTY_WEB, Imds, ImdsFactory
-from .rawhttp import (
+from tests.imds.conftest import EMPTY_WEB, Imds, ImdsFactory
+from tests.imds.rawhttp import (
     HOST,
     TIMEOUT,
     WEB1,
@@ -37,6 +35,7 @@ from .rawhttp import (
     request,
     serve,
 )
+from tests.serverproc import ServerProcess
 
 __all__ = ["serve"]  # fixture shared from rawhttp
 

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from forewarn.imds import INSTANCE_VERSIONS
-
-from .conftest import (
+from tests.imds.conftest import (
     HEADER_BODY,
     INSTANCE,
     INSTANCE_VERSION,

@@ -19,8 +19,7 @@ from forewarn.fabric import StoreUnavailable
 from forewarn.imds.connection import MAX_HEAD, Connection
 from forewarn.imds.endpoint import MAX_BODY
 from forewarn.imds.messages import TEXT, Reply, Request
-
-from .conftest import (
+from tests.imds.conftest import (
     EMPTY_WEB,
     JSON_TYPE,
     NEWEST,
@@ -33,7 +32,7 @@ from .conftest import (
     fleet,
     reboot_document,
 )
-from .rawhttp import (
+from tests.imds.rawhttp import (
     DATE_RE,
     FRONTEND0,
     MALFORMED_BODY,

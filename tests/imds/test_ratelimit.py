@@ -11,8 +11,7 @@ import asyncio
 import pytest
 
 from forewarn.imds import ImdsSettings, RateLimiter
-
-from .conftest import (
+from tests.imds.conftest import (
     EMPTY_WEB,
     INSTANCE,
     INSTANCE_VERSION,

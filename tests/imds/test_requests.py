@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import (
+from tests.imds.conftest import (
     BAD_VERSION_BODY,
     EMPTY_WEB,
     HEADER_BODY,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import VERSIONS, Imds
+from tests.imds.conftest import VERSIONS, Imds
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,7 @@ from pathlib import Path
 
 from forewarn.fabric import ReactionData
 from forewarn.store import SQLiteStore
-
-from .conftest import T0, Rehearsal, make_fabric, vm_verdict
+from tests.reactions.conftest import T0, Rehearsal, make_fabric, vm_verdict
 
 
 class CountingStore(SQLiteStore):

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ..serverproc import free_port
+from tests.serverproc import free_port
 
 LATEST = "2020-07-01"
 

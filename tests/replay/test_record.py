@@ -14,8 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from forewarn.cli import main
-
-from ..serverproc import ServerProcess
+from tests.serverproc import ServerProcess
 
 VIRTUAL = ["--clock", "virtual", "--enablement", "always", "--rate-limit", "0"]
 WEB_0, WEB_3 = "127.1.0.1", "127.1.0.4"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ..cli.conftest import VIRTUAL, Result, run_cli
-from ..serverproc import ServerProcess
+from tests.cli.conftest import VIRTUAL, Result, run_cli
+from tests.serverproc import ServerProcess
 
 JSON = {"Content-Type": "application/json"}
 WEB0, WEB3 = "127.1.0.1", "127.1.0.4"  # their addresses in the demo fleet

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from .fleet import Fleet
-from .pg import PgDatabase, pg_database
+from tests.scaleout.fleet import Fleet
+from tests.scaleout.pg import PgDatabase, pg_database
 
 #: Every scope on from the start, a virtual clock, no rate limit (the tests poll).
 VIRTUAL = ("--clock", "virtual", "--rate-limit", "0", "--enablement", "always")

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ..serverproc import ServerProcess
+from tests.serverproc import ServerProcess
 
 __all__ = ["SLOW", "Fleet", "wait_until"]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from .fleet import SLOW
-from .pg import ADMIN_URL, pg_available
+from tests.scaleout.fleet import SLOW
+from tests.scaleout.pg import ADMIN_URL, pg_available
 
 pytestmark = SLOW
 

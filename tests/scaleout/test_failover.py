@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from .fleet import SLOW, Fleet, wait_until
+from tests.scaleout.fleet import SLOW, Fleet, wait_until
 
 pytestmark = SLOW
 

@@ -11,8 +11,7 @@ from forewarn.store import StoreError
 from forewarn.store.postgres import Deposed, PostgresStore
 from forewarn.store.postgres_cluster import ChangeFeed, LeaderSession
 from forewarn.store.postgres_schema import migrations
-
-from .pg import PgDatabase
+from tests.scaleout.pg import PgDatabase
 
 
 def _change(kind: str) -> Changes:

@@ -22,9 +22,8 @@ from forewarn.server.relay import PostgresRelay, apply_requests
 from forewarn.server.replication import Replicator
 from forewarn.store.postgres import PostgresStore
 from forewarn.store.postgres_cluster import ClusterTables
-
-from ..fabric.helpers import MINUTE, T0, live, make_fabric, submit
-from .pg import PgDatabase
+from tests.fabric.helpers import MINUTE, T0, live, make_fabric, submit
+from tests.scaleout.pg import PgDatabase
 
 
 @dataclass

@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from ..serverproc import ServerProcess
-from .conftest import VIRTUAL
-from .fleet import SLOW, wait_until
-from .pg import PgDatabase
+from tests.scaleout.conftest import VIRTUAL
+from tests.scaleout.fleet import SLOW, wait_until
+from tests.scaleout.pg import PgDatabase
+from tests.serverproc import ServerProcess
 
 pytestmark = SLOW
 

@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from forewarn.scenarios import load_scenario_file
-
-from ..cli.conftest import VIRTUAL, run_cli
-from ..serverproc import ServerProcess
+from tests.cli.conftest import VIRTUAL, run_cli
+from tests.serverproc import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "scenarios").glob("*.yaml"))

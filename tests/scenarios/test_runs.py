@@ -11,9 +11,8 @@ from typing import Any
 
 from forewarn.scenarios import Control, HttpControl, Runner, parse_scenario
 from forewarn.testing.server import Forewarn
-
-from ..cli.conftest import VIRTUAL, run_cli
-from ..serverproc import ServerProcess
+from tests.cli.conftest import VIRTUAL, run_cli
+from tests.serverproc import ServerProcess
 
 
 def _scenario(text: str) -> Any:

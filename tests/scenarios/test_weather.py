@@ -22,9 +22,8 @@ from forewarn.scenarios import (
 )
 from forewarn.scenarios.weather import Weather
 from forewarn.testing.server import Forewarn
-
-from ..cli.conftest import VIRTUAL, run_cli
-from ..serverproc import ServerProcess
+from tests.cli.conftest import VIRTUAL, run_cli
+from tests.serverproc import ServerProcess
 
 HOUR = 3600.0
 

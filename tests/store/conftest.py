@@ -10,8 +10,7 @@ import pytest
 
 from forewarn.fabric import Clock, Fabric
 from forewarn.store import SQLiteStore
-
-from ..fabric.helpers import T0, make_fabric
+from tests.fabric.helpers import T0, make_fabric
 
 
 class Database:

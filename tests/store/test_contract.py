@@ -34,9 +34,8 @@ from forewarn.fabric import (
 )
 from forewarn.store import SQLiteStore, StoreError
 from forewarn.store.postgres import PostgresStore
-
-from ..fabric.helpers import MINUTE, T0, live, make_fabric, observable, submit
-from ..scaleout.pg import PgDatabase, pg_database
+from tests.fabric.helpers import MINUTE, T0, live, make_fabric, observable, submit
+from tests.scaleout.pg import PgDatabase, pg_database
 
 
 class Backend:

@@ -26,9 +26,8 @@ from forewarn.fabric import (
 from forewarn.imds import Endpoint, ImdsSettings
 from forewarn.imds.messages import Request
 from forewarn.store import SQLiteStore, ThreadedJournal
-
-from ..fabric.helpers import T0, submit
-from ..faults import small_disk
+from tests.fabric.helpers import T0, submit
+from tests.faults import small_disk
 
 
 class GatedStore(SQLiteStore):

@@ -6,9 +6,8 @@ import pytest
 
 from forewarn.contract import EventStatus
 from forewarn.fabric import Fabric, OperationRequest
-
-from ..fabric.helpers import MINUTE, T0, live, observable, only_event, status, submit
-from .conftest import Database
+from tests.fabric.helpers import MINUTE, T0, live, observable, only_event, status, submit
+from tests.store.conftest import Database
 
 
 def busy(fabric: Fabric) -> dict[str, str]:

@@ -9,9 +9,8 @@ import pytest
 
 from forewarn.fabric import Changes, HistoryEntry, OperationRecord, OperationState
 from forewarn.store import SCHEMA_VERSION, SQLiteStore, StoreError
-
-from ..fabric.helpers import T0, history_kinds, live, submit
-from .conftest import Database
+from tests.fabric.helpers import T0, history_kinds, live, submit
+from tests.store.conftest import Database
 
 
 def test_new_database_records_its_schema(tmp_path: Path) -> None:

@@ -13,8 +13,7 @@ import pytest
 
 from forewarn.client import EventStatus
 from forewarn.testing import Forewarn, ForewarnError
-
-from ..serverproc import free_port
+from tests.serverproc import free_port
 
 FLEET_YAML = """\
 scopes:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from ..serverproc import ServerProcess
+from tests.serverproc import ServerProcess
 
 #: Source addresses of demo-fleet VMs (assigned in fleet order).
 WEB0, WEB1, WEB2 = "127.1.0.1", "127.1.0.2", "127.1.0.3"

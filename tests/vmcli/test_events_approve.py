@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from ..serverproc import ServerProcess, free_port
-from .conftest import WEB0, WEB1, WEB2, run, status, trigger
+from tests.serverproc import ServerProcess, free_port
+from tests.vmcli.conftest import WEB0, WEB1, WEB2, run, status, trigger
 
 REBOOT_TEXT = "Virtual machine is going to be restarted as requested by authorized user."
 

@@ -8,8 +8,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from ..serverproc import ServerProcess, free_port
-from .conftest import WEB1, Running, run, trigger
+from tests.serverproc import ServerProcess, free_port
+from tests.vmcli.conftest import WEB1, Running, run, trigger
 
 
 def test_watch_shows_a_user_reboot_as_it_happens(

@@ -6,10 +6,10 @@ PostgreSQL) -> recovery, with every step persisted in SQLite. Imports only
 ``forewarn.client`` and ``forewarn.contract``: it ships to real VMs.
 """
 
-from .clock import AgentClock
-from .config import AgentConfig, Approval, ConfigError
-from .daemon import Agent, AgentError
-from .settings import load_config
+from forewarn.agent.clock import AgentClock
+from forewarn.agent.config import AgentConfig, Approval, ConfigError
+from forewarn.agent.daemon import Agent, AgentError
+from forewarn.agent.settings import load_config
 
 __all__ = [
     "Agent",

@@ -1,6 +1,6 @@
 """``python -m forewarn.agent``: the agent's commands without the emulator's imports."""
 
-from .cli import agent
+from forewarn.agent.cli import agent
 
 if __name__ == "__main__":  # pragma: no cover
     agent(prog_name="forewarn agent")

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ..contract import resource_matches
-from .config import Approval
-from .coordination import Vote
-from .events import EventView
+from forewarn.agent.config import Approval
+from forewarn.agent.coordination import Vote
+from forewarn.agent.events import EventView
+from forewarn.contract import resource_matches
 
 __all__ = ["Group", "GroupState", "Plan", "Step", "group", "plan"]
 

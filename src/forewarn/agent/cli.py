@@ -18,13 +18,13 @@ from typing import Any, NoReturn, TypeVar
 import click
 import httpx
 
-from .config import AgentConfig, ConfigError
-from .daemon import Agent, AgentError
-from .handlers import HandlerFailed, build_handlers
-from .httpserver import parse_bind
-from .logs import configure_logging
-from .settings import as_dict, load_config
-from .state import State, StateError
+from forewarn.agent.config import AgentConfig, ConfigError
+from forewarn.agent.daemon import Agent, AgentError
+from forewarn.agent.handlers import HandlerFailed, build_handlers
+from forewarn.agent.httpserver import parse_bind
+from forewarn.agent.logs import configure_logging
+from forewarn.agent.settings import as_dict, load_config
+from forewarn.agent.state import State, StateError
 
 __all__ = ["agent"]
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
-from .template import PLACEHOLDERS, placeholders
+from forewarn.agent.template import PLACEHOLDERS, placeholders
 
 __all__ = [
     "AgentConfig",

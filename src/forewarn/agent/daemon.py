@@ -17,25 +17,25 @@ from typing import Any
 
 import httpx
 
-from ..client import (
+from forewarn.agent.clock import AgentClock
+from forewarn.agent.config import AgentConfig, Approval, Shutdown
+from forewarn.agent.coordination import Coordinator, connect
+from forewarn.agent.events import EventView, stored_event, wire_event
+from forewarn.agent.flow import EventFlow
+from forewarn.agent.handlers import HandlerFailed, build_handlers
+from forewarn.agent.httpserver import HealthServer
+from forewarn.agent.logs import logger
+from forewarn.agent.metrics import AgentMetrics
+from forewarn.agent.rules import RuleBook
+from forewarn.agent.runner import Services
+from forewarn.agent.state import EventRecord, State
+from forewarn.client import (
     AsyncScheduledEventsClient,
     ClientError,
     Document,
     InvalidEndpoint,
     resolve_endpoint,
 )
-from .clock import AgentClock
-from .config import AgentConfig, Approval, Shutdown
-from .coordination import Coordinator, connect
-from .events import EventView, stored_event, wire_event
-from .flow import EventFlow
-from .handlers import HandlerFailed, build_handlers
-from .httpserver import HealthServer
-from .logs import logger
-from .metrics import AgentMetrics
-from .rules import RuleBook
-from .runner import Services
-from .state import EventRecord, State
 
 __all__ = ["Agent", "AgentError"]
 

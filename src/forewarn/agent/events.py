@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..contract import format_rfc1123, parse_not_before, resource_matches
+from forewarn.contract import format_rfc1123, parse_not_before, resource_matches
 
 __all__ = ["EventView", "StoredEvent", "event_env", "stored_event", "wire_event"]
 

@@ -14,12 +14,12 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import TypeVar
 
-from .approval import GroupState, Step, group, plan
-from .config import Approval
-from .coordination import CoordinationError, Vote
-from .events import EventView, wire_event
-from .rules import Decision
-from .runner import Outcome, Services, run_handlers
+from forewarn.agent.approval import GroupState, Step, group, plan
+from forewarn.agent.config import Approval
+from forewarn.agent.coordination import CoordinationError, Vote
+from forewarn.agent.events import EventView, wire_event
+from forewarn.agent.rules import Decision
+from forewarn.agent.runner import Outcome, Services, run_handlers
 
 __all__ = ["EventFlow", "FlowStopped"]
 

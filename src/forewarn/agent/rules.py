@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import AgentConfig, Approval, KubernetesSpec, OnCrash, RuleSpec
-from .events import EventView
+from forewarn.agent.config import AgentConfig, Approval, KubernetesSpec, OnCrash, RuleSpec
+from forewarn.agent.events import EventView
 
 __all__ = ["Decision", "RuleBook", "matches"]
 

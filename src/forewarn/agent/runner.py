@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from .clock import AgentClock
-from .config import AgentConfig, OnCrash
-from .coordination import Coordinator
-from .events import EventView
-from .handlers import Handler, HandlerContext, HandlerFailed
-from .metrics import AgentMetrics
-from .state import State
+from forewarn.agent.clock import AgentClock
+from forewarn.agent.config import AgentConfig, OnCrash
+from forewarn.agent.coordination import Coordinator
+from forewarn.agent.events import EventView
+from forewarn.agent.handlers import Handler, HandlerContext, HandlerFailed
+from forewarn.agent.metrics import AgentMetrics
+from forewarn.agent.state import State
 
 __all__ = ["Outcome", "Services", "deadline_of", "run_handler", "run_handlers"]
 

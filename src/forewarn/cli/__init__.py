@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import click
 
-from .. import __version__
-from ..agent.cli import agent
-from ..server.config import DEFAULT_CONTROL_BIND
-from ..vmcli import VM_COMMANDS, with_endpoint_url
-from .control import COMMANDS as CONTROL_COMMANDS
-from .errors import OneLineErrors
-from .fleet import fleet
-from .replay import replay
-from .report import report
-from .scenario import scenario
-from .serve import serve
-from .status import status
+from forewarn import __version__
+from forewarn.agent.cli import agent
+from forewarn.cli.control import COMMANDS as CONTROL_COMMANDS
+from forewarn.cli.errors import OneLineErrors
+from forewarn.cli.fleet import fleet
+from forewarn.cli.replay import replay
+from forewarn.cli.report import report
+from forewarn.cli.scenario import scenario
+from forewarn.cli.serve import serve
+from forewarn.cli.status import status
+from forewarn.server.config import DEFAULT_CONTROL_BIND
+from forewarn.vmcli import VM_COMMANDS, with_endpoint_url
 
 __all__ = ["main"]
 

@@ -12,7 +12,7 @@ from urllib.parse import quote
 import click
 import httpx
 
-from .errors import fail
+from forewarn.cli.errors import fail
 
 __all__ = ["ControlApi", "control_base", "segment"]
 

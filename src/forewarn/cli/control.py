@@ -6,11 +6,11 @@ from typing import Any
 
 import click
 
-from ..contract import SUPPORTED_VERSIONS
-from ..fabric import OperationKind
-from .api import ControlApi, segment
-from .errors import finite
-from .output import Column, print_json, table, when
+from forewarn.cli.api import ControlApi, segment
+from forewarn.cli.errors import finite
+from forewarn.cli.output import Column, print_json, table, when
+from forewarn.contract import SUPPORTED_VERSIONS
+from forewarn.fabric import OperationKind
 
 __all__ = ["COMMANDS"]
 

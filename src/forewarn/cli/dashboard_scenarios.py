@@ -13,10 +13,10 @@ import threading
 import time
 from typing import Any
 
-from ..fabric import Conflict, NotFoundError
-from ..scenarios import Control, HttpControl, Runner, ScenarioError
-from ..scenarios import library_names as _library_names
-from ..scenarios import library_scenario as _library_scenario
+from forewarn.fabric import Conflict, NotFoundError
+from forewarn.scenarios import Control, HttpControl, Runner, ScenarioError
+from forewarn.scenarios import library_names as _library_names
+from forewarn.scenarios import library_scenario as _library_scenario
 
 __all__ = ["ScenarioRuns", "scenario_runs"]
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import click
 import msgspec
 
-from ..fabric import FleetError, Topology, build_topology, load_fleet_file
-from ..fabric.fleetfile import EXAMPLE_FLEETS, example_fleet_text, fleet_schema
-from .errors import fail
-from .output import Column, print_json, table
+from forewarn.cli.errors import fail
+from forewarn.cli.output import Column, print_json, table
+from forewarn.fabric import FleetError, Topology, build_topology, load_fleet_file
+from forewarn.fabric.fleetfile import EXAMPLE_FLEETS, example_fleet_text, fleet_schema
 
 __all__ = ["FleetSummary", "ScopeSummary", "fleet"]
 

@@ -8,7 +8,8 @@ import sys
 
 import click
 
-from ..replay import (
+from forewarn.cli.errors import fail
+from forewarn.replay import (
     CAPTURED,
     Frame,
     RecordingError,
@@ -20,9 +21,8 @@ from ..replay import (
     read_recording,
     run_replay,
 )
-from ..server import ConfigError, parse_bind
-from ..server.config import DEFAULT_IMDS_BIND
-from .errors import fail
+from forewarn.server import ConfigError, parse_bind
+from forewarn.server.config import DEFAULT_IMDS_BIND
 
 __all__ = ["replay"]
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import click
 
-from ..scenarios.durations import parse_duration
-from .api import ControlApi
-from .errors import fail, finite
-from .output import Column, print_json, table, when
+from forewarn.cli.api import ControlApi
+from forewarn.cli.errors import fail, finite
+from forewarn.cli.output import Column, print_json, table, when
+from forewarn.scenarios.durations import parse_duration
 
 __all__ = ["parse_since", "report"]
 

@@ -16,8 +16,11 @@ import httpx
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from ..fabric.catalogue import CATALOGUE, OperationKind
-from ..scenarios import (
+from forewarn.cli.api import control_base
+from forewarn.cli.errors import fail
+from forewarn.cli.output import Column, print_json, table
+from forewarn.fabric.catalogue import CATALOGUE, OperationKind
+from forewarn.scenarios import (
     SELECTORS,
     ArrivalResult,
     Control,
@@ -34,10 +37,7 @@ from ..scenarios import (
     library_scenario,
     parse_scenario,
 )
-from ..scenarios.model import PickSpec
-from .api import control_base
-from .errors import fail
-from .output import Column, print_json, table
+from forewarn.scenarios.model import PickSpec
 
 __all__ = ["scenario"]
 

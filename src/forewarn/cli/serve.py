@@ -8,9 +8,11 @@ from typing import Any
 import click
 import yaml
 
-from ..fabric import FabricError, YamlError, read_yaml
-from ..imds.record import RecordError, check_record_path
-from ..server import (
+from forewarn.cli.dashboard_scenarios import scenario_runs
+from forewarn.cli.errors import fail
+from forewarn.fabric import FabricError, YamlError, read_yaml
+from forewarn.imds.record import RecordError, check_record_path
+from forewarn.server import (
     ConfigError,
     ServeConfig,
     banner,
@@ -20,12 +22,10 @@ from ..server import (
     prepare,
     run_server,
 )
-from ..server.config import DEFAULT_CONTROL_BIND, DEFAULT_IMDS_BIND
-from ..server.logs import LOG_LEVELS
-from ..server.workers import run_workers
-from ..store import StoreError
-from .dashboard_scenarios import scenario_runs
-from .errors import fail
+from forewarn.server.config import DEFAULT_CONTROL_BIND, DEFAULT_IMDS_BIND
+from forewarn.server.logs import LOG_LEVELS
+from forewarn.server.workers import run_workers
+from forewarn.store import StoreError
 
 __all__ = ["serve"]
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import click
 
-from .api import ControlApi
-from .errors import fail
-from .output import Column, print_json, table, when
+from forewarn.cli.api import ControlApi
+from forewarn.cli.errors import fail
+from forewarn.cli.output import Column, print_json, table, when
 
 __all__ = ["status"]
 

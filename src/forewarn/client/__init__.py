@@ -19,10 +19,16 @@ Exceptions (each carries ``status``, ``body`` and ``url``)::
         └── ServerError          5xx still, after the retries
 """
 
-from .aio import AsyncScheduledEventsClient
-from .core import DEFAULT_API_VERSION, INSTANCE_API_VERSION, RetryPolicy
-from .endpoint import DEFAULT_ENDPOINT, Discovery, discover, option_245, resolve_endpoint
-from .errors import (
+from forewarn.client.aio import AsyncScheduledEventsClient
+from forewarn.client.core import DEFAULT_API_VERSION, INSTANCE_API_VERSION, RetryPolicy
+from forewarn.client.endpoint import (
+    DEFAULT_ENDPOINT,
+    Discovery,
+    discover,
+    option_245,
+    resolve_endpoint,
+)
+from forewarn.client.errors import (
     BadRequestError,
     ClientError,
     DocumentError,
@@ -35,7 +41,7 @@ from .errors import (
     RateLimitedError,
     ServerError,
 )
-from .model import (
+from forewarn.client.model import (
     Document,
     DocumentChange,
     Event,
@@ -48,7 +54,7 @@ from .model import (
     parse_document,
     parse_instance,
 )
-from .sync import ScheduledEventsClient
+from forewarn.client.sync import ScheduledEventsClient
 
 __all__ = [
     "DEFAULT_API_VERSION",

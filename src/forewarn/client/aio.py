@@ -11,7 +11,7 @@ from types import TracebackType
 import httpx
 import tenacity
 
-from .core import (
+from forewarn.client.core import (
     DEFAULT_API_VERSION,
     INSTANCE_API_VERSION,
     Answer,
@@ -28,10 +28,10 @@ from .core import (
     transient,
     watch_step,
 )
-from .endpoint import resolve_endpoint
-from .errors import EndpointTimeout, EndpointUnreachable
-from .model import Document, DocumentChange, Instance
-from .retrying import Decider
+from forewarn.client.endpoint import resolve_endpoint
+from forewarn.client.errors import EndpointTimeout, EndpointUnreachable
+from forewarn.client.model import Document, DocumentChange, Instance
+from forewarn.client.retrying import Decider
 
 __all__ = ["AsyncScheduledEventsClient"]
 

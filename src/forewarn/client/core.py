@@ -12,8 +12,14 @@ from dataclasses import dataclass
 
 import msgspec
 
-from .errors import ClientError, DocumentError, EndpointError, GoneError, error_for_status
-from .model import (
+from forewarn.client.errors import (
+    ClientError,
+    DocumentError,
+    EndpointError,
+    GoneError,
+    error_for_status,
+)
+from forewarn.client.model import (
     Document,
     DocumentChange,
     Instance,

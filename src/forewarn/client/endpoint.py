@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from .errors import InvalidEndpoint
+from forewarn.client.errors import InvalidEndpoint
 
 __all__ = [
     "DEFAULT_ENDPOINT",

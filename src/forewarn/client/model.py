@@ -17,7 +17,13 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from ..contract import EventSource, EventStatus, EventType, parse_not_before, resource_matches
+from forewarn.contract import (
+    EventSource,
+    EventStatus,
+    EventType,
+    parse_not_before,
+    resource_matches,
+)
 
 __all__ = [
     "Document",

@@ -12,7 +12,7 @@ from typing import Any
 
 import tenacity
 
-from .core import RetryPolicy, Transient
+from forewarn.client.core import RetryPolicy, Transient
 
 __all__ = ["Decider"]
 

@@ -4,7 +4,7 @@ No I/O, no clock, no HTTP framework: api-versions, event and document types,
 RFC 1123 dates, per-version rendering, tolerant parsing and error bodies.
 """
 
-from .errors import (
+from forewarn.contract.errors import (
     BAD_VERSION,
     FORWARDED_NOT_ALLOWED,
     METADATA_HEADER_MISSING,
@@ -15,11 +15,29 @@ from .errors import (
     error_body,
     version_error_body,
 )
-from .model import RESOURCE_TYPE, Document, Event, EventSource, EventStatus, resource_matches
-from .parse import DocumentFormatError, StartRequestError, parse_document, parse_start_requests
-from .render import RenderableEvent, render_document
-from .timefmt import format_rfc1123, parse_not_before
-from .versions import NEWEST_VERSIONS, SUPPORTED_VERSIONS, ApiVersion, EventType, lookup_version
+from forewarn.contract.model import (
+    RESOURCE_TYPE,
+    Document,
+    Event,
+    EventSource,
+    EventStatus,
+    resource_matches,
+)
+from forewarn.contract.parse import (
+    DocumentFormatError,
+    StartRequestError,
+    parse_document,
+    parse_start_requests,
+)
+from forewarn.contract.render import RenderableEvent, render_document
+from forewarn.contract.timefmt import format_rfc1123, parse_not_before
+from forewarn.contract.versions import (
+    NEWEST_VERSIONS,
+    SUPPORTED_VERSIONS,
+    ApiVersion,
+    EventType,
+    lookup_version,
+)
 
 __all__ = [
     "BAD_VERSION",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from .versions import NEWEST_VERSIONS
+from forewarn.contract.versions import NEWEST_VERSIONS
 
 __all__ = [
     "BAD_VERSION",

@@ -11,7 +11,7 @@ from enum import StrEnum
 
 import msgspec
 
-from .versions import EventType
+from forewarn.contract.versions import EventType
 
 __all__ = [
     "RESOURCE_TYPE",

@@ -11,8 +11,8 @@ from typing import Any
 
 import msgspec
 
-from .model import Document, Event, EventSource
-from .timefmt import parse_not_before
+from forewarn.contract.model import Document, Event, EventSource
+from forewarn.contract.timefmt import parse_not_before
 
 __all__ = ["DocumentFormatError", "StartRequestError", "parse_document", "parse_start_requests"]
 

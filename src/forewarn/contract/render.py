@@ -7,9 +7,9 @@ from typing import Any
 
 import msgspec
 
-from .model import RESOURCE_TYPE, EventStatus
-from .timefmt import format_rfc1123
-from .versions import ApiVersion, EventType
+from forewarn.contract.model import RESOURCE_TYPE, EventStatus
+from forewarn.contract.timefmt import format_rfc1123
+from forewarn.contract.versions import ApiVersion, EventType
 
 __all__ = ["RenderableEvent", "render_document"]
 

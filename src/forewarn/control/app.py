@@ -23,9 +23,28 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .. import __version__
-from ..contract import SUPPORTED_VERSIONS, lookup_version
-from ..fabric import (
+from forewarn import __version__
+from forewarn.contract import SUPPORTED_VERSIONS, lookup_version
+from forewarn.control.dashboard import DashboardRoutes, ScenarioHook, is_public, wants_page
+from forewarn.control.openapi import openapi_document
+from forewarn.control.reactions import ReactionRoutes
+from forewarn.control.schemas import (
+    ActionBody,
+    AdvanceBody,
+    ClockOut,
+    OperationBody,
+    VmOut,
+)
+from forewarn.control.security import AccessGuard, HostPolicy
+from forewarn.control.views import (
+    crash,
+    ended_out,
+    event_out,
+    http_error,
+    json_error,
+    operation_out,
+)
+from forewarn.fabric import (
     CATALOGUE,
     ClockError,
     Conflict,
@@ -37,19 +56,7 @@ from ..fabric import (
     OperationRequest,
     StoreUnavailable,
 )
-from ..imds import DocumentCache
-from .dashboard import DashboardRoutes, ScenarioHook, is_public, wants_page
-from .openapi import openapi_document
-from .reactions import ReactionRoutes
-from .schemas import (
-    ActionBody,
-    AdvanceBody,
-    ClockOut,
-    OperationBody,
-    VmOut,
-)
-from .security import AccessGuard, HostPolicy
-from .views import crash, ended_out, event_out, http_error, json_error, operation_out
+from forewarn.imds import DocumentCache
 
 __all__ = ["ControlApp"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..contract import SUPPORTED_VERSIONS
-from .schemas import schema_components
+from forewarn.contract import SUPPORTED_VERSIONS
+from forewarn.control.schemas import schema_components
 
 __all__ = ["openapi_document"]
 

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from ..fabric import OperationKind, ReactionReport
+from forewarn.fabric import OperationKind, ReactionReport
 
 __all__ = [
     "ActionBody",

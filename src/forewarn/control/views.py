@@ -9,8 +9,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..fabric import EventRecord, OperationRecord
-from .schemas import EventOut, OperationOut
+from forewarn.control.schemas import EventOut, OperationOut
+from forewarn.fabric import EventRecord, OperationRecord
 
 __all__ = ["crash", "ended_out", "event_out", "http_error", "json_error", "operation_out"]
 

@@ -3,10 +3,10 @@
 Pure domain logic over a Store; never sees HTTP, JSON bodies or status codes.
 """
 
-from .catalogue import CATALOGUE, OperationKind, OperationSpec, spec_for
-from .clock import Clock, monotonic, wall_time
-from .engine import Fabric, FabricConfig
-from .errors import (
+from forewarn.fabric.catalogue import CATALOGUE, OperationKind, OperationSpec, spec_for
+from forewarn.fabric.clock import Clock, monotonic, wall_time
+from forewarn.fabric.engine import Fabric, FabricConfig
+from forewarn.fabric.errors import (
     ClockError,
     Conflict,
     EventNotVisible,
@@ -17,7 +17,7 @@ from .errors import (
     NotFoundError,
     StoreUnavailable,
 )
-from .fleetfile import (
+from forewarn.fabric.fleetfile import (
     FleetSpec,
     build_topology,
     demo_fleet,
@@ -25,11 +25,11 @@ from .fleetfile import (
     fleet_to_builtins,
     load_fleet_file,
 )
-from .journal import Commit, InlineJournal, Journal, SettleCallback
-from .planner import OperationRequest
-from .ports import Store
-from .reactions import EventFacts, ReactionData, ReactionTracker, VmPolls, VmReaction
-from .records import (
+from forewarn.fabric.journal import Commit, InlineJournal, Journal, SettleCallback
+from forewarn.fabric.planner import OperationRequest
+from forewarn.fabric.ports import Store
+from forewarn.fabric.reactions import EventFacts, ReactionData, ReactionTracker, VmPolls, VmReaction
+from forewarn.fabric.records import (
     Changes,
     EventRecord,
     HistoryEntry,
@@ -39,11 +39,11 @@ from .records import (
     ScopeState,
     Snapshot,
 )
-from .scheduler import Scheduler
-from .topology import VM, Scope, ScopeKind, ScopePolicy, Topology
-from .verdicts import ReactionReport, grade
-from .views import ScopeView
-from .yamlfile import YamlError, read_yaml
+from forewarn.fabric.scheduler import Scheduler
+from forewarn.fabric.topology import VM, Scope, ScopeKind, ScopePolicy, Topology
+from forewarn.fabric.verdicts import ReactionReport, grade
+from forewarn.fabric.views import ScopeView
+from forewarn.fabric.yamlfile import YamlError, read_yaml
 
 __all__ = [
     "CATALOGUE",

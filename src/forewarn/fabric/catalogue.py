@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ..contract import EventSource, EventType
+from forewarn.contract import EventSource, EventType
 
 __all__ = ["CATALOGUE", "OperationKind", "OperationSpec", "spec_for"]
 

@@ -11,7 +11,7 @@ import math
 import time
 from collections.abc import Callable
 
-from .errors import ClockError
+from forewarn.fabric.errors import ClockError
 
 __all__ = ["Clock", "monotonic", "wall_time"]
 

@@ -22,22 +22,22 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..contract import EventType
-from .catalogue import CATALOGUE, spec_for
-from .clock import Clock
-from .errors import (
+from forewarn.contract import EventType
+from forewarn.fabric.catalogue import CATALOGUE, spec_for
+from forewarn.fabric.clock import Clock
+from forewarn.fabric.errors import (
     EventNotVisible,
     NotFoundError,
     StoreUnavailable,
 )
-from .following import Following
-from .journal import InlineJournal, Journal
-from .lifecycle import EventPhase, Step, next_event_phase
-from .pipeline import Pipeline
-from .planner import OperationRequest, plan_request
-from .ports import Store
-from .reactions import ReactionTracker
-from .records import (
+from forewarn.fabric.following import Following
+from forewarn.fabric.journal import InlineJournal, Journal
+from forewarn.fabric.lifecycle import EventPhase, Step, next_event_phase
+from forewarn.fabric.pipeline import Pipeline
+from forewarn.fabric.planner import OperationRequest, plan_request
+from forewarn.fabric.ports import Store
+from forewarn.fabric.reactions import ReactionTracker
+from forewarn.fabric.records import (
     Changes,
     EventRecord,
     HistoryEntry,
@@ -45,10 +45,10 @@ from .records import (
     OperationState,
     RolloutRecord,
 )
-from .relay import Relay
-from .topology import VM, Topology
-from .transitions import Tx, find_event, new_event_id, new_token, request_options
-from .views import ScopeView
+from forewarn.fabric.relay import Relay
+from forewarn.fabric.topology import VM, Topology
+from forewarn.fabric.transitions import Tx, find_event, new_event_id, new_token, request_options
+from forewarn.fabric.views import ScopeView
 
 __all__ = ["Fabric", "FabricConfig", "ScopeView"]
 

@@ -20,8 +20,8 @@ from typing import Any
 import msgspec
 import yaml
 
-from .errors import FleetError
-from .fleetspec import (
+from forewarn.fabric.errors import FleetError
+from forewarn.fabric.fleetspec import (
     EXAMPLE_FLEETS,
     FleetSpec,
     ScopeSpec,
@@ -29,9 +29,9 @@ from .fleetspec import (
     example_fleet_text,
     fleet_schema,
 )
-from .layout import HostAssigner, assign_addresses, normalize_address, parse_prefix
-from .topology import VM, Scope, ScopeKind, ScopePolicy, Topology
-from .yamlfile import YamlError, line_of, read_yaml
+from forewarn.fabric.layout import HostAssigner, assign_addresses, normalize_address, parse_prefix
+from forewarn.fabric.topology import VM, Scope, ScopeKind, ScopePolicy, Topology
+from forewarn.fabric.yamlfile import YamlError, line_of, read_yaml
 
 __all__ = [
     "EXAMPLE_FLEETS",

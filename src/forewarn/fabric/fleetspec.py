@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from .errors import FleetError
+from forewarn.fabric.errors import FleetError
 
 __all__ = [
     "EXAMPLE_FLEETS",

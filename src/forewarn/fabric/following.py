@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .journal import Journal
-from .reactions import ReactionTracker
-from .records import Changes, EventRecord, ScopeState, Snapshot
-from .relay import Relay
-from .state import FabricState
-from .topology import VM
-from .transitions import TransitionRules, Tx
+from forewarn.fabric.journal import Journal
+from forewarn.fabric.reactions import ReactionTracker
+from forewarn.fabric.records import Changes, EventRecord, ScopeState, Snapshot
+from forewarn.fabric.relay import Relay
+from forewarn.fabric.state import FabricState
+from forewarn.fabric.topology import VM
+from forewarn.fabric.transitions import TransitionRules, Tx
 
 __all__ = ["Following"]
 

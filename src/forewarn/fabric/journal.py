@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .errors import StoreUnavailable
-from .ports import Store
-from .records import Changes
-from .views import ScopeView
+from forewarn.fabric.errors import StoreUnavailable
+from forewarn.fabric.ports import Store
+from forewarn.fabric.records import Changes
+from forewarn.fabric.views import ScopeView
 
 __all__ = ["Commit", "InlineJournal", "Journal", "SettleCallback", "as_unavailable"]
 

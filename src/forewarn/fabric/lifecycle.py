@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from .errors import InvalidTransition
+from forewarn.fabric.errors import InvalidTransition
 
 __all__ = ["EventPhase", "Step", "next_event_phase", "next_operation_state"]
 

@@ -18,13 +18,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from ..contract import RenderableEvent
-from .errors import StoreUnavailable
-from .journal import Commit, Journal
-from .records import Changes, HistoryEntry, ScopeState, Snapshot
-from .state import FabricState, TimerHeap
-from .topology import Topology
-from .views import ScopeView
+from forewarn.contract import RenderableEvent
+from forewarn.fabric.errors import StoreUnavailable
+from forewarn.fabric.journal import Commit, Journal
+from forewarn.fabric.records import Changes, HistoryEntry, ScopeState, Snapshot
+from forewarn.fabric.state import FabricState, TimerHeap
+from forewarn.fabric.topology import Topology
+from forewarn.fabric.views import ScopeView
 
 __all__ = ["Pipeline"]
 

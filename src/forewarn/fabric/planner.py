@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .catalogue import OperationKind, OperationSpec, spec_for
-from .errors import InvalidOperation
-from .topology import VM, ScopeKind, Topology
+from forewarn.fabric.catalogue import OperationKind, OperationSpec, spec_for
+from forewarn.fabric.errors import InvalidOperation
+from forewarn.fabric.topology import VM, ScopeKind, Topology
 
 __all__ = ["OperationRequest", "Plan", "group_key", "plan_request"]
 

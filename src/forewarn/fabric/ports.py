@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .reactions import ReactionData, VmPolls
-from .records import Changes, HistoryEntry, Snapshot
+from forewarn.fabric.reactions import ReactionData, VmPolls
+from forewarn.fabric.records import Changes, HistoryEntry, Snapshot
 
 __all__ = ["Store"]
 

@@ -28,12 +28,12 @@ from typing import Any
 
 import msgspec
 
-from ..contract import ApiVersion, EventStatus
-from .clock import Clock
-from .errors import StoreUnavailable
-from .records import Changes, EventRecord
-from .topology import Topology
-from .views import ScopeView
+from forewarn.contract import ApiVersion, EventStatus
+from forewarn.fabric.clock import Clock
+from forewarn.fabric.errors import StoreUnavailable
+from forewarn.fabric.records import Changes, EventRecord
+from forewarn.fabric.topology import Topology
+from forewarn.fabric.views import ScopeView
 
 __all__ = [
     "FLUSH_SECONDS",

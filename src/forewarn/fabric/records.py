@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from ..contract import EventSource, EventStatus, EventType, RenderableEvent
+from forewarn.contract import EventSource, EventStatus, EventType, RenderableEvent
 
 __all__ = [
     "Changes",

@@ -11,8 +11,8 @@ import contextlib
 import logging
 import math
 
-from .clock import Clock
-from .engine import Fabric
+from forewarn.fabric.clock import Clock
+from forewarn.fabric.engine import Fabric
 
 __all__ = ["Scheduler"]
 

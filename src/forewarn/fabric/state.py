@@ -12,8 +12,8 @@ import heapq
 import itertools
 from collections.abc import Iterable, Iterator
 
-from ..contract import RenderableEvent
-from .records import (
+from forewarn.contract import RenderableEvent
+from forewarn.fabric.records import (
     Changes,
     EventRecord,
     OperationRecord,
@@ -21,7 +21,7 @@ from .records import (
     RolloutRecord,
     ScopeState,
 )
-from .topology import Topology
+from forewarn.fabric.topology import Topology
 
 __all__ = ["FabricState", "TimerHeap"]
 

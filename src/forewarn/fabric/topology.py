@@ -15,8 +15,8 @@ from types import MappingProxyType
 
 import msgspec
 
-from ..contract import EventType
-from .errors import FleetError, NotFoundError
+from forewarn.contract import EventType
+from forewarn.fabric.errors import FleetError, NotFoundError
 
 __all__ = ["VM", "Scope", "ScopeKind", "ScopePolicy", "Topology"]
 

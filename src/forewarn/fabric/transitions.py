@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..contract import EventStatus
-from .catalogue import OperationSpec, spec_for
-from .clock import Clock
-from .errors import Conflict, InvalidOperation, NotFoundError, StoreUnavailable
-from .journal import Commit
-from .lifecycle import EventPhase, Step, next_event_phase, next_operation_state
-from .pipeline import Pipeline
-from .planner import OperationRequest, Plan, group_key
-from .records import (
+from forewarn.contract import EventStatus
+from forewarn.fabric.catalogue import OperationSpec, spec_for
+from forewarn.fabric.clock import Clock
+from forewarn.fabric.errors import Conflict, InvalidOperation, NotFoundError, StoreUnavailable
+from forewarn.fabric.journal import Commit
+from forewarn.fabric.lifecycle import EventPhase, Step, next_event_phase, next_operation_state
+from forewarn.fabric.pipeline import Pipeline
+from forewarn.fabric.planner import OperationRequest, Plan, group_key
+from forewarn.fabric.records import (
     Changes,
     EventRecord,
     HistoryEntry,
@@ -33,12 +33,12 @@ from .records import (
     RolloutRecord,
     ScopeState,
 )
-from .relay import Relay
-from .state import FabricState
-from .topology import VM, Topology
+from forewarn.fabric.relay import Relay
+from forewarn.fabric.state import FabricState
+from forewarn.fabric.topology import VM, Topology
 
 if TYPE_CHECKING:
-    from .engine import FabricConfig
+    from forewarn.fabric.engine import FabricConfig
 
 __all__ = [
     "TransitionRules",

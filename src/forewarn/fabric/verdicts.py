@@ -14,8 +14,8 @@ from collections.abc import Collection, Iterable
 
 import msgspec
 
-from ..contract import EventType, lookup_version
-from .reactions import EventFacts, ReactionData, VmPolls, VmReaction
+from forewarn.contract import EventType, lookup_version
+from forewarn.fabric.reactions import EventFacts, ReactionData, VmPolls, VmReaction
 
 __all__ = [
     "DEFAULT_STALE_AFTER",

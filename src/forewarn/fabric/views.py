@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..contract import RenderableEvent
-from .topology import Scope
+from forewarn.contract import RenderableEvent
+from forewarn.fabric.topology import Scope
 
 __all__ = ["ScopeView"]
 

@@ -1,14 +1,14 @@
 """The metadata endpoint (HTTP): request rules, VM identity, rate limit, document cache."""
 
-from .app import ImdsApp
-from .cache import DocumentCache
-from .endpoint import Endpoint, ImdsSettings
-from .identity import VmResolver
-from .instance import INSTANCE_VERSIONS
-from .messages import Reply, Request
-from .metrics import EndpointMetrics
-from .protocol import serve_endpoint
-from .ratelimit import RateLimiter
+from forewarn.imds.app import ImdsApp
+from forewarn.imds.cache import DocumentCache
+from forewarn.imds.endpoint import Endpoint, ImdsSettings
+from forewarn.imds.identity import VmResolver
+from forewarn.imds.instance import INSTANCE_VERSIONS
+from forewarn.imds.messages import Reply, Request
+from forewarn.imds.metrics import EndpointMetrics
+from forewarn.imds.protocol import serve_endpoint
+from forewarn.imds.ratelimit import RateLimiter
 
 __all__ = [
     "INSTANCE_VERSIONS",

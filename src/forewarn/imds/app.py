@@ -10,10 +10,10 @@ import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from ..fabric import Fabric
-from .deferred import resolve
-from .endpoint import MAX_BODY, TOO_LARGE, Endpoint, ImdsSettings
-from .messages import Request
+from forewarn.fabric import Fabric
+from forewarn.imds.deferred import resolve
+from forewarn.imds.endpoint import MAX_BODY, TOO_LARGE, Endpoint, ImdsSettings
+from forewarn.imds.messages import Request
 
 __all__ = ["ImdsApp"]
 

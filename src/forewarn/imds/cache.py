@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..contract import ApiVersion, render_document
-from ..fabric import VM, ScopeView
-from .messages import Reply
+from forewarn.contract import ApiVersion, render_document
+from forewarn.fabric import VM, ScopeView
+from forewarn.imds.messages import Reply
 
 __all__ = ["DocumentCache"]
 

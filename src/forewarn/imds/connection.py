@@ -28,10 +28,17 @@ from dataclasses import dataclass, field, replace
 
 import httptools
 
-from .deferred import settled
-from .endpoint import MAX_BODY, RULE_HEADERS, TOO_LARGE
-from .framing import CONTINUE, HEAD_TOO_LARGE, MALFORMED, TIMED_OUT, DateHeader, Encoder
-from .messages import Handler, Reply, Request
+from forewarn.imds.deferred import settled
+from forewarn.imds.endpoint import MAX_BODY, RULE_HEADERS, TOO_LARGE
+from forewarn.imds.framing import (
+    CONTINUE,
+    HEAD_TOO_LARGE,
+    MALFORMED,
+    TIMED_OUT,
+    DateHeader,
+    Encoder,
+)
+from forewarn.imds.messages import Handler, Reply, Request
 
 __all__ = [
     "IDLE_TIMEOUT",

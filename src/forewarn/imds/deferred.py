@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from ..contract import error_body
-from ..fabric import StoreUnavailable
-from .messages import Reply
+from forewarn.contract import error_body
+from forewarn.fabric import StoreUnavailable
+from forewarn.imds.messages import Reply
 
 __all__ = ["INTERNAL_ERROR", "failure_reply", "resolve", "settled"]
 

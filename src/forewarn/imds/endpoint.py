@@ -19,7 +19,7 @@ from urllib.parse import unquote_plus
 
 import msgspec
 
-from ..contract import (
+from forewarn.contract import (
     BAD_VERSION,
     FORWARDED_NOT_ALLOWED,
     METADATA_HEADER_MISSING,
@@ -34,13 +34,13 @@ from ..contract import (
     parse_start_requests,
     version_error_body,
 )
-from ..fabric import VM, EventNotVisible, Fabric, ScopeView, StoreUnavailable, monotonic
-from .cache import DocumentCache
-from .identity import VmResolver
-from .instance import INSTANCE_VERSIONS, instance_document
-from .messages import TEXT, Reply, Request
-from .ratelimit import RateLimiter
-from .record import DocumentRecorder, RecordingCache
+from forewarn.fabric import VM, EventNotVisible, Fabric, ScopeView, StoreUnavailable, monotonic
+from forewarn.imds.cache import DocumentCache
+from forewarn.imds.identity import VmResolver
+from forewarn.imds.instance import INSTANCE_VERSIONS, instance_document
+from forewarn.imds.messages import TEXT, Reply, Request
+from forewarn.imds.ratelimit import RateLimiter
+from forewarn.imds.record import DocumentRecorder, RecordingCache
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from email.utils import formatdate
 from http import HTTPStatus
 
-from ..contract import error_body
-from ..fabric import wall_time
-from .messages import Reply
+from forewarn.contract import error_body
+from forewarn.fabric import wall_time
+from forewarn.imds.messages import Reply
 
 __all__ = [
     "CONTINUE",

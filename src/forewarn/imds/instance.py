@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..fabric import VM
+from forewarn.fabric import VM
 
 __all__ = ["INSTANCE_VERSIONS", "instance_document"]
 

@@ -16,10 +16,10 @@ import asyncio
 import resource
 import socket
 
-from .connection import IDLE_TIMEOUT, MAX_HEAD, Connection, Shared
-from .endpoint import ImdsSettings
-from .framing import DateHeader, Encoder
-from .messages import Handler
+from forewarn.imds.connection import IDLE_TIMEOUT, MAX_HEAD, Connection, Shared
+from forewarn.imds.endpoint import ImdsSettings
+from forewarn.imds.framing import DateHeader, Encoder
+from forewarn.imds.messages import Handler
 
 __all__ = ["IDLE_TIMEOUT", "MAX_HEAD", "EndpointServer", "per_address_cap", "serve_endpoint"]
 

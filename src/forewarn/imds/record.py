@@ -34,10 +34,10 @@ from typing import IO
 
 import msgspec
 
-from ..contract import ApiVersion
-from ..fabric import VM, ScopeView
-from .cache import DocumentCache
-from .messages import Reply
+from forewarn.contract import ApiVersion
+from forewarn.fabric import VM, ScopeView
+from forewarn.imds.cache import DocumentCache
+from forewarn.imds.messages import Reply
 
 __all__ = ["DocumentRecorder", "RecordError", "RecordingCache", "check_record_path"]
 

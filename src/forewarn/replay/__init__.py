@@ -5,8 +5,8 @@
 documents again on the endpoint's own transport, as fast or slow as ``--time-scale`` says.
 """
 
-from .player import ReplayEndpoint, shift_not_before
-from .recording import (
+from forewarn.replay.player import ReplayEndpoint, shift_not_before
+from forewarn.replay.recording import (
     CAPTURED,
     Frame,
     Recording,
@@ -15,7 +15,7 @@ from .recording import (
     parse_recording,
     read_recording,
 )
-from .serve import bind, describe, run_replay
+from forewarn.replay.serve import bind, describe, run_replay
 
 __all__ = [
     "CAPTURED",

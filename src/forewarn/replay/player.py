@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
-from ..contract import (
+from forewarn.contract import (
     BAD_VERSION,
     FORWARDED_NOT_ALLOWED,
     METADATA_HEADER_MISSING,
@@ -33,12 +33,12 @@ from ..contract import (
     parse_start_requests,
     version_error_body,
 )
-from ..fabric.clock import Clock, wall_time
-from ..fabric.topology import VM
-from ..imds import INSTANCE_VERSIONS, ImdsSettings, Reply, Request
-from ..imds.instance import instance_document
-from ..imds.messages import TEXT
-from .recording import Frame
+from forewarn.fabric.clock import Clock, wall_time
+from forewarn.fabric.topology import VM
+from forewarn.imds import INSTANCE_VERSIONS, ImdsSettings, Reply, Request
+from forewarn.imds.instance import instance_document
+from forewarn.imds.messages import TEXT
+from forewarn.replay.recording import Frame
 
 __all__ = ["ReplayEndpoint", "shift_not_before"]
 

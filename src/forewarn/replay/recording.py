@@ -17,7 +17,7 @@ from pathlib import Path
 
 import msgspec
 
-from ..contract import Document, DocumentFormatError, lookup_version, parse_document
+from forewarn.contract import Document, DocumentFormatError, lookup_version, parse_document
 
 __all__ = [
     "CAPTURED",

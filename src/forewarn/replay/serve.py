@@ -8,9 +8,9 @@ import signal
 import socket
 from collections.abc import Callable, Sequence
 
-from ..imds import serve_endpoint
-from .player import ReplayEndpoint
-from .recording import Frame
+from forewarn.imds import serve_endpoint
+from forewarn.replay.player import ReplayEndpoint
+from forewarn.replay.recording import Frame
 
 __all__ = ["bind", "describe", "run_replay"]
 

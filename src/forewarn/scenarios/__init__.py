@@ -8,17 +8,23 @@ operation catalogue (the operations' names, one source of truth) and its YAML re
 numbers in errors), never its engine or state; import-linter holds it to that.
 """
 
-from .control import ApiError, Control, HttpControl, Transport
-from .durations import format_duration, parse_duration, parse_rate
-from .expect import Check
-from .fleetview import FleetView
-from .library import find_scenario, library_names, library_scenario, library_text
-from .model import Scenario, ScenarioError, Step, load_scenario_file, parse_scenario
-from .outcome import ArrivalResult, NullReporter, Reporter, Run, StepResult
-from .runner import Runner
-from .targets import SELECTORS
-from .timeline import SeenEvent, Snapshot, Timeline
-from .weather import Arrival, Weather, arrivals
+from forewarn.scenarios.control import ApiError, Control, HttpControl, Transport
+from forewarn.scenarios.durations import format_duration, parse_duration, parse_rate
+from forewarn.scenarios.expect import Check
+from forewarn.scenarios.fleetview import FleetView
+from forewarn.scenarios.library import find_scenario, library_names, library_scenario, library_text
+from forewarn.scenarios.model import (
+    Scenario,
+    ScenarioError,
+    Step,
+    load_scenario_file,
+    parse_scenario,
+)
+from forewarn.scenarios.outcome import ArrivalResult, NullReporter, Reporter, Run, StepResult
+from forewarn.scenarios.runner import Runner
+from forewarn.scenarios.targets import SELECTORS
+from forewarn.scenarios.timeline import SeenEvent, Snapshot, Timeline
+from forewarn.scenarios.weather import Arrival, Weather, arrivals
 
 __all__ = [
     "SELECTORS",

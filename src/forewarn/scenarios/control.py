@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import httpx
 
-from .model import ScenarioError
+from forewarn.scenarios.model import ScenarioError
 
 __all__ = ["ApiError", "Control", "HttpControl", "Transport"]
 

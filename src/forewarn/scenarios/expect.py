@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .durations import format_duration
-from .fleetview import FleetView
-from .model import Expectation
-from .timeline import Timeline
+from forewarn.scenarios.durations import format_duration
+from forewarn.scenarios.fleetview import FleetView
+from forewarn.scenarios.model import Expectation
+from forewarn.scenarios.timeline import Timeline
 
 __all__ = ["Check", "OperationFacts", "evaluate"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from .model import Scenario, ScenarioError, load_scenario_file, parse_scenario
+from forewarn.scenarios.model import Scenario, ScenarioError, load_scenario_file, parse_scenario
 
 __all__ = ["find_scenario", "library_names", "library_scenario", "library_text"]
 

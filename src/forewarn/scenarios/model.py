@@ -22,10 +22,10 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from ..fabric.catalogue import OperationKind
-from ..fabric.yamlfile import YamlError, line_of, read_yaml
-from .durations import parse_duration
-from .weather import Weather, weather_from_spec
+from forewarn.fabric.catalogue import OperationKind
+from forewarn.fabric.yamlfile import YamlError, line_of, read_yaml
+from forewarn.scenarios.durations import parse_duration
+from forewarn.scenarios.weather import Weather, weather_from_spec
 
 __all__ = [
     "ACTIONS",

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .expect import Check
-from .model import Scenario, Step
-from .timeline import Timeline
-from .weather import Arrival
+from forewarn.scenarios.expect import Check
+from forewarn.scenarios.model import Scenario, Step
+from forewarn.scenarios.timeline import Timeline
+from forewarn.scenarios.weather import Arrival
 
 __all__ = ["ArrivalResult", "NullReporter", "Reporter", "Run", "StepResult"]
 

@@ -15,17 +15,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..fabric.catalogue import OperationKind
-from ..fabric.clock import monotonic
-from .control import ApiError, Control
-from .durations import format_duration
-from .expect import Check, OperationFacts, evaluate
-from .fleetview import FleetView
-from .model import PickSpec, Scenario, ScenarioError, Step
-from .outcome import ArrivalResult, NullReporter, Reporter, Run, StepResult
-from .targets import resolve
-from .timeline import Observer
-from .weather import Arrival, arrivals
+from forewarn.fabric.catalogue import OperationKind
+from forewarn.fabric.clock import monotonic
+from forewarn.scenarios.control import ApiError, Control
+from forewarn.scenarios.durations import format_duration
+from forewarn.scenarios.expect import Check, OperationFacts, evaluate
+from forewarn.scenarios.fleetview import FleetView
+from forewarn.scenarios.model import PickSpec, Scenario, ScenarioError, Step
+from forewarn.scenarios.outcome import ArrivalResult, NullReporter, Reporter, Run, StepResult
+from forewarn.scenarios.targets import resolve
+from forewarn.scenarios.timeline import Observer
+from forewarn.scenarios.weather import Arrival, arrivals
 
 __all__ = ["Runner"]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .fleetview import FleetView
-from .model import PickSpec, ScenarioError
+from forewarn.scenarios.fleetview import FleetView
+from forewarn.scenarios.model import PickSpec, ScenarioError
 
 __all__ = ["SELECTORS", "pick", "resolve"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .control import Control
-from .fleetview import FleetView
+from forewarn.scenarios.control import Control
+from forewarn.scenarios.fleetview import FleetView
 
 __all__ = ["Observer", "SeenEvent", "Snapshot", "Timeline"]
 

@@ -19,12 +19,12 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..fabric.catalogue import OperationKind
-from .durations import format_duration, parse_duration, parse_rate
-from .fleetview import FleetView, VmInfo
+from forewarn.fabric.catalogue import OperationKind
+from forewarn.scenarios.durations import format_duration, parse_duration, parse_rate
+from forewarn.scenarios.fleetview import FleetView, VmInfo
 
 if TYPE_CHECKING:
-    from .model import WeatherSpec
+    from forewarn.scenarios.model import WeatherSpec
 
 __all__ = ["Arrival", "Weather", "arrivals", "weather_from_spec"]
 

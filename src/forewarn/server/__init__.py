@@ -1,8 +1,8 @@
 """Composition root and process runner of ``forewarn serve``."""
 
-from .config import ConfigError, ServeConfig, parse_bind
-from .logs import configure_logging
-from .runtime import (
+from forewarn.server.config import ConfigError, ServeConfig, parse_bind
+from forewarn.server.logs import configure_logging
+from forewarn.server.runtime import (
     Listeners,
     Prepared,
     Runtime,

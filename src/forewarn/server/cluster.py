@@ -31,19 +31,19 @@ from typing import Any
 
 import structlog
 
-from ..fabric import Changes, Clock, Fabric, Scheduler, StoreUnavailable
-from ..store import StoreError, ThreadedJournal
-from ..store.postgres import PostgresStore
-from ..store.postgres_cluster import (
+from forewarn.fabric import Changes, Clock, Fabric, Scheduler, StoreUnavailable
+from forewarn.server.clustermetrics import ClusterMetrics
+from forewarn.server.relay import PostgresRelay, apply_requests
+from forewarn.server.replication import Replicator, close_later
+from forewarn.store import StoreError, ThreadedJournal
+from forewarn.store.postgres import PostgresStore
+from forewarn.store.postgres_cluster import (
     REQUESTS_CHANNEL,
     ChangeFeed,
     ClusterTables,
     LeaderSession,
     Member,
 )
-from .clustermetrics import ClusterMetrics
-from .relay import PostgresRelay, apply_requests
-from .replication import Replicator, close_later
 
 __all__ = ["Cluster", "ClusterStatus"]
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from ..store.postgres_cluster import Member
+from forewarn.store.postgres_cluster import Member
 
 __all__ = ["ClusterMetrics"]
 

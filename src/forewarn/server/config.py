@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from ..control import parse_control_host
+from forewarn.control import parse_control_host
 
 __all__ = ["ConfigError", "ServeConfig", "parse_bind"]
 

@@ -20,8 +20,8 @@ from collections.abc import Iterator, Sequence
 
 import structlog
 
-from ..fabric import Fabric, FabricError, StoreUnavailable
-from ..store.postgres_cluster import ClusterTables, ScopeRequest
+from forewarn.fabric import Fabric, FabricError, StoreUnavailable
+from forewarn.store.postgres_cluster import ClusterTables, ScopeRequest
 
 __all__ = ["PostgresRelay", "apply_requests"]
 

@@ -21,10 +21,10 @@ from collections.abc import Callable
 
 import structlog
 
-from ..fabric import Fabric, StoreUnavailable
-from ..store import StoreError
-from ..store.postgres import PostgresStore
-from ..store.postgres_cluster import ChangeFeed, LogEntry
+from forewarn.fabric import Fabric, StoreUnavailable
+from forewarn.store import StoreError
+from forewarn.store.postgres import PostgresStore
+from forewarn.store.postgres_cluster import ChangeFeed, LogEntry
 
 __all__ = ["Replicator", "close_later"]
 

@@ -18,9 +18,9 @@ import uvicorn
 from prometheus_client import CollectorRegistry
 from starlette.middleware import Middleware
 
-from ..control import ControlApp
-from ..control.dashboard import ScenarioHook
-from ..fabric import (
+from forewarn.control import ControlApp
+from forewarn.control.dashboard import ScenarioHook
+from forewarn.fabric import (
     Changes,
     Clock,
     Fabric,
@@ -40,14 +40,14 @@ from ..fabric import (
     fleet_to_builtins,
     load_fleet_file,
 )
-from ..imds import Endpoint, EndpointMetrics, ImdsSettings, serve_endpoint
-from ..imds.record import DocumentRecorder
-from ..store import SQLiteStore, StoreError, ThreadedJournal
-from .config import ServeConfig, parse_bind
-from .heap import HeapKeeper, freeze_startup_heap
+from forewarn.imds import Endpoint, EndpointMetrics, ImdsSettings, serve_endpoint
+from forewarn.imds.record import DocumentRecorder
+from forewarn.server.config import ServeConfig, parse_bind
+from forewarn.server.heap import HeapKeeper, freeze_startup_heap
+from forewarn.store import SQLiteStore, StoreError, ThreadedJournal
 
 if TYPE_CHECKING:
-    from .cluster import Cluster
+    from forewarn.server.cluster import Cluster
 
 __all__ = [
     "Prepared",
@@ -154,7 +154,7 @@ def choose_fleet(given: FleetSpec | None, stored: dict[str, Any] | None, db: str
 
 
 def _open_postgres(url: str) -> ServerStore:
-    from ..store.postgres import PostgresStore  # psycopg is loaded only when used
+    from forewarn.store.postgres import PostgresStore  # psycopg is loaded only when used
 
     return PostgresStore(url)
 
@@ -263,9 +263,9 @@ def _cluster(
     fabric: Fabric, store: ServerStore, clock: Clock, registry: CollectorRegistry
 ) -> Cluster:
     """This process's part in a scaled-out fleet (a follower until elected)."""
-    from ..store.postgres import PostgresStore
-    from .cluster import Cluster
-    from .clustermetrics import ClusterMetrics
+    from forewarn.server.cluster import Cluster
+    from forewarn.server.clustermetrics import ClusterMetrics
+    from forewarn.store.postgres import PostgresStore
 
     assert isinstance(store, PostgresStore)
     return Cluster(
@@ -279,7 +279,7 @@ def _cluster(
 
 
 def _forwarding() -> Any:
-    from .forward import LeaderForwarding
+    from forewarn.server.forward import LeaderForwarding
 
     return LeaderForwarding
 

@@ -26,11 +26,11 @@ from typing import Any
 
 import structlog
 
-from ..fabric import FabricError
-from ..store import StoreError
-from .config import ServeConfig
-from .logs import configure_logging
-from .runtime import banner, bind_listeners, build_runtime, prepare, run_server
+from forewarn.fabric import FabricError
+from forewarn.server.config import ServeConfig
+from forewarn.server.logs import configure_logging
+from forewarn.server.runtime import banner, bind_listeners, build_runtime, prepare, run_server
+from forewarn.store import StoreError
 
 __all__ = ["run_workers"]
 

@@ -26,7 +26,7 @@ import msgspec
 import psycopg
 import psycopg_pool
 
-from ..fabric import (
+from forewarn.fabric import (
     Changes,
     EventRecord,
     HistoryEntry,
@@ -38,9 +38,9 @@ from ..fabric import (
     StoreUnavailable,
     VmPolls,
 )
-from . import reactions as rx
-from .postgres_schema import connect, display_url, migrate
-from .sqlite import StoreError
+from forewarn.store import reactions as rx
+from forewarn.store.postgres_schema import connect, display_url, migrate
+from forewarn.store.sqlite import StoreError
 
 __all__ = ["CHANGES_CHANNEL", "Deposed", "PostgresStore"]
 

@@ -23,9 +23,9 @@ import psycopg
 import psycopg_pool
 from psycopg import conninfo
 
-from ..fabric import Changes, StoreUnavailable
-from .postgres import CHANGES_CHANNEL, PostgresStore
-from .postgres_schema import LEADER_LOCK, display_url
+from forewarn.fabric import Changes, StoreUnavailable
+from forewarn.store.postgres import CHANGES_CHANNEL, PostgresStore
+from forewarn.store.postgres_schema import LEADER_LOCK, display_url
 
 __all__ = [
     "REQUESTS_CHANNEL",

@@ -14,7 +14,7 @@ from importlib import resources
 import psycopg
 from psycopg import conninfo
 
-from .sqlite import StoreError
+from forewarn.store.sqlite import StoreError
 
 __all__ = [
     "LEADER_LOCK",

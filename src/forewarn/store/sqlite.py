@@ -27,7 +27,7 @@ from typing import IO, Any, TypeVar
 
 import msgspec
 
-from ..fabric import (
+from forewarn.fabric import (
     Changes,
     EventRecord,
     HistoryEntry,
@@ -39,8 +39,8 @@ from ..fabric import (
     StoreUnavailable,
     VmPolls,
 )
-from . import reactions as rx
-from .fileguard import FileGuard, FileReplaced
+from forewarn.store import reactions as rx
+from forewarn.store.fileguard import FileGuard, FileReplaced
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreError"]
 

@@ -16,8 +16,8 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 
-from ..fabric import Changes, Commit, SettleCallback, Store, StoreUnavailable
-from ..fabric.journal import as_unavailable
+from forewarn.fabric import Changes, Commit, SettleCallback, Store, StoreUnavailable
+from forewarn.fabric.journal import as_unavailable
 
 __all__ = ["ThreadedJournal"]
 

@@ -6,6 +6,6 @@ control API; the pytest plugin (``forewarn.testing.plugin``, loaded through the
 ``forewarn_client``, ``forewarn_vm`` and ``forewarn_fleet``.
 """
 
-from .server import Forewarn, ForewarnError, fleet_mapping
+from forewarn.testing.server import Forewarn, ForewarnError, fleet_mapping
 
 __all__ = ["Forewarn", "ForewarnError", "fleet_mapping"]

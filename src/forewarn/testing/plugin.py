@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ..client import ScheduledEventsClient
-    from .server import Fleet, Forewarn
+    from forewarn.client import ScheduledEventsClient
+    from forewarn.testing.server import Fleet, Forewarn
 
 __all__ = [
     "forewarn",
@@ -58,7 +58,7 @@ def forewarn_fleet() -> Fleet:
 @pytest.fixture
 def forewarn(request: pytest.FixtureRequest, forewarn_fleet: Fleet) -> Iterator[Forewarn]:
     """A running in-process forewarn on a virtual clock: URLs, clients and control."""
-    from .server import Forewarn
+    from forewarn.testing.server import Forewarn
 
     options = _marker(request)
     fleet = options.pop("fleet", forewarn_fleet)

@@ -25,8 +25,8 @@ import httpx
 import uvicorn
 import yaml
 
-from ..client import AsyncScheduledEventsClient, ScheduledEventsClient
-from ..fabric import (
+from forewarn.client import AsyncScheduledEventsClient, ScheduledEventsClient
+from forewarn.fabric import (
     Clock,
     Scheduler,
     build_topology,
@@ -34,8 +34,8 @@ from ..fabric import (
     fleet_from_builtins,
     fleet_to_builtins,
 )
-from ..imds import serve_endpoint
-from ..server import Listeners, Runtime, ServeConfig, build_runtime, open_listeners
+from forewarn.imds import serve_endpoint
+from forewarn.server import Listeners, Runtime, ServeConfig, build_runtime, open_listeners
 
 __all__ = ["Forewarn", "ForewarnError", "fleet_mapping"]
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..config import Coordination
-from .base import CoordinationError, Coordinator, Vote
-from .postgres_backend import PostgresCoordinator
-from .redis_backend import RedisCoordinator
+from forewarn.agent.config import Coordination
+from forewarn.agent.coordination.base import CoordinationError, Coordinator, Vote
+from forewarn.agent.coordination.postgres_backend import PostgresCoordinator
+from forewarn.agent.coordination.redis_backend import RedisCoordinator
 
 __all__ = [
     "CoordinationError",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from .base import CoordinationError, Vote
+from forewarn.agent.coordination.base import CoordinationError, Vote
 
 __all__ = ["PostgresCoordinator"]
 

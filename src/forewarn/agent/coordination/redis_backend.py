@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .base import CoordinationError, Vote
+from forewarn.agent.coordination.base import CoordinationError, Vote
 
 __all__ = ["RedisCoordinator"]
 

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from ..config import AgentConfig, ExecSpec, HandlerSpec, KubernetesSpec, PythonSpec, WebhookSpec
-from .base import Handler, HandlerContext, HandlerFailed
-from .command import ExecHandler
-from .kubernetes import KubernetesHandler
-from .pycall import PythonHandler
-from .webhook import WebhookHandler
+from forewarn.agent.config import (
+    AgentConfig,
+    ExecSpec,
+    HandlerSpec,
+    KubernetesSpec,
+    PythonSpec,
+    WebhookSpec,
+)
+from forewarn.agent.handlers.base import Handler, HandlerContext, HandlerFailed
+from forewarn.agent.handlers.command import ExecHandler
+from forewarn.agent.handlers.kubernetes import KubernetesHandler
+from forewarn.agent.handlers.pycall import PythonHandler
+from forewarn.agent.handlers.webhook import WebhookHandler
 
 __all__ = [
     "ExecHandler",

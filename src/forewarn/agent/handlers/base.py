@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..clock import AgentClock
-from ..events import EventView, wire_event
+from forewarn.agent.clock import AgentClock
+from forewarn.agent.events import EventView, wire_event
 
 __all__ = ["Handler", "HandlerContext", "HandlerFailed", "Phase"]
 

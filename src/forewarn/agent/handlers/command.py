@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 
-from ..config import ExecSpec
-from ..events import event_env
-from .base import Handler, HandlerContext, HandlerFailed
-from .process import run_process, tail
+from forewarn.agent.config import ExecSpec
+from forewarn.agent.events import event_env
+from forewarn.agent.handlers.base import Handler, HandlerContext, HandlerFailed
+from forewarn.agent.handlers.process import run_process, tail
 
 __all__ = ["ExecHandler"]
 

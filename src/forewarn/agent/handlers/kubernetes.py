@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 
-from ..config import KubernetesSpec
-from .base import Handler, HandlerContext, HandlerFailed
-from .process import run_process, tail
+from forewarn.agent.config import KubernetesSpec
+from forewarn.agent.handlers.base import Handler, HandlerContext, HandlerFailed
+from forewarn.agent.handlers.process import run_process, tail
 
 __all__ = ["KubernetesHandler"]
 

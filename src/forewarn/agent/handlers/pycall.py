@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..config import PythonSpec
-from .base import Handler, HandlerContext, HandlerFailed
+from forewarn.agent.config import PythonSpec
+from forewarn.agent.handlers.base import Handler, HandlerContext, HandlerFailed
 
 __all__ = ["PythonHandler", "resolve"]
 

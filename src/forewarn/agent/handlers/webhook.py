@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 
-from ..config import WebhookSpec
-from ..template import DEFAULT_BODY, render
-from .base import Handler, HandlerContext, HandlerFailed
+from forewarn.agent.config import WebhookSpec
+from forewarn.agent.handlers.base import Handler, HandlerContext, HandlerFailed
+from forewarn.agent.template import DEFAULT_BODY, render
 
 __all__ = ["WebhookHandler", "template_values"]
 

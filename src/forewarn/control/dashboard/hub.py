@@ -23,8 +23,8 @@ from typing import Any
 
 import msgspec
 
-from ...fabric import Changes, Fabric, StoreUnavailable
-from .views import change_message
+from forewarn.control.dashboard.views import change_message
+from forewarn.fabric import Changes, Fabric, StoreUnavailable
 
 __all__ = ["RELOAD", "Hub", "sse"]
 

@@ -20,11 +20,11 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Scope
 
-from ...fabric import Fabric, NotFoundError
-from ..schemas import ScenarioRunBody
-from ..views import json_error
-from .hub import RELOAD, Hub, sse
-from .views import snapshot
+from forewarn.control.dashboard.hub import RELOAD, Hub, sse
+from forewarn.control.dashboard.views import snapshot
+from forewarn.control.schemas import ScenarioRunBody
+from forewarn.control.views import json_error
+from forewarn.fabric import Fabric, NotFoundError
 
 __all__ = ["STATIC_PREFIX", "DashboardRoutes", "ScenarioHook", "is_public", "wants_page"]
 

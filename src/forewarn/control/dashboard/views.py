@@ -12,9 +12,9 @@ from typing import Any
 
 import msgspec
 
-from ... import __version__
-from ...fabric import CATALOGUE, Changes, EventRecord, Fabric, HistoryEntry, OperationState
-from ..views import event_out, operation_out
+from forewarn import __version__
+from forewarn.control.views import event_out, operation_out
+from forewarn.fabric import CATALOGUE, Changes, EventRecord, Fabric, HistoryEntry, OperationState
 
 __all__ = ["change_message", "event_view", "snapshot", "vm_rows"]
 

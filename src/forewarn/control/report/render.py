@@ -7,9 +7,9 @@ from functools import cache
 
 import jinja2
 
-from ... import __version__
-from ...fabric.verdicts import ReactionReport
-from .charts import duration, histogram, timeline
+from forewarn import __version__
+from forewarn.control.report.charts import duration, histogram, timeline
+from forewarn.fabric.verdicts import ReactionReport
 
 __all__ = ["render_report"]
 

@@ -53,7 +53,7 @@ from loadgen import (
 )
 
 CHROMIUM = "/usr/bin/chromium"
-FLEET = Path(__file__).resolve().parents[1] / "src/forewarn/fabric/fleets/thousand.yaml"
+FLEET = Path(__file__).resolve().parents[1] / "src/forewarn/fleet/fleets/thousand.yaml"
 
 
 def _percentiles(values: list[float]) -> str:

@@ -23,14 +23,8 @@ from typing import Any
 
 from forewarn.control.reactions import ReactionRoutes
 from forewarn.control.report import render_report
-from forewarn.fabric import (
-    Clock,
-    Fabric,
-    FabricConfig,
-    OperationRequest,
-    build_topology,
-    demo_fleet,
-)
+from forewarn.fabric import Clock, Fabric, FabricConfig, OperationRequest
+from forewarn.fleet import build_topology, demo_fleet
 from forewarn.imds import Endpoint, ImdsSettings, Request
 from forewarn.store import SQLiteStore
 

@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 from forewarn.control import ControlApp
-from forewarn.fabric import Clock, Fabric, FabricConfig, build_topology, demo_fleet
+from forewarn.fabric import Clock, Fabric, FabricConfig
+from forewarn.fleet import build_topology, demo_fleet
 from forewarn.store import SQLiteStore
 
 with warnings.catch_warnings():

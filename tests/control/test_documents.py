@@ -6,14 +6,8 @@ import pytest
 
 from forewarn.contract import SUPPORTED_VERSIONS
 from forewarn.control import ControlApp
-from forewarn.fabric import (
-    Clock,
-    Fabric,
-    FabricConfig,
-    OperationRequest,
-    build_topology,
-    fleet_from_builtins,
-)
+from forewarn.fabric import Clock, Fabric, FabricConfig, OperationRequest
+from forewarn.fleet import build_topology, fleet_from_builtins
 from forewarn.imds import ImdsApp, ImdsSettings
 from forewarn.store import SQLiteStore
 from tests.control.conftest import API, T0, TestClient

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(
     not os.path.exists(dashboard.CHROMIUM), reason="no Chromium (.ci/run installs it)"
 )
 
-DEMO = Path(__file__).resolve().parents[2] / "src/forewarn/fabric/demo-fleet.yaml"
+DEMO = Path(__file__).resolve().parents[2] / "src/forewarn/fleet/demo-fleet.yaml"
 
 
 def test_the_dashboard_benchmark_measures_render_and_updates(

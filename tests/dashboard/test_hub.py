@@ -7,7 +7,8 @@ import json
 
 from forewarn.control.dashboard import Hub
 from forewarn.control.dashboard.hub import QUEUE_LIMIT, RELOAD
-from forewarn.fabric import Clock, Fabric, OperationRequest, build_topology, demo_fleet
+from forewarn.fabric import Clock, Fabric, OperationRequest
+from forewarn.fleet import build_topology, demo_fleet
 from forewarn.store import SQLiteStore
 from tests.control.conftest import T0, make_fabric
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from forewarn.fabric import VM, Clock, Fabric, FleetSpec
+from forewarn.fabric import Clock, Fabric
+from forewarn.fleet import VM, FleetSpec
 from tests.fabric.helpers import T0, make_fabric
 
 FabricFactory = Callable[..., Fabric]

@@ -17,14 +17,11 @@ from forewarn.fabric import (
     EventRecord,
     Fabric,
     FabricConfig,
-    FleetSpec,
     OperationRecord,
     OperationRequest,
     Store,
-    build_topology,
-    demo_fleet,
-    fleet_from_builtins,
 )
+from forewarn.fleet import FleetSpec, build_topology, demo_fleet, fleet_from_builtins
 from forewarn.store import SQLiteStore
 
 T0 = 1_700_000_000.0

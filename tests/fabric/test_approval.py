@@ -7,7 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from forewarn.contract import EventStatus
-from forewarn.fabric import VM, EventNotVisible, Fabric
+from forewarn.fabric import EventNotVisible, Fabric
+from forewarn.fleet import VM
 from tests.fabric.conftest import FabricFactory
 from tests.fabric.helpers import fleet, history_kinds, live, observable, only_event, status, submit
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from forewarn.fabric import (
+from forewarn.fleet import (
     FleetError,
-    NotFoundError,
     ScopeKind,
     Topology,
+    UnknownName,
     build_topology,
     demo_fleet,
     fleet_from_builtins,
@@ -167,11 +167,11 @@ def test_addresses_are_unique_and_vm_ids_stable(demo: Topology) -> None:
 def test_vm_lookup_ignores_case_and_unknowns_raise(demo: Topology) -> None:
     assert demo.vm("WEB-3").name == "web-3"
     assert demo.vm("frontend_in_1").name == "FrontEnd_IN_1"
-    with pytest.raises(NotFoundError, match="nope"):
+    with pytest.raises(UnknownName, match="nope"):
         demo.vm("nope")
-    with pytest.raises(NotFoundError, match="host-9"):
+    with pytest.raises(UnknownName, match="host-9"):
         demo.vms_on_host("host-9")
-    with pytest.raises(NotFoundError, match="nope"):
+    with pytest.raises(UnknownName, match="nope"):
         demo.scope("nope")
 
 

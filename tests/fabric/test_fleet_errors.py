@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from forewarn.cli import main
-from forewarn.fabric import FleetError, build_topology, fleet_from_builtins, load_fleet_file
+from forewarn.fleet import FleetError, build_topology, fleet_from_builtins, load_fleet_file
 
 
 def _load(path: Path) -> None:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forewarn.fabric import FleetError, Topology, build_topology, fleet_from_builtins
-from forewarn.fabric.layout import BLOCK, HostAssigner, assign_addresses
+from forewarn.fleet import FleetError, Topology, build_topology, fleet_from_builtins
+from forewarn.fleet.layout import BLOCK, HostAssigner, assign_addresses
 from forewarn.imds.identity import VmResolver
 
 

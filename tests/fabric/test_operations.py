@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from forewarn.contract import EventSource, EventStatus, EventType
-from forewarn.fabric import Fabric, InvalidOperation, NotFoundError, OperationRequest
+from forewarn.fabric import Fabric, InvalidOperation, OperationRequest
+from forewarn.fleet import UnknownName
 from tests.fabric.conftest import FabricFactory
 from tests.fabric.helpers import (
     DAY,
@@ -243,9 +244,9 @@ def test_scale_in_without_terminate_notification_deletes_with_no_event(
             "exactly one target",
         ),
         ({"kind": "user-reboot", "vms": ("web-0", "WEB-0")}, InvalidOperation, "named twice"),
-        ({"kind": "user-reboot", "vms": ("ghost",)}, NotFoundError, "ghost"),
-        ({"kind": "host-update", "host": "host-9"}, NotFoundError, "host-9"),
-        ({"kind": "platform-reboot", "scope": "nope"}, NotFoundError, "nope"),
+        ({"kind": "user-reboot", "vms": ("ghost",)}, UnknownName, "ghost"),
+        ({"kind": "host-update", "host": "host-9"}, UnknownName, "host-9"),
+        ({"kind": "platform-reboot", "scope": "nope"}, UnknownName, "nope"),
         (
             {"kind": "user-reboot", "vms": ("web-0",), "notice_seconds": 899},
             InvalidOperation,

@@ -35,10 +35,8 @@ from forewarn.fabric import (
     OperationRecord,
     OperationRequest,
     OperationState,
-    Topology,
-    build_topology,
-    demo_fleet,
 )
+from forewarn.fleet import Topology, UnknownName, build_topology, demo_fleet
 from forewarn.store import SQLiteStore
 from tests.fabric.helpers import DAY, DEMO_LAYOUT, T0, observable
 
@@ -152,7 +150,7 @@ class FabricMachine(RuleBasedStateMachine):
         self.action = action
         try:
             return call(*args)
-        except FabricError as exc:
+        except (FabricError, UnknownName) as exc:
             assert self.commits == commits, f"{exc!r} after a commit"
             assert observable(self.fabric) == before, f"{exc!r} changed state"
             return exc

@@ -8,15 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from forewarn.fabric import (
-    Fabric,
-    InvalidOperation,
-    OperationKind,
-    OperationRequest,
-    OperationSpec,
-    build_topology,
-)
+from forewarn.fabric import Fabric, InvalidOperation, OperationKind, OperationRequest, OperationSpec
 from forewarn.fabric.planner import plan_request
+from forewarn.fleet import build_topology
 from tests.fabric.conftest import FabricFactory
 from tests.fabric.helpers import DAY, T0, fleet, only_event, submit
 

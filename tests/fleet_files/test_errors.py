@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from forewarn.fabric import FleetError, build_topology, fleet_from_builtins, load_fleet_file
+from forewarn.fleet import FleetError, build_topology, fleet_from_builtins, load_fleet_file
 
 CASES = [
     pytest.param(

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from forewarn.cli import main
-from forewarn.fabric import ScopeKind, Topology, build_topology, demo_fleet, load_fleet_file
-from forewarn.fabric.fleetfile import EXAMPLE_FLEETS, fleet_to_builtins
+from forewarn.fleet import ScopeKind, Topology, build_topology, demo_fleet, load_fleet_file
+from forewarn.fleet.loader import EXAMPLE_FLEETS, fleet_to_builtins
 
 
 def _init(tmp_path: Path, name: str) -> Path:

@@ -13,14 +13,14 @@ import yaml
 from click.testing import CliRunner
 
 from forewarn.cli import main
-from forewarn.fabric import FleetError, build_topology, fleet_from_builtins
-from forewarn.fabric.fleetfile import EXAMPLE_FLEETS, example_fleet_text, fleet_schema
+from forewarn.fleet import FleetError, build_topology, fleet_from_builtins
+from forewarn.fleet.loader import EXAMPLE_FLEETS, example_fleet_text, fleet_schema
 
-REGENERATE = "forewarn fleet schema -o src/forewarn/fabric/fleet.schema.json"
+REGENERATE = "forewarn fleet schema -o src/forewarn/fleet/fleet.schema.json"
 
 
 def _shipped() -> dict[str, Any]:
-    text = resources.files("forewarn.fabric").joinpath("fleet.schema.json").read_text("utf-8")
+    text = resources.files("forewarn.fleet").joinpath("fleet.schema.json").read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
 

@@ -22,13 +22,10 @@ from forewarn.fabric import (
     EventRecord,
     Fabric,
     FabricConfig,
-    FleetSpec,
     OperationRecord,
     OperationRequest,
-    build_topology,
-    demo_fleet,
-    fleet_from_builtins,
 )
+from forewarn.fleet import FleetSpec, build_topology, demo_fleet, fleet_from_builtins
 from forewarn.imds import ImdsApp, ImdsSettings
 from forewarn.store import SQLiteStore
 from tests.wire import VERSIONS as VERSIONS  # re-exported for the tests here

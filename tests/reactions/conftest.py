@@ -16,16 +16,8 @@ import httpx
 import pytest
 
 from forewarn.control import ControlApp
-from forewarn.fabric import (
-    Clock,
-    Fabric,
-    FabricConfig,
-    OperationRecord,
-    OperationRequest,
-    Store,
-    build_topology,
-    demo_fleet,
-)
+from forewarn.fabric import Clock, Fabric, FabricConfig, OperationRecord, OperationRequest, Store
+from forewarn.fleet import build_topology, demo_fleet
 from forewarn.imds import ImdsApp, ImdsSettings
 from forewarn.store import SQLiteStore
 

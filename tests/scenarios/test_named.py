@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from forewarn.fabric.fleetfile import example_fleet_text
+from forewarn.fleet.loader import example_fleet_text
 from forewarn.scenarios import library_names, library_scenario
 
 MIN = 60.0

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from forewarn.fabric.fleetfile import example_fleet_text
+from forewarn.fleet.loader import example_fleet_text
 from forewarn.scenarios import (
     Control,
     FleetView,

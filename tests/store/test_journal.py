@@ -14,15 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from forewarn.fabric import (
-    Changes,
-    Clock,
-    Fabric,
-    FabricConfig,
-    StoreUnavailable,
-    build_topology,
-    demo_fleet,
-)
+from forewarn.fabric import Changes, Clock, Fabric, FabricConfig, StoreUnavailable
+from forewarn.fleet import build_topology, demo_fleet
 from forewarn.imds import Endpoint, ImdsSettings
 from forewarn.imds.messages import Request
 from forewarn.store import SQLiteStore, ThreadedJournal

@@ -16,8 +16,8 @@ import msgspec
 
 from forewarn.cli.errors import fail
 from forewarn.cli.output import Column, print_json, table
-from forewarn.fabric import FleetError, Topology, build_topology, load_fleet_file
-from forewarn.fabric.fleetfile import EXAMPLE_FLEETS, example_fleet_text, fleet_schema
+from forewarn.fleet import FleetError, Topology, build_topology, load_fleet_file
+from forewarn.fleet.loader import EXAMPLE_FLEETS, example_fleet_text, fleet_schema
 
 __all__ = ["FleetSummary", "ScopeSummary", "fleet"]
 

@@ -10,7 +10,8 @@ import yaml
 
 from forewarn.cli.dashboard_scenarios import scenario_runs
 from forewarn.cli.errors import fail
-from forewarn.fabric import FabricError, YamlError, read_yaml
+from forewarn.fabric import FabricError
+from forewarn.fleet import FleetError, YamlError, read_yaml
 from forewarn.imds.record import RecordError, check_record_path
 from forewarn.server import (
     ConfigError,
@@ -194,7 +195,7 @@ def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> Non
         if config.record is not None:
             check_record_path(config.record)
         prepared = prepare(config)
-    except (FabricError, StoreError, RecordError) as exc:
+    except (FabricError, FleetError, StoreError, RecordError) as exc:
         fail(str(exc))
     try:
         listeners = bind_listeners(config, prepared.topology)
@@ -203,7 +204,7 @@ def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> Non
         fail(str(exc))
     try:
         runtime = build_runtime(config, prepared=prepared, scenarios=scenario_runs)
-    except (FabricError, StoreError, RecordError) as exc:
+    except (FabricError, FleetError, StoreError, RecordError) as exc:
         listeners.close()
         fail(str(exc))
 

@@ -56,6 +56,7 @@ from forewarn.fabric import (
     OperationRequest,
     StoreUnavailable,
 )
+from forewarn.fleet import UnknownName
 from forewarn.imds import DocumentCache
 
 __all__ = ["ControlApp"]
@@ -66,9 +67,10 @@ Handler = Callable[[Request], Awaitable[Response]]
 MAX_HISTORY = 10_000
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
-_ERROR_STATUS: tuple[tuple[type[FabricError], int], ...] = (
+_ERROR_STATUS: tuple[tuple[type[Exception], int], ...] = (
     (StoreUnavailable, 503),
     (NotFoundError, 404),
+    (UnknownName, 404),
     (InvalidTransition, 409),
     (Conflict, 409),
     (ClockError, 409),
@@ -101,7 +103,7 @@ def _guard(handler: Handler) -> Handler:
             return json_error(str(exc), 415)
         except _BadRequest as exc:
             return json_error(str(exc), 400)
-        except FabricError as exc:
+        except (FabricError, UnknownName) as exc:
             status = next(code for kind, code in _ERROR_STATUS if isinstance(exc, kind))
             return json_error(str(exc), status)
 

@@ -1,4 +1,4 @@
-"""The simulated platform: topology, operations, the event lifecycle, clock, scheduler.
+"""The simulated platform: operations, the event lifecycle, clock, scheduler.
 
 Pure domain logic over a Store; never sees HTTP, JSON bodies or status codes.
 """
@@ -11,19 +11,10 @@ from forewarn.fabric.errors import (
     Conflict,
     EventNotVisible,
     FabricError,
-    FleetError,
     InvalidOperation,
     InvalidTransition,
     NotFoundError,
     StoreUnavailable,
-)
-from forewarn.fabric.fleetfile import (
-    FleetSpec,
-    build_topology,
-    demo_fleet,
-    fleet_from_builtins,
-    fleet_to_builtins,
-    load_fleet_file,
 )
 from forewarn.fabric.journal import Commit, InlineJournal, Journal, SettleCallback
 from forewarn.fabric.planner import OperationRequest
@@ -40,14 +31,11 @@ from forewarn.fabric.records import (
     Snapshot,
 )
 from forewarn.fabric.scheduler import Scheduler
-from forewarn.fabric.topology import VM, Scope, ScopeKind, ScopePolicy, Topology
 from forewarn.fabric.verdicts import ReactionReport, grade
 from forewarn.fabric.views import ScopeView
-from forewarn.fabric.yamlfile import YamlError, read_yaml
 
 __all__ = [
     "CATALOGUE",
-    "VM",
     "Changes",
     "Clock",
     "ClockError",
@@ -59,8 +47,6 @@ __all__ = [
     "Fabric",
     "FabricConfig",
     "FabricError",
-    "FleetError",
-    "FleetSpec",
     "HistoryEntry",
     "InlineJournal",
     "InvalidOperation",
@@ -77,27 +63,16 @@ __all__ = [
     "ReactionTracker",
     "RolloutRecord",
     "Scheduler",
-    "Scope",
-    "ScopeKind",
-    "ScopePolicy",
     "ScopeState",
     "ScopeView",
     "SettleCallback",
     "Snapshot",
     "Store",
     "StoreUnavailable",
-    "Topology",
     "VmPolls",
     "VmReaction",
-    "YamlError",
-    "build_topology",
-    "demo_fleet",
-    "fleet_from_builtins",
-    "fleet_to_builtins",
     "grade",
-    "load_fleet_file",
     "monotonic",
-    "read_yaml",
     "spec_for",
     "wall_time",
 ]

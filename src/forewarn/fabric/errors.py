@@ -1,7 +1,6 @@
 """Errors of the simulated platform, each carrying what the user needs to act.
 
 FabricError
-├── FleetError            the fleet file or database topology is invalid
 ├── NotFoundError         an unknown VM, host, scope, event or operation
 │   └── EventNotVisible   a VM approves an event its scope does not show
 ├── InvalidOperation      a request the platform cannot carry out as asked
@@ -19,7 +18,6 @@ __all__ = [
     "Conflict",
     "EventNotVisible",
     "FabricError",
-    "FleetError",
     "InvalidOperation",
     "InvalidTransition",
     "NotFoundError",
@@ -31,11 +29,7 @@ class FabricError(Exception):
     """Base of every error the platform raises on purpose."""
 
 
-class FleetError(FabricError):
-    """The fleet description is invalid; the message names the offending entry."""
-
-
-class NotFoundError(FabricError):
+class NotFoundError(FabricError, LookupError):
     """Something named in a request does not exist."""
 
 

@@ -18,8 +18,8 @@ from forewarn.fabric.reactions import ReactionTracker
 from forewarn.fabric.records import Changes, EventRecord, ScopeState, Snapshot
 from forewarn.fabric.relay import Relay
 from forewarn.fabric.state import FabricState
-from forewarn.fabric.topology import VM
 from forewarn.fabric.transitions import TransitionRules, Tx
+from forewarn.fleet.topology import VM
 
 __all__ = ["Following"]
 

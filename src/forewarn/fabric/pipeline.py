@@ -23,8 +23,8 @@ from forewarn.fabric.errors import StoreUnavailable
 from forewarn.fabric.journal import Commit, Journal
 from forewarn.fabric.records import Changes, HistoryEntry, ScopeState, Snapshot
 from forewarn.fabric.state import FabricState, TimerHeap
-from forewarn.fabric.topology import Topology
 from forewarn.fabric.views import ScopeView
+from forewarn.fleet.topology import Topology
 
 __all__ = ["Pipeline"]
 

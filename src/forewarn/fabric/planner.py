@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from forewarn.fabric.catalogue import OperationKind, OperationSpec, spec_for
 from forewarn.fabric.errors import InvalidOperation
-from forewarn.fabric.topology import VM, ScopeKind, Topology
+from forewarn.fleet.topology import VM, ScopeKind, Topology
 
 __all__ = ["OperationRequest", "Plan", "group_key", "plan_request"]
 

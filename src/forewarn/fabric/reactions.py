@@ -32,8 +32,8 @@ from forewarn.contract import ApiVersion, EventStatus
 from forewarn.fabric.clock import Clock
 from forewarn.fabric.errors import StoreUnavailable
 from forewarn.fabric.records import Changes, EventRecord
-from forewarn.fabric.topology import Topology
 from forewarn.fabric.views import ScopeView
+from forewarn.fleet.topology import Topology
 
 __all__ = [
     "FLUSH_SECONDS",

@@ -21,7 +21,7 @@ from forewarn.fabric.records import (
     RolloutRecord,
     ScopeState,
 )
-from forewarn.fabric.topology import Topology
+from forewarn.fleet.topology import Topology
 
 __all__ = ["FabricState", "TimerHeap"]
 

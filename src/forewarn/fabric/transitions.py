@@ -35,7 +35,7 @@ from forewarn.fabric.records import (
 )
 from forewarn.fabric.relay import Relay
 from forewarn.fabric.state import FabricState
-from forewarn.fabric.topology import VM, Topology
+from forewarn.fleet.topology import VM, Topology
 
 if TYPE_CHECKING:
     from forewarn.fabric.engine import FabricConfig

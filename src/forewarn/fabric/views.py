@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from forewarn.contract import RenderableEvent
-from forewarn.fabric.topology import Scope
+from forewarn.fleet.topology import Scope
 
 __all__ = ["ScopeView"]
 

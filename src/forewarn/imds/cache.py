@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from forewarn.contract import ApiVersion, render_document
-from forewarn.fabric import VM, ScopeView
+from forewarn.fabric import ScopeView
+from forewarn.fleet import VM
 from forewarn.imds.messages import Reply
 
 __all__ = ["DocumentCache"]

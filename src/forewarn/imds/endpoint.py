@@ -34,7 +34,8 @@ from forewarn.contract import (
     parse_start_requests,
     version_error_body,
 )
-from forewarn.fabric import VM, EventNotVisible, Fabric, ScopeView, StoreUnavailable, monotonic
+from forewarn.fabric import EventNotVisible, Fabric, ScopeView, StoreUnavailable, monotonic
+from forewarn.fleet import VM
 from forewarn.imds.cache import DocumentCache
 from forewarn.imds.identity import VmResolver
 from forewarn.imds.instance import INSTANCE_VERSIONS, instance_document

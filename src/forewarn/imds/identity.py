@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forewarn.fabric import VM, Topology
+from forewarn.fleet import VM, Topology
 
 __all__ = ["VmResolver"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forewarn.fabric import VM
+from forewarn.fleet import VM
 
 __all__ = ["INSTANCE_VERSIONS", "instance_document"]
 

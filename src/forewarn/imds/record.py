@@ -35,7 +35,8 @@ from typing import IO
 import msgspec
 
 from forewarn.contract import ApiVersion
-from forewarn.fabric import VM, ScopeView
+from forewarn.fabric import ScopeView
+from forewarn.fleet import VM
 from forewarn.imds.cache import DocumentCache
 from forewarn.imds.messages import Reply
 

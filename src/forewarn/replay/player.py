@@ -34,7 +34,7 @@ from forewarn.contract import (
     version_error_body,
 )
 from forewarn.fabric.clock import Clock, wall_time
-from forewarn.fabric.topology import VM
+from forewarn.fleet.topology import VM
 from forewarn.imds import INSTANCE_VERSIONS, ImdsSettings, Reply, Request
 from forewarn.imds.instance import instance_document
 from forewarn.imds.messages import TEXT

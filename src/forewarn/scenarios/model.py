@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from forewarn.fabric.catalogue import OperationKind
-from forewarn.fabric.yamlfile import YamlError, line_of, read_yaml
+from forewarn.fleet.yamlfile import YamlError, line_of, read_yaml
 from forewarn.scenarios.durations import parse_duration
 from forewarn.scenarios.weather import Weather, weather_from_spec
 

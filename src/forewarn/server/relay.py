@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 import structlog
 
 from forewarn.fabric import Fabric, FabricError, StoreUnavailable
+from forewarn.fleet import UnknownName
 from forewarn.store.postgres_cluster import ClusterTables, ScopeRequest
 
 __all__ = ["PostgresRelay", "apply_requests"]
@@ -96,7 +97,7 @@ def _skipped_if_refused(what: str, subject: str) -> Iterator[None]:
         yield
     except StoreUnavailable:
         raise
-    except FabricError as exc:
+    except (FabricError, UnknownName) as exc:
         log.warning(f"{what} was refused; dropped", subject=subject, reason=str(exc))
 
 

@@ -25,14 +25,16 @@ from forewarn.fabric import (
     Clock,
     Fabric,
     FabricConfig,
-    FleetError,
-    FleetSpec,
     HistoryEntry,
     InlineJournal,
     Journal,
     Scheduler,
     Store,
     StoreUnavailable,
+)
+from forewarn.fleet import (
+    FleetError,
+    FleetSpec,
     Topology,
     build_topology,
     demo_fleet,

@@ -27,6 +27,7 @@ from typing import Any
 import structlog
 
 from forewarn.fabric import FabricError
+from forewarn.fleet import FleetError
 from forewarn.server.config import ServeConfig
 from forewarn.server.logs import configure_logging
 from forewarn.server.runtime import banner, bind_listeners, build_runtime, prepare, run_server
@@ -66,7 +67,7 @@ def _worker_main(config: ServeConfig, index: int, events: Any, scenarios: Any = 
         prepared = prepare(config)
         listeners = bind_listeners(config, prepared.topology)
         runtime = build_runtime(config, prepared=prepared, scenarios=scenarios)
-    except (FabricError, StoreError, OSError) as exc:
+    except (FabricError, FleetError, StoreError, OSError) as exc:
         events.put((index, "error", str(exc)))
         sys.exit(1)
 

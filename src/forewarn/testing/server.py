@@ -26,14 +26,8 @@ import uvicorn
 import yaml
 
 from forewarn.client import AsyncScheduledEventsClient, ScheduledEventsClient
-from forewarn.fabric import (
-    Clock,
-    Scheduler,
-    build_topology,
-    demo_fleet,
-    fleet_from_builtins,
-    fleet_to_builtins,
-)
+from forewarn.fabric import Clock, Scheduler
+from forewarn.fleet import build_topology, demo_fleet, fleet_from_builtins, fleet_to_builtins
 from forewarn.imds import serve_endpoint
 from forewarn.server import Listeners, Runtime, ServeConfig, build_runtime, open_listeners
 

@@ -16,7 +16,7 @@ from types import MappingProxyType
 import msgspec
 
 from forewarn.contract import EventType
-from forewarn.fabric.errors import FleetError, NotFoundError
+from forewarn.fleet.errors import FleetError, UnknownName
 
 __all__ = ["VM", "Scope", "ScopeKind", "ScopePolicy", "Topology"]
 
@@ -157,7 +157,7 @@ class Topology:
         """The VM called ``name`` (exact match first, then ignoring case)."""
         found = self.vms.get(name) or self._by_lower_name.get(name.lower())
         if found is None:
-            raise NotFoundError(f"no VM named {name!r}")
+            raise UnknownName(f"no VM named {name!r}")
         return found
 
     def scope(self, scope_id: str) -> Scope:
@@ -165,7 +165,7 @@ class Topology:
         try:
             return self.scopes[scope_id]
         except KeyError:
-            raise NotFoundError(f"no scope named {scope_id!r}") from None
+            raise UnknownName(f"no scope named {scope_id!r}") from None
 
     def scope_of(self, vm_name: str) -> Scope:
         """The scope a VM belongs to."""
@@ -179,7 +179,7 @@ class Topology:
         """The VMs on ``host``."""
         vms = self._hosts.get(host)
         if not vms:
-            raise NotFoundError(f"no host named {host!r}")
+            raise UnknownName(f"no host named {host!r}")
         return vms
 
     def classify(self, name: str) -> tuple[str, str]:
@@ -189,13 +189,13 @@ class Topology:
         """
         try:
             return ("vm", self.vm(name).name)
-        except NotFoundError:
+        except UnknownName:
             pass
         if name in self._hosts:
             return ("host", name)
         if name in self.scopes:
             return ("scope", name)
-        raise NotFoundError(f"{name!r} is neither a VM, a host nor a scope of this fleet")
+        raise UnknownName(f"{name!r} is neither a VM, a host nor a scope of this fleet")
 
     def address_map(self) -> Mapping[str, VM]:
         """Source address → VM (read-only view, for look-ups on a hot path)."""

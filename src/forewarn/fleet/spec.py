@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from forewarn.fabric.errors import FleetError
+from forewarn.fleet.errors import FleetError
 
 __all__ = [
     "EXAMPLE_FLEETS",

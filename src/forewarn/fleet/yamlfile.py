@@ -15,11 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from forewarn.fleet.errors import YamlError
+
 __all__ = ["YamlError", "line_in_text", "line_of", "read_yaml"]
-
-
-class YamlError(ValueError):
-    """A file that is not valid YAML (the message is one line, with file and position)."""
 
 
 if TYPE_CHECKING:

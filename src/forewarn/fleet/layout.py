@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterator, Sequence
 
-from forewarn.fabric.errors import FleetError
+from forewarn.fleet.errors import FleetError
 
 __all__ = [
     "BLOCK",

@@ -20,8 +20,9 @@ from typing import Any
 import msgspec
 import yaml
 
-from forewarn.fabric.errors import FleetError
-from forewarn.fabric.fleetspec import (
+from forewarn.fleet.errors import FleetError
+from forewarn.fleet.layout import HostAssigner, assign_addresses, normalize_address, parse_prefix
+from forewarn.fleet.spec import (
     EXAMPLE_FLEETS,
     FleetSpec,
     ScopeSpec,
@@ -29,9 +30,8 @@ from forewarn.fabric.fleetspec import (
     example_fleet_text,
     fleet_schema,
 )
-from forewarn.fabric.layout import HostAssigner, assign_addresses, normalize_address, parse_prefix
-from forewarn.fabric.topology import VM, Scope, ScopeKind, ScopePolicy, Topology
-from forewarn.fabric.yamlfile import YamlError, line_of, read_yaml
+from forewarn.fleet.topology import VM, Scope, ScopeKind, ScopePolicy, Topology
+from forewarn.fleet.yamlfile import YamlError, line_of, read_yaml
 
 __all__ = [
     "EXAMPLE_FLEETS",

@@ -21,11 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from forewarn.control.reactions import ReactionRoutes
-from forewarn.control.report import render_report
+from forewarn.control.rehearsal_routes import ReactionRoutes
 from forewarn.fabric import Clock, Fabric, FabricConfig, OperationRequest
 from forewarn.fleet import build_topology, demo_fleet
 from forewarn.imds import Endpoint, ImdsSettings, Request
+from forewarn.rehearsal.report import render_report
 from forewarn.store import SQLiteStore
 
 START = 1_795_000_000.0  # 2026-11-18 09:46:40 UTC

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from forewarn.agent.approval import GroupState, Step, group, plan
-from forewarn.agent.config import Approval
+from forewarn.agent.config_schema import Approval
 from forewarn.agent.coordination import Vote
 from tests.agent.helpers import event
 

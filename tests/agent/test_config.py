@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from forewarn.agent import ConfigError
-from forewarn.agent.config import Approval, ExecSpec, KubernetesSpec, WebhookSpec
-from forewarn.agent.settings import env_settings, load_config
+from forewarn.agent.config_layers import env_settings, load_config
+from forewarn.agent.config_schema import Approval, ExecSpec, KubernetesSpec, WebhookSpec
 from tests.agent.helpers import write
 
 GOOD = """

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from forewarn.agent.approval import GroupState, group
-from forewarn.agent.config import Coordination
+from forewarn.agent.config_schema import Coordination
 from forewarn.agent.coordination import CoordinationError, Coordinator, connect
 
 REDIS = "redis://127.0.0.1:6379/0"

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from forewarn.agent.config import Approval
+from forewarn.agent.config_layers import load_config
+from forewarn.agent.config_schema import Approval
 from forewarn.agent.rules import RuleBook
-from forewarn.agent.settings import load_config
 from tests.agent.helpers import event
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agent"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from forewarn.agent.clock import AgentClock
-from forewarn.agent.config import ExecSpec, KubernetesSpec, PythonSpec, WebhookSpec
+from forewarn.agent.config_schema import ExecSpec, KubernetesSpec, PythonSpec, WebhookSpec
 from forewarn.agent.handlers import (
     ExecHandler,
     HandlerContext,

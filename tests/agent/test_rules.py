@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from forewarn.agent.config import Approval
+from forewarn.agent.config_layers import load_config
+from forewarn.agent.config_schema import Approval
 from forewarn.agent.rules import RuleBook
-from forewarn.agent.settings import load_config
 from tests.agent.helpers import event, write
 
 RULES = """

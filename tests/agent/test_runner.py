@@ -10,11 +10,11 @@ import httpx
 import structlog
 
 from forewarn.agent.clock import AgentClock
-from forewarn.agent.config import AgentConfig, ExecSpec, OnCrash
+from forewarn.agent.config_schema import AgentConfig, ExecSpec, OnCrash
+from forewarn.agent.handler_runs import Services, run_handler, run_handlers
 from forewarn.agent.handlers import ExecHandler
 from forewarn.agent.httpserver import HealthServer
 from forewarn.agent.metrics import AgentMetrics
-from forewarn.agent.runner import Services, run_handler, run_handlers
 from forewarn.agent.state import State
 from tests.agent.helpers import event
 

@@ -18,8 +18,8 @@ from forewarn.contract import EventStatus
 from forewarn.fabric import Clock, Fabric, OperationRequest, StoreUnavailable
 from forewarn.imds import Endpoint, ImdsSettings, Request
 from forewarn.imds.endpoint import CATCH_UP_SECONDS
-from forewarn.server.relay import PostgresRelay, apply_requests
-from forewarn.server.replication import Replicator
+from forewarn.server.cluster.postgres_relay import PostgresRelay, apply_requests
+from forewarn.server.cluster.replication import Replicator
 from forewarn.store.postgres import PostgresStore
 from forewarn.store.postgres_cluster import ClusterTables
 from tests.fabric.helpers import MINUTE, T0, live, make_fabric, submit

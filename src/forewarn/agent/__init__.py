@@ -7,9 +7,9 @@ PostgreSQL) -> recovery, with every step persisted in SQLite. Imports only
 """
 
 from forewarn.agent.clock import AgentClock
-from forewarn.agent.config import AgentConfig, Approval, ConfigError
+from forewarn.agent.config_layers import load_config
+from forewarn.agent.config_schema import AgentConfig, Approval, ConfigError
 from forewarn.agent.daemon import Agent, AgentError
-from forewarn.agent.settings import load_config
 
 __all__ = [
     "Agent",

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from forewarn.agent.config import Approval
+from forewarn.agent.config_schema import Approval
 from forewarn.agent.coordination import Vote
 from forewarn.agent.events import EventView
 from forewarn.contract import resource_matches

@@ -18,12 +18,12 @@ from typing import Any, NoReturn, TypeVar
 import click
 import httpx
 
-from forewarn.agent.config import AgentConfig, ConfigError
+from forewarn.agent.config_layers import as_dict, load_config
+from forewarn.agent.config_schema import AgentConfig, ConfigError
 from forewarn.agent.daemon import Agent, AgentError
 from forewarn.agent.handlers import HandlerFailed, build_handlers
 from forewarn.agent.httpserver import parse_bind
 from forewarn.agent.logs import configure_logging
-from forewarn.agent.settings import as_dict, load_config
 from forewarn.agent.state import State, StateError
 
 __all__ = ["agent"]

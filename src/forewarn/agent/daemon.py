@@ -18,16 +18,16 @@ from typing import Any
 import httpx
 
 from forewarn.agent.clock import AgentClock
-from forewarn.agent.config import AgentConfig, Approval, Shutdown
+from forewarn.agent.config_schema import AgentConfig, Approval, Shutdown
 from forewarn.agent.coordination import Coordinator, connect
 from forewarn.agent.events import EventView, stored_event, wire_event
 from forewarn.agent.flow import EventFlow
+from forewarn.agent.handler_runs import Services
 from forewarn.agent.handlers import HandlerFailed, build_handlers
 from forewarn.agent.httpserver import HealthServer
 from forewarn.agent.logs import logger
 from forewarn.agent.metrics import AgentMetrics
 from forewarn.agent.rules import RuleBook
-from forewarn.agent.runner import Services
 from forewarn.agent.state import EventRecord, State
 from forewarn.client import (
     AsyncScheduledEventsClient,

@@ -15,11 +15,11 @@ from datetime import timedelta
 from typing import TypeVar
 
 from forewarn.agent.approval import GroupState, Step, group, plan
-from forewarn.agent.config import Approval
+from forewarn.agent.config_schema import Approval
 from forewarn.agent.coordination import CoordinationError, Vote
 from forewarn.agent.events import EventView, wire_event
+from forewarn.agent.handler_runs import Outcome, Services, run_handlers
 from forewarn.agent.rules import Decision
-from forewarn.agent.runner import Outcome, Services, run_handlers
 
 __all__ = ["EventFlow", "FlowStopped"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from forewarn.agent.config import AgentConfig, Approval, KubernetesSpec, OnCrash, RuleSpec
+from forewarn.agent.config_schema import AgentConfig, Approval, KubernetesSpec, OnCrash, RuleSpec
 from forewarn.agent.events import EventView
 
 __all__ = ["Decision", "RuleBook", "matches"]

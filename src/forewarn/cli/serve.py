@@ -12,7 +12,7 @@ from forewarn.cli.dashboard_scenarios import scenario_runs
 from forewarn.cli.errors import fail
 from forewarn.fabric import FabricError
 from forewarn.fleet import FleetError, YamlError, read_yaml
-from forewarn.imds.record import RecordError, check_record_path
+from forewarn.imds.recorder import RecordError, check_record_path
 from forewarn.server import (
     ConfigError,
     ServeConfig,

@@ -1,8 +1,8 @@
 """The control plane: JSON API with OpenAPI, on a listener apart from the endpoint."""
 
 from forewarn.control.app import ControlApp
+from forewarn.control.json_views import event_out, operation_out
 from forewarn.control.openapi import openapi_document
 from forewarn.control.security import parse_control_host
-from forewarn.control.views import event_out, operation_out
 
 __all__ = ["ControlApp", "event_out", "openapi_document", "operation_out", "parse_control_host"]

@@ -26,8 +26,16 @@ from starlette.routing import Route
 from forewarn import __version__
 from forewarn.contract import SUPPORTED_VERSIONS, lookup_version
 from forewarn.control.dashboard import DashboardRoutes, ScenarioHook, is_public, wants_page
+from forewarn.control.json_views import (
+    crash,
+    ended_out,
+    event_out,
+    http_error,
+    json_error,
+    operation_out,
+)
 from forewarn.control.openapi import openapi_document
-from forewarn.control.reactions import ReactionRoutes
+from forewarn.control.rehearsal_routes import ReactionRoutes
 from forewarn.control.schemas import (
     ActionBody,
     AdvanceBody,
@@ -36,14 +44,6 @@ from forewarn.control.schemas import (
     VmOut,
 )
 from forewarn.control.security import AccessGuard, HostPolicy
-from forewarn.control.views import (
-    crash,
-    ended_out,
-    event_out,
-    http_error,
-    json_error,
-    operation_out,
-)
 from forewarn.fabric import (
     CATALOGUE,
     ClockError,

@@ -6,7 +6,8 @@ from typing import Annotated, Any
 
 import msgspec
 
-from forewarn.fabric import OperationKind, ReactionReport
+from forewarn.fabric import OperationKind
+from forewarn.rehearsal.verdicts import ReactionReport
 
 __all__ = [
     "ActionBody",

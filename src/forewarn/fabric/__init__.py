@@ -31,8 +31,7 @@ from forewarn.fabric.records import (
     Snapshot,
 )
 from forewarn.fabric.scheduler import Scheduler
-from forewarn.fabric.verdicts import ReactionReport, grade
-from forewarn.fabric.views import ScopeView
+from forewarn.fabric.scope_view import ScopeView
 
 __all__ = [
     "CATALOGUE",
@@ -59,7 +58,6 @@ __all__ = [
     "OperationSpec",
     "OperationState",
     "ReactionData",
-    "ReactionReport",
     "ReactionTracker",
     "RolloutRecord",
     "Scheduler",
@@ -71,7 +69,6 @@ __all__ = [
     "StoreUnavailable",
     "VmPolls",
     "VmReaction",
-    "grade",
     "monotonic",
     "spec_for",
     "wall_time",

@@ -46,8 +46,8 @@ from forewarn.fabric.records import (
     RolloutRecord,
 )
 from forewarn.fabric.relay import Relay
+from forewarn.fabric.scope_view import ScopeView
 from forewarn.fabric.transitions import Tx, find_event, new_event_id, new_token, request_options
-from forewarn.fabric.views import ScopeView
 from forewarn.fleet.topology import VM, Topology
 
 __all__ = ["Fabric", "FabricConfig", "ScopeView"]

@@ -18,7 +18,7 @@ from typing import Protocol
 from forewarn.fabric.errors import StoreUnavailable
 from forewarn.fabric.ports import Store
 from forewarn.fabric.records import Changes
-from forewarn.fabric.views import ScopeView
+from forewarn.fabric.scope_view import ScopeView
 
 __all__ = ["Commit", "InlineJournal", "Journal", "SettleCallback", "as_unavailable"]
 

@@ -22,8 +22,8 @@ from forewarn.contract import RenderableEvent
 from forewarn.fabric.errors import StoreUnavailable
 from forewarn.fabric.journal import Commit, Journal
 from forewarn.fabric.records import Changes, HistoryEntry, ScopeState, Snapshot
+from forewarn.fabric.scope_view import ScopeView
 from forewarn.fabric.state import FabricState, TimerHeap
-from forewarn.fabric.views import ScopeView
 from forewarn.fleet.topology import Topology
 
 __all__ = ["Pipeline"]

@@ -32,7 +32,7 @@ from forewarn.contract import ApiVersion, EventStatus
 from forewarn.fabric.clock import Clock
 from forewarn.fabric.errors import StoreUnavailable
 from forewarn.fabric.records import Changes, EventRecord
-from forewarn.fabric.views import ScopeView
+from forewarn.fabric.scope_view import ScopeView
 from forewarn.fleet.topology import Topology
 
 __all__ = [

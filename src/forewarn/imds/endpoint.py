@@ -41,7 +41,7 @@ from forewarn.imds.identity import VmResolver
 from forewarn.imds.instance import INSTANCE_VERSIONS, instance_document
 from forewarn.imds.messages import TEXT, Reply, Request
 from forewarn.imds.ratelimit import RateLimiter
-from forewarn.imds.record import DocumentRecorder, RecordingCache
+from forewarn.imds.recorder import DocumentRecorder, RecordingCache
 
 log = logging.getLogger(__name__)
 

@@ -1,12 +1,12 @@
 """Replaying recorded or captured Scheduled Events documents to a VM, with their timing.
 
-``forewarn serve --record`` writes what each VM was served (``forewarn.imds.record``);
+``forewarn serve --record`` writes what each VM was served (``forewarn.imds.recorder``);
 ``forewarn replay`` reads such a file, or a capture of real payloads, and serves one VM's
 documents again on the endpoint's own transport, as fast or slow as ``--time-scale`` says.
 """
 
 from forewarn.replay.player import ReplayEndpoint, shift_not_before
-from forewarn.replay.recording import (
+from forewarn.replay.recorded import (
     CAPTURED,
     Frame,
     Recording,

@@ -38,7 +38,7 @@ from forewarn.fleet.topology import VM
 from forewarn.imds import INSTANCE_VERSIONS, ImdsSettings, Reply, Request
 from forewarn.imds.instance import instance_document
 from forewarn.imds.messages import TEXT
-from forewarn.replay.recording import Frame
+from forewarn.replay.recorded import Frame
 
 __all__ = ["ReplayEndpoint", "shift_not_before"]
 

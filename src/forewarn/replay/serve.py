@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from forewarn.imds import serve_endpoint
 from forewarn.replay.player import ReplayEndpoint
-from forewarn.replay.recording import Frame
+from forewarn.replay.recorded import Frame
 
 __all__ = ["bind", "describe", "run_replay"]
 

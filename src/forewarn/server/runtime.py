@@ -43,13 +43,13 @@ from forewarn.fleet import (
     load_fleet_file,
 )
 from forewarn.imds import Endpoint, EndpointMetrics, ImdsSettings, serve_endpoint
-from forewarn.imds.record import DocumentRecorder
+from forewarn.imds.recorder import DocumentRecorder
 from forewarn.server.config import ServeConfig, parse_bind
 from forewarn.server.heap import HeapKeeper, freeze_startup_heap
 from forewarn.store import SQLiteStore, StoreError, ThreadedJournal
 
 if TYPE_CHECKING:
-    from forewarn.server.cluster import Cluster
+    from forewarn.server.cluster.leadership import Cluster
 
 __all__ = [
     "Prepared",
@@ -265,8 +265,8 @@ def _cluster(
     fabric: Fabric, store: ServerStore, clock: Clock, registry: CollectorRegistry
 ) -> Cluster:
     """This process's part in a scaled-out fleet (a follower until elected)."""
-    from forewarn.server.cluster import Cluster
-    from forewarn.server.clustermetrics import ClusterMetrics
+    from forewarn.server.cluster.leadership import Cluster
+    from forewarn.server.cluster.metrics import ClusterMetrics
     from forewarn.store.postgres import PostgresStore
 
     assert isinstance(store, PostgresStore)
@@ -281,7 +281,7 @@ def _cluster(
 
 
 def _forwarding() -> Any:
-    from forewarn.server.forward import LeaderForwarding
+    from forewarn.server.cluster.forwarding import LeaderForwarding
 
     return LeaderForwarding
 

@@ -3,7 +3,7 @@
 Same tables as the SQLite store (msgspec JSON records next to their key). Every write is
 one transaction that also appends each change to the ``changes`` log and NOTIFYs its new
 sequence number, which is how every other process keeps its views current
-(``forewarn.server.replication``). The transaction starts by moving the log head on in
+(``forewarn.server.cluster.replication``). The transaction starts by moving the log head on in
 the single ``leader`` row: that serialises writers, numbers the log without gaps, and,
 once the store is ``fence``d, checks the leader's epoch, so a process that lost the
 leadership can never write again (its writes fail with ``Deposed``).
@@ -38,7 +38,7 @@ from forewarn.fabric import (
     StoreUnavailable,
     VmPolls,
 )
-from forewarn.store import reactions as rx
+from forewarn.store import reaction_tables as rx
 from forewarn.store.postgres_schema import connect, display_url, migrate
 from forewarn.store.sqlite import StoreError
 

@@ -39,7 +39,7 @@ from forewarn.fabric import (
     StoreUnavailable,
     VmPolls,
 )
-from forewarn.store import reactions as rx
+from forewarn.store import reaction_tables as rx
 from forewarn.store.fileguard import FileGuard, FileReplaced
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreError"]

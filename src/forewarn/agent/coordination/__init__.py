@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forewarn.agent.config import Coordination
+from forewarn.agent.config_schema import Coordination
 from forewarn.agent.coordination.base import CoordinationError, Coordinator, Vote
 from forewarn.agent.coordination.postgres_backend import PostgresCoordinator
 from forewarn.agent.coordination.redis_backend import RedisCoordinator

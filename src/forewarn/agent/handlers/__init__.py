@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forewarn.agent.config import (
+from forewarn.agent.config_schema import (
     AgentConfig,
     ExecSpec,
     HandlerSpec,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from forewarn.agent.config import ExecSpec
+from forewarn.agent.config_schema import ExecSpec
 from forewarn.agent.events import event_env
 from forewarn.agent.handlers.base import Handler, HandlerContext, HandlerFailed
 from forewarn.agent.handlers.process import run_process, tail

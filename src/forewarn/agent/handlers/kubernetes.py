@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from forewarn.agent.config import KubernetesSpec
+from forewarn.agent.config_schema import KubernetesSpec
 from forewarn.agent.handlers.base import Handler, HandlerContext, HandlerFailed
 from forewarn.agent.handlers.process import run_process, tail
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from forewarn.agent.config import PythonSpec
+from forewarn.agent.config_schema import PythonSpec
 from forewarn.agent.handlers.base import Handler, HandlerContext, HandlerFailed
 
 __all__ = ["PythonHandler", "resolve"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from forewarn.agent.config import WebhookSpec
+from forewarn.agent.config_schema import WebhookSpec
 from forewarn.agent.handlers.base import Handler, HandlerContext, HandlerFailed
 from forewarn.agent.template import DEFAULT_BODY, render
 

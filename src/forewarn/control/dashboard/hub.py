@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from forewarn.control.dashboard.views import change_message
+from forewarn.control.dashboard.stream_messages import change_message
 from forewarn.fabric import Changes, Fabric, StoreUnavailable
 
 __all__ = ["RELOAD", "Hub", "sse"]

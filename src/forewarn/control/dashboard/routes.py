@@ -21,9 +21,9 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Scope
 
 from forewarn.control.dashboard.hub import RELOAD, Hub, sse
-from forewarn.control.dashboard.views import snapshot
+from forewarn.control.dashboard.stream_messages import snapshot
+from forewarn.control.json_views import json_error
 from forewarn.control.schemas import ScenarioRunBody
-from forewarn.control.views import json_error
 from forewarn.fabric import Fabric, NotFoundError
 
 __all__ = ["STATIC_PREFIX", "DashboardRoutes", "ScenarioHook", "is_public", "wants_page"]

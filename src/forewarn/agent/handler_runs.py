@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from forewarn.agent.clock import AgentClock
-from forewarn.agent.config import AgentConfig, OnCrash
+from forewarn.agent.config_schema import AgentConfig, OnCrash
 from forewarn.agent.coordination import Coordinator
 from forewarn.agent.events import EventView
 from forewarn.agent.handlers import Handler, HandlerContext, HandlerFailed

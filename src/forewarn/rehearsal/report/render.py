@@ -8,8 +8,8 @@ from functools import cache
 import jinja2
 
 from forewarn import __version__
-from forewarn.control.report.charts import duration, histogram, timeline
-from forewarn.fabric.verdicts import ReactionReport
+from forewarn.rehearsal.report.charts import duration, histogram, timeline
+from forewarn.rehearsal.verdicts import ReactionReport
 
 __all__ = ["render_report"]
 
@@ -17,7 +17,7 @@ __all__ = ["render_report"]
 @cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("forewarn.control.report", "templates"),
+        loader=jinja2.PackageLoader("forewarn.rehearsal.report", "templates"),
         autoescape=jinja2.select_autoescape(enabled_extensions=("html", "j2")),
         trim_blocks=True,
         lstrip_blocks=True,

@@ -12,7 +12,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from forewarn.fabric.verdicts import EventVerdict, LatencyStats, VmVerdict
+from forewarn.rehearsal.verdicts import EventVerdict, LatencyStats, VmVerdict
 
 __all__ = ["Histogram", "Timeline", "duration", "histogram", "timeline"]
 

@@ -32,9 +32,9 @@ from typing import Any
 import structlog
 
 from forewarn.fabric import Changes, Clock, Fabric, Scheduler, StoreUnavailable
-from forewarn.server.clustermetrics import ClusterMetrics
-from forewarn.server.relay import PostgresRelay, apply_requests
-from forewarn.server.replication import Replicator, close_later
+from forewarn.server.cluster.metrics import ClusterMetrics
+from forewarn.server.cluster.postgres_relay import PostgresRelay, apply_requests
+from forewarn.server.cluster.replication import Replicator, close_later
 from forewarn.store import StoreError, ThreadedJournal
 from forewarn.store.postgres import PostgresStore
 from forewarn.store.postgres_cluster import (

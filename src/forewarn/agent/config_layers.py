@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from forewarn.agent.config import AgentConfig, ConfigError, Coordination, HandlerSpec, check
+from forewarn.agent.config_schema import AgentConfig, ConfigError, Coordination, HandlerSpec, check
 
 __all__ = ["ENV_PREFIX", "as_dict", "env_settings", "load_config"]
 

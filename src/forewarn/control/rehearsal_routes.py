@@ -14,10 +14,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from forewarn.control.report import render_report
-from forewarn.control.views import json_error
-from forewarn.fabric import Fabric, ReactionReport, grade
-from forewarn.fabric.verdicts import DEFAULT_STALE_AFTER
+from forewarn.control.json_views import json_error
+from forewarn.fabric import Fabric
+from forewarn.rehearsal.report import render_report
+from forewarn.rehearsal.verdicts import DEFAULT_STALE_AFTER, ReactionReport, grade
 
 __all__ = ["ReactionRoutes"]
 

@@ -6,6 +6,6 @@ not a stock chart type, and hand-made SVG keeps the page small, deterministic an
 readable without JavaScript.
 """
 
-from forewarn.control.report.render import render_report
+from forewarn.rehearsal.report.render import render_report
 
 __all__ = ["render_report"]

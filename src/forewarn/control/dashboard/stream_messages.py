@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from forewarn import __version__
-from forewarn.control.views import event_out, operation_out
+from forewarn.control.json_views import event_out, operation_out
 from forewarn.fabric import CATALOGUE, Changes, EventRecord, Fabric, HistoryEntry, OperationState
 
 __all__ = ["change_message", "event_view", "snapshot", "vm_rows"]

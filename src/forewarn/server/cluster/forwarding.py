@@ -21,7 +21,7 @@ import httpx
 import msgspec
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from forewarn.server.cluster import Cluster
+from forewarn.server.cluster.leadership import Cluster
 
 __all__ = ["FORWARDED_HEADER", "SEQ_HEADER", "LeaderForwarding"]
 

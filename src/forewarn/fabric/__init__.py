@@ -18,8 +18,7 @@ from forewarn.fabric.errors import (
 )
 from forewarn.fabric.journal import Commit, InlineJournal, Journal, SettleCallback
 from forewarn.fabric.planner import OperationRequest
-from forewarn.fabric.ports import Store
-from forewarn.fabric.reactions import EventFacts, ReactionData, ReactionTracker, VmPolls, VmReaction
+from forewarn.fabric.ports import FabricObserver, Store
 from forewarn.fabric.records import (
     Changes,
     EventRecord,
@@ -40,12 +39,12 @@ __all__ = [
     "ClockError",
     "Commit",
     "Conflict",
-    "EventFacts",
     "EventNotVisible",
     "EventRecord",
     "Fabric",
     "FabricConfig",
     "FabricError",
+    "FabricObserver",
     "HistoryEntry",
     "InlineJournal",
     "InvalidOperation",
@@ -57,8 +56,6 @@ __all__ = [
     "OperationRequest",
     "OperationSpec",
     "OperationState",
-    "ReactionData",
-    "ReactionTracker",
     "RolloutRecord",
     "Scheduler",
     "ScopeState",
@@ -67,8 +64,6 @@ __all__ = [
     "Snapshot",
     "Store",
     "StoreUnavailable",
-    "VmPolls",
-    "VmReaction",
     "monotonic",
     "spec_for",
     "wall_time",

@@ -35,8 +35,7 @@ from forewarn.fabric.journal import InlineJournal, Journal
 from forewarn.fabric.lifecycle import EventPhase, Step, next_event_phase
 from forewarn.fabric.pipeline import Pipeline
 from forewarn.fabric.planner import OperationRequest, plan_request
-from forewarn.fabric.ports import Store
-from forewarn.fabric.reactions import ReactionTracker
+from forewarn.fabric.ports import FabricObserver, Store
 from forewarn.fabric.records import (
     Changes,
     EventRecord,
@@ -122,13 +121,9 @@ class Fabric(Following):
         #: True in a scaled-out fleet: views may lag behind another front-end's.
         self.replicated = False
         self._reload_listeners: list[Callable[[], None]] = []
-        #: Who saw and approved which event when (the rehearsal report's facts).
-        self.reactions = ReactionTracker(
-            topology, clock, store.save_reactions, store.reactions, store.polls,
-            self._operation_kind,
-        )  # fmt: skip
-        self._pipe.on_publish(self.reactions.published)
-        self._last_requests = self.reactions.last_requests
+        #: Each VM's last request to this process's endpoint (``note_request``).
+        self.last_requests: dict[str, float] = {}
+        self._observers: list[FabricObserver] = []
 
     # ----------------------------------------------------------------- reading
 
@@ -143,6 +138,11 @@ class Fabric(Following):
     def on_publish(self, listener: Callable[[Changes], None]) -> None:
         """Call ``listener`` with every change once it is durable and visible."""
         self._pipe.on_publish(listener)
+
+    def observe(self, observer: FabricObserver) -> None:
+        """Tell ``observer`` about every published change, reload, approval, and close."""
+        self._observers.append(observer)
+        self._pipe.on_publish(observer.published)
 
     def on_reload(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` after the whole state was replaced (``reload``, ``lead``):
@@ -268,8 +268,10 @@ class Fabric(Following):
         return self._pipe.in_flight()
 
     def close(self) -> None:
-        """Write what is queued (reactions included) and stop the journal."""
-        self.reactions.flush_now()
+        """Tell the observers (they write what they hold), then write what is queued and
+        stop the journal."""
+        for observer in self._observers:
+            observer.closing()
         self._pipe.close()
 
     # ------------------------------------------------------------- the endpoint
@@ -281,7 +283,7 @@ class Fabric(Following):
         otherwise the write is queued, never waited for: bookkeeping is not worth a VM's
         wait, and a failed one is retried on a later request."""
         now = self.clock.now()
-        self._last_requests[vm.name] = now  # the reaction tracker's "last poll"
+        self.last_requests[vm.name] = now  # the reaction tracker's "last poll"
         scope_id = vm.scope_id
         last = self._last_seen.get(scope_id)
         recent = last is not None and now - last < self._idle_window
@@ -329,7 +331,8 @@ class Fabric(Following):
                 raise EventNotVisible(f"EventId {shown} is not a scheduled event of this VM")
             if event_id not in wanted:
                 wanted.append(event_id)
-        self.reactions.approved(vm.name, wanted)
+        for observer in self._observers:
+            observer.approved(vm.name, wanted)
         if self._relay is not None:  # the leader applies it; answered once recorded
             self._relay.approve(vm.name, wanted)
             return [self._seen.events[i] for i in wanted if i in self._seen.events]

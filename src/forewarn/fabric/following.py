@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from forewarn.fabric.journal import Journal
-from forewarn.fabric.reactions import ReactionTracker
+from forewarn.fabric.ports import FabricObserver
 from forewarn.fabric.records import Changes, EventRecord, ScopeState, Snapshot
 from forewarn.fabric.relay import Relay
 from forewarn.fabric.state import FabricState
@@ -28,7 +28,7 @@ class Following(TransitionRules):
     """Leading and following (a base of ``Fabric``, which provides the attributes)."""
 
     replicated: bool
-    reactions: ReactionTracker
+    _observers: list[FabricObserver]
     _seen: FabricState
     _relayed_at: dict[str, float]
     _reload_listeners: list[Callable[[], None]]
@@ -69,7 +69,8 @@ class Following(TransitionRules):
         self._seen = self._pipe.published
         for state in self._work.scopes.values():
             self._remember_request(state)
-        self.reactions.reloaded(self._seen.events.values())
+        for observer in self._observers:
+            observer.reloaded(self._seen.events.values())
         for listener in list(self._reload_listeners):
             listener()
 

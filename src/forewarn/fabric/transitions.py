@@ -112,7 +112,8 @@ class TransitionRules:
         return now - last < self._idle_window
 
 
-    def _operation_kind(self, operation_id: str) -> str | None:
+    def operation_kind(self, operation_id: str) -> str | None:
+        """The kind of an operation of the working state (None: unknown)."""
         op = self._work.operations.get(operation_id)
         return None if op is None else op.kind
 

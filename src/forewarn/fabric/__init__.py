@@ -5,7 +5,8 @@ Pure domain logic over a Store; never sees HTTP, JSON bodies or status codes.
 
 from forewarn.fabric.catalogue import CATALOGUE, OperationKind, OperationSpec, spec_for
 from forewarn.fabric.clock import Clock, monotonic, wall_time
-from forewarn.fabric.engine import Fabric, FabricConfig
+from forewarn.fabric.config import FabricConfig
+from forewarn.fabric.engine import Fabric
 from forewarn.fabric.errors import (
     ClockError,
     Conflict,

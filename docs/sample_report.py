@@ -25,6 +25,7 @@ from forewarn.control.rehearsal_routes import ReactionRoutes
 from forewarn.fabric import Clock, Fabric, FabricConfig, OperationRequest
 from forewarn.fleet import build_topology, demo_fleet
 from forewarn.imds import Endpoint, ImdsSettings, Request
+from forewarn.rehearsal import track_reactions
 from forewarn.rehearsal.report import render_report
 from forewarn.store import SQLiteStore
 
@@ -46,11 +47,15 @@ class Fleet:
     """The demo fleet's VMs asking the endpoint, as their agents would."""
 
     def __init__(self) -> None:
+        store = SQLiteStore(":memory:")
         self.fabric = Fabric(
-            build_topology(demo_fleet()), SQLiteStore(":memory:"), Clock.virtual(start=START),
+            build_topology(demo_fleet()), store, Clock.virtual(start=START),
             FabricConfig(enablement="always"), new_id=_event_ids(), new_token=_ids("0"),
         )  # fmt: skip
-        self.endpoint = Endpoint(self.fabric, ImdsSettings(rate_limit=None))
+        self.reactions = track_reactions(self.fabric, store)
+        self.endpoint = Endpoint(
+            self.fabric, ImdsSettings(rate_limit=None), reactions=self.reactions
+        )
         self.silent: set[str] = {"jumpbox"}
         self.versions: dict[str, str] = {"workers_3": "2017-08-01"}
         self.approvals: dict[tuple[str, str], float] = {}  # (event, VM) -> when it acts
@@ -123,7 +128,7 @@ async def rehearse() -> str:
         if action is not None:
             action()
         fleet.second()
-    report = await ReactionRoutes(fleet.fabric).build(None, 30.0)
+    report = await ReactionRoutes(fleet.fabric, fleet.reactions).build(None, 30.0)
     return render_report(report, title="forewarn rehearsal report (sample: the demo fleet)")
 
 

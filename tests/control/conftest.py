@@ -12,6 +12,7 @@ import pytest
 from forewarn.control import ControlApp
 from forewarn.fabric import Clock, Fabric, FabricConfig
 from forewarn.fleet import build_topology, demo_fleet
+from forewarn.rehearsal import track_reactions
 from forewarn.store import SQLiteStore
 
 with warnings.catch_warnings():
@@ -24,18 +25,28 @@ API = "/api/v1"
 #: What every state-changing request must carry, a body or not.
 JSON = {"Content-Type": "application/json"}
 
-__all__ = ["API", "JSON", "T0", "TestClient", "create", "make_fabric", "observe"]
+__all__ = ["API", "JSON", "T0", "TestClient", "create", "make_fabric", "observe", "reported_app"]
 
 
-def make_fabric(clock: Clock | None = None, **config: Any) -> Fabric:
+def make_fabric(
+    clock: Clock | None = None, *, store: SQLiteStore | None = None, **config: Any
+) -> Fabric:
     """The demo fleet over an in-memory store, every scope enabled unless told otherwise."""
     config.setdefault("enablement", "always")
     return Fabric(
         build_topology(demo_fleet()),
-        SQLiteStore(":memory:"),
+        store or SQLiteStore(":memory:"),
         clock or Clock.virtual(start=T0),
         FabricConfig(**config),
     )
+
+
+def reported_app(**options: Any) -> ControlApp:
+    """A control app over a fresh ``make_fabric()`` that serves the rehearsal report (its
+    reaction tracker wired as the server wires it)."""
+    store = SQLiteStore(":memory:")
+    fabric = make_fabric(store=store)
+    return ControlApp(fabric, reactions=track_reactions(fabric, store), **options)
 
 
 def observe(fabric: Fabric) -> tuple[Any, ...]:

@@ -13,14 +13,13 @@ from typing import Any
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from forewarn.control import ControlApp
-from tests.control.conftest import make_fabric
+from tests.control.conftest import reported_app
 
 TOKEN = "schemathesis"
 
 
 #: One throwaway fleet (in-memory store, virtual clock) for the whole module.
-APP = ControlApp(make_fabric(), token=TOKEN)
+APP = reported_app(token=TOKEN)  # the rehearsal report included
 schema = schemathesis.openapi.from_asgi(
     "/openapi.json", APP.asgi, headers={"Authorization": f"Bearer {TOKEN}"}
 ).exclude(path="/api/v1/stream")  # never ends by design: tests/dashboard reads it

@@ -11,7 +11,7 @@ import pytest
 
 from forewarn.control import ControlApp
 from forewarn.fabric import Fabric
-from tests.control.conftest import JSON, TestClient, make_fabric
+from tests.control.conftest import JSON, TestClient, make_fabric, reported_app
 from tests.control.live import live_server, raw_request
 
 BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,*/*;q=0.8"
@@ -24,8 +24,8 @@ def fabric() -> Fabric:
 
 
 @pytest.fixture
-def secured(fabric: Fabric) -> TestClient:
-    return TestClient(ControlApp(fabric, token=TOKEN).asgi)
+def secured() -> TestClient:
+    return TestClient(reported_app(token=TOKEN).asgi)
 
 
 class _Links(HTMLParser):

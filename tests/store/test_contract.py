@@ -18,20 +18,17 @@ from forewarn.contract import EventSource, EventStatus, EventType
 from forewarn.fabric import (
     Changes,
     Clock,
-    EventFacts,
     EventRecord,
     Fabric,
     HistoryEntry,
     OperationRecord,
     OperationRequest,
     OperationState,
-    ReactionData,
     RolloutRecord,
     ScopeState,
     StoreUnavailable,
-    VmPolls,
-    VmReaction,
 )
+from forewarn.rehearsal import EventFacts, ReactionData, VmPolls, VmReaction
 from forewarn.store import SQLiteStore, StoreError
 from forewarn.store.postgres import PostgresStore
 from tests.fabric.helpers import MINUTE, T0, live, make_fabric, observable, submit

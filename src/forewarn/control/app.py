@@ -58,6 +58,7 @@ from forewarn.fabric import (
 )
 from forewarn.fleet import UnknownName
 from forewarn.imds import DocumentCache
+from forewarn.rehearsal import ReactionTracker
 
 __all__ = ["ControlApp"]
 
@@ -171,6 +172,8 @@ class ControlApp:
     ``hosts`` are extra names (``--control-host``) the API answers to besides its own
     address; ``token``, when set, is required as ``Authorization: Bearer``. ``middleware``
     runs inside the access guard (a scaled-out fleet forwards changes to its leader).
+    ``reactions`` is the tracker the endpoint records into: with it the app serves the
+    rehearsal report (``/api/v1/reactions``, ``/api/v1/report``), without it not.
     """
 
     def __init__(
@@ -182,12 +185,16 @@ class ControlApp:
         hosts: Iterable[str] = (),
         middleware: Iterable[Middleware] = (),
         scenarios: ScenarioHook | None = None,
+        reactions: ReactionTracker | None = None,
     ) -> None:
         self.fabric = fabric
-        self.reactions = ReactionRoutes(fabric)  # the rehearsal report
-        self.dashboard = DashboardRoutes(fabric, scenarios)  # the page at / and its stream
+        # the page at / and its stream
+        self.dashboard = DashboardRoutes(fabric, scenarios, reactions)
         self.registry = registry or CollectorRegistry()
-        self._openapi = msgspec.json.encode(openapi_document(__version__, token=bool(token)))
+        report = reactions is not None
+        self._openapi = msgspec.json.encode(
+            openapi_document(__version__, token=bool(token), report=report)
+        )
         self._documents = DocumentCache()  # the endpoint's rendering, not a second copy
         r = _route
         routes = [
@@ -207,14 +214,16 @@ class ControlApp:
             r("/api/v1/clock", get=self.clock),
             r("/api/v1/clock/advance", post=self.advance),
             r("/api/v1/history", get=self.history),
-            r("/api/v1/reactions", get=self.reactions.reactions),
-            r("/api/v1/report", get=self.reactions.report),
             r("/api/v1/dashboard", get=self.dashboard.state),
             r("/api/v1/stream", get=self.dashboard.stream),
             r("/api/v1/scenarios", get=self.dashboard.scenarios_list),
             r("/api/v1/scenarios/runs", post=self.dashboard.scenario_run),
             r("/dashboard/{name}", get=self.dashboard.static),
         ]
+        self.reactions = None if reactions is None else ReactionRoutes(fabric, reactions)
+        if self.reactions is not None:  # the rehearsal report
+            routes.append(r("/api/v1/reactions", get=self.reactions.reactions))
+            routes.append(r("/api/v1/report", get=self.reactions.report))
         guard = Middleware(AccessGuard, hosts=HostPolicy(hosts), token=token, public=is_public)
         self.asgi = Starlette(
             routes=routes,

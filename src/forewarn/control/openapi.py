@@ -149,8 +149,13 @@ def _finish(paths: dict[str, Any], token: bool) -> None:
                 op["responses"]["503"] = _json(_ref("ErrorOut"), _UNAVAILABLE)
 
 
-def openapi_document(version: str, *, token: bool = False) -> dict[str, Any]:
-    """OpenAPI 3.1 for every control route; ``token``: the server requires a bearer token."""
+#: The rehearsal report's paths, served when the app was given a reaction tracker.
+REPORT_PATHS = ("/api/v1/reactions", "/api/v1/report")
+
+
+def openapi_document(version: str, *, token: bool = False, report: bool = True) -> dict[str, Any]:
+    """OpenAPI 3.1 for every control route; ``token``: the server requires a bearer token;
+    ``report``: it serves the rehearsal report."""
     array = {"type": "array", "items": {}}
     event_action = {
         action: {
@@ -252,6 +257,9 @@ def openapi_document(version: str, *, token: bool = False) -> dict[str, Any]:
         "/healthz": {"get": _op("Liveness", {"200": _json({})})},
         "/openapi.json": {"get": _op("This document", {"200": _json({})})},
     }
+    if not report:
+        for path in REPORT_PATHS:
+            del paths[path]
     _finish(paths, token)
     return {
         "openapi": "3.1.0",

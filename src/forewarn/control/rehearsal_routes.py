@@ -16,6 +16,7 @@ from starlette.responses import Response
 
 from forewarn.control.json_views import json_error
 from forewarn.fabric import Fabric
+from forewarn.rehearsal import ReactionTracker
 from forewarn.rehearsal.report import render_report
 from forewarn.rehearsal.verdicts import DEFAULT_STALE_AFTER, ReactionReport, grade
 
@@ -40,14 +41,15 @@ def _number(request: Request, name: str, default: float | None) -> float | None:
 
 
 class ReactionRoutes:
-    """The report's handlers over one fabric."""
+    """The report's handlers over one fabric and the tracker of its reactions."""
 
-    def __init__(self, fabric: Fabric) -> None:
+    def __init__(self, fabric: Fabric, tracker: ReactionTracker) -> None:
         self.fabric = fabric
+        self.tracker = tracker
 
     async def build(self, since: float | None, stale_after: float) -> ReactionReport:
         """The verdict on everything recorded about events created since ``since``."""
-        data = await self.fabric.reactions.facts(since)
+        data = await self.tracker.facts(since)
         fabric = self.fabric
         deleted = [name for name in fabric.topology.vms if fabric.is_deleted(name)]
         return grade(

@@ -5,7 +5,8 @@ Pure domain logic over a Store; never sees HTTP, JSON bodies or status codes.
 
 from forewarn.fabric.catalogue import CATALOGUE, OperationKind, OperationSpec, spec_for
 from forewarn.fabric.clock import Clock, monotonic, wall_time
-from forewarn.fabric.engine import Fabric, FabricConfig
+from forewarn.fabric.config import FabricConfig
+from forewarn.fabric.engine import Fabric
 from forewarn.fabric.errors import (
     ClockError,
     Conflict,
@@ -18,8 +19,7 @@ from forewarn.fabric.errors import (
 )
 from forewarn.fabric.journal import Commit, InlineJournal, Journal, SettleCallback
 from forewarn.fabric.planner import OperationRequest
-from forewarn.fabric.ports import Store
-from forewarn.fabric.reactions import EventFacts, ReactionData, ReactionTracker, VmPolls, VmReaction
+from forewarn.fabric.ports import FabricObserver, Store
 from forewarn.fabric.records import (
     Changes,
     EventRecord,
@@ -40,12 +40,12 @@ __all__ = [
     "ClockError",
     "Commit",
     "Conflict",
-    "EventFacts",
     "EventNotVisible",
     "EventRecord",
     "Fabric",
     "FabricConfig",
     "FabricError",
+    "FabricObserver",
     "HistoryEntry",
     "InlineJournal",
     "InvalidOperation",
@@ -57,8 +57,6 @@ __all__ = [
     "OperationRequest",
     "OperationSpec",
     "OperationState",
-    "ReactionData",
-    "ReactionTracker",
     "RolloutRecord",
     "Scheduler",
     "ScopeState",
@@ -67,8 +65,6 @@ __all__ = [
     "Snapshot",
     "Store",
     "StoreUnavailable",
-    "VmPolls",
-    "VmReaction",
     "monotonic",
     "spec_for",
     "wall_time",

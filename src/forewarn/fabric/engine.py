@@ -1,42 +1,35 @@
-"""The lifecycle engine: operations become per-scope events that move through their life.
+"""The fabric: the simulated platform's public face, composed of its parts.
 
-Every change goes through one path: build a ``_Tx`` of new records on the working
-state, and hand it to the pipeline (``pipeline.py``), which bumps exactly the
-incarnations of the scope documents that changed, has the journal write it in one
-transaction, and only then publishes it to readers. A crash at any point leaves either
-the old state or the new one on disk, never half of each; a failed write changes nothing.
-
-Readers (``view``, ``events``, ``operations``...) see the published state only; the
-transitions (``submit``, ``approve``, timers...) build on the working state.
-
-The lifecycle rules that build a transition live in ``transitions.py``; leading and
-following in a scaled-out fleet in ``following.py``.
+Every change takes one path: the lifecycle rules (``rules.py``) build a ``Tx`` on the
+working state, ``rules.seal`` makes it ``Changes``, and the pipeline (``pipeline.py``)
+bumps exactly the incarnations of the documents that changed, has the journal write it
+in one transaction, and only then publishes it. A crash leaves the old state or the new
+one on disk, never half of each; a failed write changes nothing. Readers see the
+published state only. While it holds a ``Follower`` (``follower.py``), a fabric follows
+a scaled-out fleet's leader and writes nothing itself.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Any
 
 import msgspec
 
 from forewarn.contract import EventType
-from forewarn.fabric.catalogue import CATALOGUE, spec_for
+from forewarn.fabric import rules
+from forewarn.fabric.catalogue import CATALOGUE
 from forewarn.fabric.clock import Clock
-from forewarn.fabric.errors import (
-    EventNotVisible,
-    NotFoundError,
-    StoreUnavailable,
-)
-from forewarn.fabric.following import Following
-from forewarn.fabric.journal import InlineJournal, Journal
+from forewarn.fabric.config import FabricConfig
+from forewarn.fabric.errors import NotFoundError, StoreUnavailable
+from forewarn.fabric.follower import Follower
+from forewarn.fabric.impact import vm_status, vm_statuses
+from forewarn.fabric.journal import Commit, InlineJournal, Journal
 from forewarn.fabric.lifecycle import EventPhase, Step, next_event_phase
 from forewarn.fabric.pipeline import Pipeline
-from forewarn.fabric.planner import OperationRequest, plan_request
-from forewarn.fabric.ports import Store
-from forewarn.fabric.reactions import ReactionTracker
+from forewarn.fabric.planner import OperationRequest
+from forewarn.fabric.ports import FabricObserver, Store
 from forewarn.fabric.records import (
     Changes,
     EventRecord,
@@ -44,45 +37,21 @@ from forewarn.fabric.records import (
     OperationRecord,
     OperationState,
     RolloutRecord,
+    ScopeState,
+    Snapshot,
 )
 from forewarn.fabric.relay import Relay
 from forewarn.fabric.scope_view import ScopeView
-from forewarn.fabric.transitions import Tx, find_event, new_event_id, new_token, request_options
+from forewarn.fabric.state import FabricState
+from forewarn.fabric.transaction import Tx, find_event, new_event_id, new_token
 from forewarn.fleet.topology import VM, Topology
 
 __all__ = ["Fabric", "FabricConfig", "ScopeView"]
 
 log = logging.getLogger(__name__)
 
-DAY = 24 * 3600.0
 
-
-@dataclass(frozen=True, slots=True)
-class FabricConfig:
-    """Platform-wide settings.
-
-    ``time_scale`` divides every catalogue duration (notice, impact, hold, idle timeout);
-    the announced DurationInSeconds stays as in production.
-    ``enablement`` "on-first-request" is the faithful behaviour; "always" treats every
-    scope as enabled from the start.
-    """
-
-    time_scale: float = 1.0
-    enablement: Literal["on-first-request", "always"] = "on-first-request"
-    idle_disable_seconds: float = DAY
-    last_request_persist_seconds: float = 60.0
-    preview_user_operation_limit: int = 10
-
-    def __post_init__(self) -> None:
-        if not self.time_scale > 0:
-            raise ValueError("time scale must be positive")
-
-    def scaled(self, seconds: float) -> float:
-        """A catalogue duration at this time scale."""
-        return seconds / self.time_scale
-
-
-class Fabric(Following):
+class Fabric:
     """The simulated platform over a store: create, approve, start, remove, cancel."""
 
     def __init__(
@@ -97,40 +66,31 @@ class Fabric(Following):
         new_token: Callable[[], str] = new_token,
     ) -> None:
         """``journal`` writes changes (default: at once, on the caller's thread); ``new_id``
-        makes event ids, ``new_token`` operation and rollout ids (tests pass deterministic
-        ones)."""
+        makes event ids, ``new_token`` operation and rollout ids (tests: deterministic)."""
         self.topology = topology
         self.clock = clock
-        self.config = config or FabricConfig()
+        self.config = config = config or FabricConfig()
         self._store = store
-        self._new_id = new_id
-        self._new_token = new_token
         user_kinds = frozenset(s.kind.value for s in CATALOGUE.values() if s.user_initiated)
         self._pipe = Pipeline(topology, store.load(), journal or InlineJournal(store), user_kinds)
-        self._work = self._pipe.work
-        self._seen = self._pipe.published
-        self._last_seen: dict[str, float] = {
-            sid: s.last_request_at
-            for sid, s in self._work.scopes.items()
-            if s.last_request_at is not None
-        }
-        self._idle_window = self.config.scaled(self.config.idle_disable_seconds)
-        self._persist_every = self.config.last_request_persist_seconds
+        self._work: FabricState = self._pipe.work  # every new transition builds on it
+        self._seen: FabricState = self._pipe.published  # all that readers see
+        self._rules = rules.Platform(topology, config, new_id, new_token, self.is_enabled)
+        #: Each scope's last request (persisted or not): enablement and its idle window.
+        self._last_seen: dict[str, float] = {}
+        self._remember_requests(self._pipe.work.scopes.values())
+        self._idle_window = config.scaled(config.idle_disable_seconds)
+        self._persist_every = config.last_request_persist_seconds
         #: Set while this process follows the leader of a scaled-out fleet (it never writes).
-        self._relay: Relay | None = None
-        self._relayed_at: dict[str, float] = {}
+        self._follower: Follower | None = None
         #: True in a scaled-out fleet: views may lag behind another front-end's.
         self.replicated = False
+        #: Each VM's last request to this process's endpoint (``note_request``).
+        self.last_requests: dict[str, float] = {}
+        self._observers: list[FabricObserver] = []
         self._reload_listeners: list[Callable[[], None]] = []
-        #: Who saw and approved which event when (the rehearsal report's facts).
-        self.reactions = ReactionTracker(
-            topology, clock, store.save_reactions, store.reactions, store.polls,
-            self._operation_kind,
-        )  # fmt: skip
-        self._pipe.on_publish(self.reactions.published)
-        self._last_requests = self.reactions.last_requests
 
-    # ----------------------------------------------------------------- reading
+    # ---------------------------------------------------------------- listening
 
     def on_change(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` after every change is built (the scheduler wakes on it)."""
@@ -148,6 +108,13 @@ class Fabric(Following):
         """Call ``listener`` after the whole state was replaced (``reload``, ``lead``):
         no change was published for it, so incremental readers start over."""
         self._reload_listeners.append(listener)
+
+    def observe(self, observer: FabricObserver) -> None:
+        """Tell ``observer`` about every published change, reload, approval, and close."""
+        self._observers.append(observer)
+        self._pipe.on_publish(observer.published)
+
+    # ------------------------------------------------------------------ reading
 
     def view(self, scope_id: str) -> ScopeView:
         """The current document of a scope (late timers fired first)."""
@@ -184,6 +151,11 @@ class Fabric(Following):
         except KeyError:
             raise NotFoundError(f"no operation with id {operation_id!r}") from None
 
+    def operation_kind(self, operation_id: str) -> str | None:
+        """The kind of an operation of the working state (None: unknown)."""
+        op = self._work.operations.get(operation_id)
+        return None if op is None else op.kind
+
     def rollouts(self) -> list[RolloutRecord]:
         """Every rollout (update-domain walk)."""
         return list(self._seen.rollouts.values())
@@ -192,35 +164,23 @@ class Fabric(Following):
         """True once a Preempt or Terminate has removed the VM."""
         return vm_name in self._seen.deleted
 
-
     def vm_status(self, vm_name: str) -> str:
-        """``running``, ``deleted``, or the impact under way (``frozen``, ``rebooting``...)."""
-        if vm_name in self._seen.deleted:
-            return "deleted"
-        now = self.clock.now()
-        for op in self._seen.started():
-            if (
-                op.started_at is not None
-                and now < op.started_at + op.impact_seconds
-                and vm_name in op.vms
-                and vm_name not in op.spared_vms
-            ):
-                return _IMPACT_STATUS.get(spec_for(op.kind).event_type.value, "impacted")
-        return "running"
+        """``running``, ``deleted``, or the impact under way (``impact.py``)."""
+        return vm_status(self._seen, vm_name, self.clock.now())
 
     def vm_statuses(self) -> dict[str, str]:
-        """Every VM that is not ``running``, with its ``vm_status``: one pass over the
-        started operations (the dashboard asks about the whole fleet every second)."""
-        now = self.clock.now()
-        out = dict.fromkeys(self._seen.deleted, "deleted")
-        for op in self._seen.started():
-            if op.started_at is None or now >= op.started_at + op.impact_seconds:
-                continue
-            status = _IMPACT_STATUS.get(spec_for(op.kind).event_type.value, "impacted")
-            for name in op.vms:
-                if name not in op.spared_vms:
-                    out.setdefault(name, status)
-        return out
+        """Every VM that is not ``running``, with its ``vm_status`` (one pass)."""
+        return vm_statuses(self._seen, self.clock.now())
+
+    def is_enabled(self, scope_id: str, now: float | None = None) -> bool:
+        """Whether Scheduled Events are on for a scope (first request seen, not idle)."""
+        if self.config.enablement == "always":
+            return True
+        last = self._last_seen.get(scope_id)
+        if last is None:
+            return False
+        now = self.clock.now() if now is None else now
+        return now - last < self._idle_window
 
     def history(self, **filters: Any) -> list[HistoryEntry]:
         """The append-only history (see ``Store.history`` for filters). Reads the disk:
@@ -236,20 +196,20 @@ class Fabric(Following):
         Scheduled event past its NotBefore just because the scheduler has not woken yet
         (with a threaded journal: once the transition is durable, a moment later).
         A follower leaves timers to the leader."""
-        if self._relay is not None:
+        if self._follower is not None:
             return
         due = self._pipe.timers.next_due(self._work.active)
         if due is not None and self.clock.now() >= due:
             self.run_due()
 
-    # ------------------------------------------------------------ durability
+    # --------------------------------------------------------------- durability
 
     async def durable(self) -> None:
         """Wait until every change made so far is durable and visible; raises
         ``StoreUnavailable`` when it could not be written (then nothing changed).
         On a follower: until every approval it relayed is durably recorded."""
-        if self._relay is not None:
-            await self._relay.settled()
+        if self._follower is not None:
+            await self._follower.settled()
             return
         await self._pipe.durable()
 
@@ -263,13 +223,15 @@ class Fabric(Following):
 
     def writes_in_flight(self) -> int:
         """Changes queued for the disk or being written (a follower: relayed approvals)."""
-        if self._relay is not None:
-            return self._relay.pending()
+        if self._follower is not None:
+            return self._follower.pending()
         return self._pipe.in_flight()
 
     def close(self) -> None:
-        """Write what is queued (reactions included) and stop the journal."""
-        self.reactions.flush_now()
+        """Tell the observers (they write what they hold), then write what is queued and
+        stop the journal."""
+        for observer in self._observers:
+            observer.closing()
         self._pipe.close()
 
     # ------------------------------------------------------------- the endpoint
@@ -281,26 +243,20 @@ class Fabric(Following):
         otherwise the write is queued, never waited for: bookkeeping is not worth a VM's
         wait, and a failed one is retried on a later request."""
         now = self.clock.now()
-        self._last_requests[vm.name] = now  # the reaction tracker's "last poll"
+        self.last_requests[vm.name] = now  # the reaction tracker's "last poll"
         scope_id = vm.scope_id
         last = self._last_seen.get(scope_id)
         recent = last is not None and now - last < self._idle_window
         self._last_seen[scope_id] = now
-        if self._relay is not None:
-            return self._relay_request(vm, now, recent)
+        if self._follower is not None:
+            return self._follower.note_request(vm, now, recent)
         persisted = self._work.scopes[scope_id].last_request_at
         if recent and persisted is not None and now - persisted < self._persist_every:
             return False
         was_enabled = recent or self.config.enablement == "always"
         if was_enabled and self._pipe.writes_on_hold():
             return False
-        tx = Tx(now)
-        tx.scopes[scope_id] = msgspec.structs.replace(
-            self._work.scopes[scope_id], last_request_at=now
-        )
-        if not was_enabled:
-            tx.log("scope.enabled", scope_id=scope_id, detail={"vm": vm.name})
-        self._commit(tx, bookkeeping=True)
+        self._note_scope_request(self._tx(now), scope_id, vm.name, enables=not was_enabled)
         return not was_enabled
 
     def approve(
@@ -315,105 +271,63 @@ class Fabric(Following):
         ``event_types`` limits what is visible to the types the client's api-version shows.
         """
         self.catch_up()
-        view = self._pipe.views[vm.scope_id]
-        visible = {
-            e.event_id.upper(): e.event_id
-            for e in view.events_for(vm.name)
-            if event_types is None or e.event_type in event_types
-        }
-        wanted: list[str] = []
-        for raw in event_ids:
-            event_id = visible.get(raw.upper())
-            if event_id is None:
-                shown = raw if len(raw) <= 64 else raw[:64] + "..."
-                raise EventNotVisible(f"EventId {shown} is not a scheduled event of this VM")
-            if event_id not in wanted:
-                wanted.append(event_id)
-        self.reactions.approved(vm.name, wanted)
-        if self._relay is not None:  # the leader applies it; answered once recorded
-            self._relay.approve(vm.name, wanted)
+        wanted = rules.visible_ids(self._pipe.views[vm.scope_id], vm.name, event_ids, event_types)
+        for observer in self._observers:
+            observer.approved(vm.name, wanted)
+        if self._follower is not None:  # the leader applies it; answered once recorded
+            self._follower.approve(vm.name, wanted)
             return [self._seen.events[i] for i in wanted if i in self._seen.events]
         return self._approve(wanted, by=vm.name)
 
-    # ----------------------------------------------------------- control plane
+    # ------------------------------------------------------------ control plane
 
     def submit(self, request: OperationRequest) -> OperationRecord:
         """Carry out an operation request; returns its (first) operation."""
-        self.catch_up()  # timers that are due fire first
-        now = self.clock.now()
-        plan = plan_request(
-            request,
-            self.topology,
-            self._work.deleted.__contains__,
-            self._min_notice,
-            time_scale=self.config.time_scale,
-        )
-        self._check_in_progress(plan, now)
-        self._check_preview_limit(plan)
-        tx = Tx(now)
-        rollout_id = None
-        if plan.rolling:
-            rollout_id = f"rollout-{self._new_token()}"
-            rollout = RolloutRecord(
-                id=rollout_id,
-                kind=plan.spec.kind.value,
-                scope_id=request.scope or "",
-                batches=plan.batches,
-                next_batch=1,
-                current_operation=None,
-                options=request_options(request),
-            )
-            tx.rollouts[rollout_id] = rollout
-            tx.log(
-                "rollout.created",
-                scope_id=rollout.scope_id,
-                detail={"id": rollout_id, "kind": rollout.kind, "batches": len(plan.batches)},
-            )
-        op = self._create_operation(tx, plan.spec, request, plan.batches[0], rollout_id)
-        if rollout_id is not None:
-            tx.rollouts[rollout_id] = msgspec.structs.replace(
-                tx.rollouts[rollout_id], current_operation=op.id
-            )
+        self.catch_up()
+        tx = self._tx()
+        op = rules.submit(self._rules, tx, request)
         self._commit(tx)
         return self._work.operations[op.id]
 
     def approve_event(self, event_id: str, by: str = "control") -> EventRecord:
         """Approve one event from the control plane."""
-        self.catch_up()  # timers that are due fire first
+        self.catch_up()
         event = find_event(self._work.events, event_id)
         self._approve([event.id], by=by)
         return self._work.events.get(event.id, event)
 
     def start_event(self, event_id: str) -> OperationRecord:
         """Start an event's operation now, without waiting for approvals or NotBefore."""
-        self.catch_up()  # timers that are due fire first
+        self.catch_up()
         event = find_event(self._work.events, event_id)
         next_event_phase(EventPhase(event.status.value), Step.START, f"event {event.id}")
-        tx = Tx(self.clock.now())
-        self._start_operation(tx, self._work.operations[event.operation_id], reason="forced")
+        tx = self._tx()
+        rules.start_operation(tx, self._work.operations[event.operation_id], reason="forced")
         self._commit(tx)
         return self._work.operations[event.operation_id]
 
     def cancel_event(self, event_id: str) -> EventRecord:
         """Cancel a Scheduled event: it disappears with no impact on its VMs."""
-        self.catch_up()  # timers that are due fire first
+        self.catch_up()
         event = find_event(self._work.events, event_id)
         next_event_phase(EventPhase(event.status.value), Step.CANCEL, f"event {event.id}")
-        tx = Tx(self.clock.now())
-        self._drop_event(tx, event, "event.canceled")
+        tx = self._tx()
+        rules.drop_event(self._rules, tx, event, "event.canceled")
         self._commit(tx)
         return event
 
     def complete_event(self, event_id: str) -> EventRecord:
         """End a Started event now (its impact is over); it disappears."""
-        self.catch_up()  # timers that are due fire first
+        self.catch_up()
         event = find_event(self._work.events, event_id)
         next_event_phase(EventPhase(event.status.value), Step.REMOVE, f"event {event.id}")
-        tx = Tx(self.clock.now())
-        self._remove_events(tx, [event], "event.completed")
-        self._settle_operation(tx, self._work.operations[event.operation_id])
+        tx = self._tx()
+        rules.remove_events(tx, [event], "event.completed")
+        rules.settle_operation(self._rules, tx, self._work.operations[event.operation_id])
         self._commit(tx)
         return event
+
+    # ------------------------------------------------------------------- time
 
     def advance(self, seconds: float) -> float:
         """Move a virtual clock forward and run every timer that came due, in order.
@@ -421,7 +335,7 @@ class Fabric(Following):
         The new position is written first, so a restart never moves virtual time back.
         With a threaded journal use ``advance_durably`` (this one does not wait)."""
         self.clock.check_jump(seconds)
-        self._commit(Tx(self.clock.now()), clock_position=self.clock.now() + seconds)
+        self._commit(self._tx(), clock_position=self.clock.now() + seconds)
         self.clock.jump(seconds)
         self.run_due()
         return self.clock.now()
@@ -429,7 +343,7 @@ class Fabric(Following):
     async def advance_durably(self, seconds: float) -> float:
         """``advance``, answering only once the new time and what it fired are durable."""
         self.clock.check_jump(seconds)
-        self._commit(Tx(self.clock.now()), clock_position=self.clock.now() + seconds)
+        self._commit(self._tx(), clock_position=self.clock.now() + seconds)
         await self.durable()
         self.clock.jump(seconds)
         self.run_due()
@@ -443,19 +357,19 @@ class Fabric(Following):
         A write that fails stops it (the timers stay due and are retried a moment later);
         it never raises for that, so a reader that caught up still gets its document.
         A follower fires nothing: its leader does."""
-        if self._relay is not None or self._pipe.writes_on_hold():
+        if self._follower is not None or self._pipe.writes_on_hold():
             return 0
         fired = 0
         now = self.clock.now()
         timers, active = self._pipe.timers, self._work.active
         while (at := timers.next_due(active)) is not None and at <= now:
-            tx = Tx(at)
+            tx = self._tx(at)
             for op in timers.pop_due(at, active):
                 op = tx.operations.get(op.id, op)
                 if op.state is OperationState.SCHEDULED:
-                    self._start_operation(tx, op, reason="not_before")
+                    rules.start_operation(tx, op, reason="not_before")
                 elif op.state is OperationState.STARTED:
-                    self._finish_operation(tx, op)
+                    rules.finish_operation(self._rules, tx, op)
                 fired += 1
             try:
                 self._commit(tx)
@@ -464,11 +378,116 @@ class Fabric(Following):
                 break
         return fired
 
+    # ------------------------------------------------------- leading, following
 
-_IMPACT_STATUS = {
-    "Freeze": "frozen",
-    "Reboot": "rebooting",
-    "Redeploy": "redeploying",
-    "Preempt": "evicting",
-    "Terminate": "terminating",
-}
+    @property
+    def leading(self) -> bool:
+        """False while this process follows another one's changes."""
+        return self._follower is None
+
+    def follow(self, relay: Relay) -> None:
+        """Stop writing: from now on the state moves only by ``replicate``/``reload``,
+        and a VM's approvals and requests go to the leader through ``relay``."""
+        self._follower = Follower(relay, self.config)
+        self.replicated = True
+
+    def lead(
+        self, snapshot: Snapshot, journal: Journal, *, clock_position: float | None = None
+    ) -> None:
+        """Become the writer: start over from ``snapshot`` (the database as the previous
+        leader left it), then write through ``journal``."""
+        self.reload(snapshot, clock_position=clock_position)
+        self._pipe.use_journal(journal)
+        self._follower = None
+
+    def reload(self, snapshot: Snapshot, *, clock_position: float | None = None) -> None:
+        """Replace the whole state by ``snapshot`` (a follower that missed changes); a
+        virtual clock moves on to ``clock_position`` (where the leader's stood)."""
+        self._follow_clock(clock_position)
+        self._pipe.reload(snapshot)
+        self._work = self._pipe.work
+        self._seen = self._pipe.published
+        self._remember_requests(self._work.scopes.values())
+        for observer in self._observers:
+            observer.reloaded(self._seen.events.values())
+        for listener in list(self._reload_listeners):
+            listener()
+
+    def replicate(self, batch: Sequence[Changes]) -> None:
+        """Apply changes the leader made durable, in order (a virtual clock follows the
+        leader's: it jumps to each position a change carries)."""
+        self._pipe.replicate(batch)
+        for changes in batch:
+            self._remember_requests(changes.scopes)
+            self._follow_clock(changes.clock_position)
+
+    def approve_relayed(self, vm_name: str, event_ids: Iterable[str]) -> list[EventRecord]:
+        """Apply an approval a follower recorded: events already approved, started or
+        gone are skipped (applying a request twice changes nothing)."""
+        self.catch_up()
+        live = rules.relayed_ids(self.topology, self._work, vm_name, event_ids)
+        return self._approve(live, by=vm_name) if live else []
+
+    def note_relayed_request(self, scope_id: str, vm_name: str, at: float) -> None:
+        """Merge a follower's last request of a scope (enabling the scope if it was off)."""
+        if scope_id not in self._work.scopes:
+            return
+        last = self._last_seen.get(scope_id)
+        enabled = self.config.enablement == "always" or (
+            last is not None and at - last < self._idle_window
+        )
+        if last is None or at > last:
+            self._last_seen[scope_id] = at
+        persisted = self._work.scopes[scope_id].last_request_at
+        if persisted is not None and at <= persisted:
+            return
+        if enabled and persisted is not None and at - persisted < self._persist_every:
+            return
+        tx = self._tx()
+        self._note_scope_request(tx, scope_id, vm_name, at=at, enables=not enabled)
+
+    # ------------------------------------------------------------------ inside
+
+    def _tx(self, at: float | None = None) -> Tx:
+        """A new transition at ``at`` (default: now) on the working state."""
+        return Tx(self.clock.now() if at is None else at, self._work)
+
+    def _commit(
+        self, tx: Tx, *, bookkeeping: bool = False, clock_position: float | None = None
+    ) -> Commit | None:
+        if self._follower is not None:
+            raise StoreUnavailable(
+                "this process follows the fleet's leader and changes nothing itself; "
+                "send the request to the leader (see forewarn status)"
+            )
+        changes = rules.seal(self._rules, tx, clock_position)
+        return self._pipe.commit(changes, bookkeeping=bookkeeping)
+
+    def _approve(self, event_ids: list[str], by: str) -> list[EventRecord]:
+        tx = self._tx()
+        out = rules.approve(tx, event_ids, by)
+        if tx.history:
+            self._commit(tx)
+        return out
+
+    def _note_scope_request(
+        self, tx: Tx, scope_id: str, vm_name: str, *, enables: bool, at: float | None = None
+    ) -> None:
+        """Persist a scope's last request, made at ``at`` (default: the transition's time);
+        bookkeeping: queued, never waited for."""
+        tx.scopes[scope_id] = msgspec.structs.replace(
+            self._work.scopes[scope_id], last_request_at=tx.at if at is None else at
+        )
+        if enables:
+            tx.log("scope.enabled", scope_id=scope_id, detail={"vm": vm_name})
+        self._commit(tx, bookkeeping=True)
+
+    def _remember_requests(self, states: Iterable[ScopeState]) -> None:
+        for state in states:
+            at = state.last_request_at
+            if at is not None and at > self._last_seen.get(state.scope_id, -1.0):
+                self._last_seen[state.scope_id] = at
+
+    def _follow_clock(self, position: float | None) -> None:
+        if position is not None and self.clock.is_virtual and position > self.clock.now():
+            self.clock.jump(position - self.clock.now())

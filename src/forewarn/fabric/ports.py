@@ -1,14 +1,14 @@
-"""The store interface the fabric writes through (implemented in ``forewarn.store``)."""
+"""What the fabric talks through: the store it writes (implemented in ``forewarn.store``)
+and the observers it tells what happened (the rehearsal's reaction tracker is one)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from forewarn.fabric.reactions import ReactionData, VmPolls
-from forewarn.fabric.records import Changes, HistoryEntry, Snapshot
+from forewarn.fabric.records import Changes, EventRecord, HistoryEntry, Snapshot
 
-__all__ = ["Store"]
+__all__ = ["FabricObserver", "Store"]
 
 
 class Store(Protocol):
@@ -58,21 +58,27 @@ class Store(Protocol):
         """Remember a virtual clock's position."""
         ...
 
-    def save_reactions(self, data: ReactionData) -> None:
-        """Merge reaction facts into what is stored: an event keeps the first value known
-        of each field, a VM its earliest sighting and approval and its latest poll (each
-        front-end of a scaled-out fleet writes what it saw). Raises ``StoreUnavailable``."""
-        ...
-
-    def reactions(self, since: float | None = None) -> ReactionData:
-        """Events created at or after ``since`` (every one: None), the reactions to them,
-        and every VM's polls."""
-        ...
-
-    def polls(self) -> list[VmPolls]:
-        """Every VM's first and last poll, as merged from every front-end."""
-        ...
-
     def close(self) -> None:
         """Release the database."""
+        ...
+
+
+class FabricObserver(Protocol):
+    """Told what happens in a fabric, as it happens (``Fabric.observe``), on the thread
+    that made it happen. Each call must be cheap: it sits on the path of the change."""
+
+    def published(self, changes: Changes) -> None:
+        """A change became durable and visible."""
+        ...
+
+    def reloaded(self, events: Iterable[EventRecord]) -> None:
+        """The whole state was replaced; ``events`` are the live events now."""
+        ...
+
+    def approved(self, vm: str, event_ids: Sequence[str]) -> None:
+        """``vm`` approved ``event_ids`` (each visible to it), before the change is made."""
+        ...
+
+    def closing(self) -> None:
+        """The fabric is closing: write what is held."""
         ...

@@ -14,6 +14,7 @@ from forewarn.fabric import Fabric
 from forewarn.imds.deferred import resolve
 from forewarn.imds.endpoint import MAX_BODY, TOO_LARGE, Endpoint, ImdsSettings
 from forewarn.imds.messages import Request
+from forewarn.rehearsal import ReactionTracker
 
 __all__ = ["ImdsApp"]
 
@@ -32,8 +33,9 @@ class ImdsApp:
         settings: ImdsSettings | None = None,
         *,
         on_response: Callable[[str, int], None] | None = None,
+        reactions: ReactionTracker | None = None,
     ) -> None:
-        self.endpoint = Endpoint(fabric, settings, on_response=on_response)
+        self.endpoint = Endpoint(fabric, settings, on_response=on_response, reactions=reactions)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":

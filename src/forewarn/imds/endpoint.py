@@ -42,6 +42,7 @@ from forewarn.imds.instance import INSTANCE_VERSIONS, instance_document
 from forewarn.imds.messages import TEXT, Reply, Request
 from forewarn.imds.ratelimit import RateLimiter
 from forewarn.imds.recorder import DocumentRecorder, RecordingCache
+from forewarn.rehearsal import ReactionTracker
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +197,10 @@ def _target(raw_path: str, query_string: bytes) -> _Target:
 TARGET_CACHE_SIZE = 4096
 
 
+def _not_tracked(vm: str, view: ScopeView, version: ApiVersion) -> None:
+    """Served documents go unrecorded: no reaction tracker was given."""
+
+
 class Endpoint:
     """The metadata service of one fabric."""
 
@@ -206,9 +211,11 @@ class Endpoint:
         *,
         on_response: Callable[[str, int], None] | None = None,
         recorder: DocumentRecorder | None = None,
+        reactions: ReactionTracker | None = None,
     ) -> None:
         """``on_response(route, status)`` sees every reply; route is a known path or "other".
-        ``recorder`` is told every document served (``forewarn serve --record``)."""
+        ``recorder`` is told every document served (``forewarn serve --record``);
+        ``reactions`` too, to record who saw what when (the rehearsal report)."""
         self.fabric = fabric
         self.settings = settings or ImdsSettings()
         self._resolver = VmResolver(fabric.topology)
@@ -218,7 +225,8 @@ class Endpoint:
         rate = self.settings.rate_limit
         self._limiter = RateLimiter(rate, monotonic) if rate else None
         self._on_response = on_response
-        self._served = fabric.reactions.served  # who saw what when (one slot store a poll)
+        # Who saw what when: one slot store a poll (a no-op call without a tracker).
+        self._served = _not_tracked if reactions is None else reactions.served
         self._targets: dict[tuple[str, bytes], _Target] = {}
 
     def handle(self, request: Request) -> Reply:

@@ -1,9 +1,22 @@
-"""Rehearsals: how a fleet reacted to maintenance, graded and reported.
+"""Rehearsals: how a fleet reacted to maintenance, recorded, graded and reported.
 
-Reads the facts the platform recorded (who saw which event when, who approved it); grades
-them into verdicts; renders the report. Above the fabric, built by the composition root.
+The tracker records the facts (who saw which event when, who approved it) from what the
+fabric tells its observers and the endpoint serves; grading turns them into verdicts;
+the report renders them. Above the fabric, built and wired by the composition root.
 """
 
+from forewarn.rehearsal.facts import EventFacts, ReactionData, ReactionStore, VmPolls, VmReaction
+from forewarn.rehearsal.tracker import ReactionTracker, track_reactions
 from forewarn.rehearsal.verdicts import ReactionReport, grade
 
-__all__ = ["ReactionReport", "grade"]
+__all__ = [
+    "EventFacts",
+    "ReactionData",
+    "ReactionReport",
+    "ReactionStore",
+    "ReactionTracker",
+    "VmPolls",
+    "VmReaction",
+    "grade",
+    "track_reactions",
+]

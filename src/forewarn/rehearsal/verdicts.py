@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable
 import msgspec
 
 from forewarn.contract import EventType, lookup_version
-from forewarn.fabric.reactions import EventFacts, ReactionData, VmPolls, VmReaction
+from forewarn.rehearsal.facts import EventFacts, ReactionData, VmPolls, VmReaction
 
 __all__ = [
     "DEFAULT_STALE_AFTER",

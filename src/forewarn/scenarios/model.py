@@ -25,7 +25,7 @@ import msgspec
 from forewarn.fabric.catalogue import OperationKind
 from forewarn.fleet.yamlfile import YamlError, line_of, read_yaml
 from forewarn.scenarios.durations import parse_duration
-from forewarn.scenarios.weather import Weather, weather_from_spec
+from forewarn.scenarios.weather import Weather, parse_weather
 
 __all__ = [
     "ACTIONS",
@@ -388,7 +388,10 @@ def compile_scenario(spec: ScenarioSpec, name: str, source: str = "") -> Scenari
     weather = None
     if spec.weather is not None:
         try:
-            weather = weather_from_spec(spec.weather)
+            w = spec.weather
+            weather = parse_weather(
+                seed=w.seed, duration=w.duration, rates=w.rates, hosts=w.hosts, at=w.at
+            )
         except ValueError as exc:
             raise _Located(str(exc), "$.weather") from None
     if not steps and weather is None:

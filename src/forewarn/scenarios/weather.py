@@ -16,17 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from forewarn.fabric.catalogue import OperationKind
 from forewarn.scenarios.durations import format_duration, parse_duration, parse_rate
 from forewarn.scenarios.fleetview import FleetView, VmInfo
 
-if TYPE_CHECKING:
-    from forewarn.scenarios.model import WeatherSpec
-
-__all__ = ["Arrival", "Weather", "arrivals", "weather_from_spec"]
+__all__ = ["Arrival", "Weather", "arrivals", "parse_weather"]
 
 #: At most this many arrivals per run: a typo in a rate must not plan a million calls.
 MAX_ARRIVALS = 100_000
@@ -71,22 +68,30 @@ def _kind(name: str, where: str) -> str:
         raise ValueError(f"{where}: unknown operation {name!r}; known: {known}") from None
 
 
-def weather_from_spec(spec: WeatherSpec) -> Weather:
-    """Check and convert a ``weather:`` block (ValueError names what is wrong)."""
-    rates = {_kind(k, "rates"): parse_rate(v, f"rate of {k}") for k, v in spec.rates.items()}
-    hosts = {
+def parse_weather(
+    *,
+    seed: int,
+    duration: object,
+    rates: Mapping[str, object],
+    hosts: Mapping[str, Mapping[str, object]] | None,
+    at: object,
+) -> Weather:
+    """Check and convert the fields of a ``weather:`` block, as written in a scenario
+    file (ValueError names what is wrong)."""
+    per_kind = {_kind(k, "rates"): parse_rate(v, f"rate of {k}") for k, v in rates.items()}
+    per_host = {
         host: {
             _kind(k, f"hosts.{host}"): parse_rate(v, f"rate of {k} on {host}")
             for k, v in own.items()
         }
-        for host, own in (spec.hosts or {}).items()
+        for host, own in (hosts or {}).items()
     }
     return Weather(
-        seed=spec.seed,
-        duration=parse_duration(spec.duration, "weather duration"),
-        rates=rates,
-        hosts=hosts,
-        at=parse_duration(spec.at, "weather at"),
+        seed=seed,
+        duration=parse_duration(duration, "weather duration"),
+        rates=per_kind,
+        hosts=per_host,
+        at=parse_duration(at, "weather at"),
     )
 
 

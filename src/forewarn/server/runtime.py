@@ -44,6 +44,7 @@ from forewarn.fleet import (
 )
 from forewarn.imds import Endpoint, EndpointMetrics, ImdsSettings, serve_endpoint
 from forewarn.imds.recorder import DocumentRecorder
+from forewarn.rehearsal import ReactionStore, ReactionTracker, track_reactions
 from forewarn.server.config import ServeConfig, parse_bind
 from forewarn.server.heap import HeapKeeper, freeze_startup_heap
 from forewarn.store import SQLiteStore, StoreError, ThreadedJournal
@@ -64,8 +65,8 @@ __all__ = [
 log = structlog.get_logger("forewarn")
 
 
-class ServerStore(Store, Protocol):
-    """A store as a server uses it: the fabric's, plus remembered settings."""
+class ServerStore(Store, ReactionStore, Protocol):
+    """A store as a server uses it: the fabric's, the rehearsal's, remembered settings."""
 
     def stored_settings(self) -> dict[str, Any]: ...
 
@@ -89,6 +90,7 @@ class Runtime:
     registry: CollectorRegistry
     cluster: Cluster | None = None
     recorder: DocumentRecorder | None = None
+    reactions: ReactionTracker | None = None
 
     def close(self) -> None:
         """Write what is queued, then release the database."""
@@ -231,6 +233,7 @@ def build_runtime(
         FabricConfig(time_scale=config.time_scale or 1.0, enablement=config.enablement),
         journal=journal,
     )
+    reactions = track_reactions(fabric, store)  # who saw what when: the rehearsal report
     registry = CollectorRegistry()
     metrics = EndpointMetrics(registry)
     recorder = DocumentRecorder(config.record, clock.now) if config.record else None
@@ -245,6 +248,7 @@ def build_runtime(
         ),
         on_response=metrics.observe,
         recorder=recorder,
+        reactions=reactions,
     )
     cluster = _cluster(fabric, store, clock, registry) if clustered else None
     forwarding = [] if cluster is None else [Middleware(_forwarding(), cluster=cluster)]
@@ -255,10 +259,12 @@ def build_runtime(
         hosts=config.control_hosts,
         middleware=forwarding,
         scenarios=None if scenarios is None else scenarios(config.control_token),
+        reactions=reactions,
     )
     return Runtime(
-        config, clock, store, topology, fabric, endpoint, control, registry, cluster, recorder
-    )
+        config, clock, store, topology, fabric, endpoint, control, registry, cluster, recorder,
+        reactions,
+    )  # fmt: skip
 
 
 def _cluster(
@@ -466,8 +472,12 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
         if scheduler is None
         else asyncio.create_task(scheduler.run(), name="forewarn-scheduler")
     )
-    reactions_task = asyncio.create_task(  # writes who saw what, once a second at most
-        runtime.fabric.reactions.run(), name="forewarn-reactions"
+    reactions_task = (
+        None
+        if runtime.reactions is None
+        else asyncio.create_task(  # writes who saw what, once a second at most
+            runtime.reactions.run(), name="forewarn-reactions"
+        )
     )
     endpoint_server = await serve_endpoint(runtime.endpoint, listeners.imds)
     heap_task = asyncio.create_task(  # freezes the fleet's connections once they are in
@@ -495,9 +505,10 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
             with contextlib.suppress(asyncio.CancelledError):
                 await scheduler_task
         heap_task.cancel()
-        reactions_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await reactions_task  # what it holds is written by runtime.close()
+        if reactions_task is not None:
+            reactions_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reactions_task  # what it holds is written by runtime.close()
         if cluster is not None:
             await cluster.stop()  # a leader writes what it accepted and frees the lock
         with contextlib.suppress(StoreUnavailable):

@@ -31,13 +31,12 @@ from forewarn.fabric import (
     EventRecord,
     HistoryEntry,
     OperationRecord,
-    ReactionData,
     RolloutRecord,
     ScopeState,
     Snapshot,
     StoreUnavailable,
-    VmPolls,
 )
+from forewarn.rehearsal.facts import ReactionData, VmPolls
 from forewarn.store import reaction_tables as rx
 from forewarn.store.postgres_schema import connect, display_url, migrate
 from forewarn.store.sqlite import StoreError

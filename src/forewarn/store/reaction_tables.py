@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from forewarn.fabric import EventFacts, ReactionData, VmPolls, VmReaction
+from forewarn.rehearsal.facts import EventFacts, ReactionData, VmPolls, VmReaction
 
 __all__ = [
     "REACTION_TABLES",

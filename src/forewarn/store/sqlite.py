@@ -32,13 +32,12 @@ from forewarn.fabric import (
     EventRecord,
     HistoryEntry,
     OperationRecord,
-    ReactionData,
     RolloutRecord,
     ScopeState,
     Snapshot,
     StoreUnavailable,
-    VmPolls,
 )
+from forewarn.rehearsal.facts import ReactionData, VmPolls
 from forewarn.store import reaction_tables as rx
 from forewarn.store.fileguard import FileGuard, FileReplaced
 

@@ -25,6 +25,7 @@ import msgspec
 
 from forewarn.control.dashboard.stream_messages import change_message
 from forewarn.fabric import Changes, Fabric, StoreUnavailable
+from forewarn.rehearsal import ReactionTracker
 
 __all__ = ["RELOAD", "Hub", "sse"]
 
@@ -49,8 +50,10 @@ def sse(kind: str, data: Any) -> bytes:
 class Hub:
     """Fans changes out to the dashboards watching this process."""
 
-    def __init__(self, fabric: Fabric) -> None:
+    def __init__(self, fabric: Fabric, reactions: ReactionTracker | None = None) -> None:
+        """``reactions`` reads the poll times other front-ends wrote (a scaled-out fleet)."""
         self.fabric = fabric
+        self._reactions = reactions
         self._queues: set[asyncio.Queue[Message]] = set()
         self._closed = False
         self._ticker: asyncio.Task[None] | None = None
@@ -121,7 +124,7 @@ class Hub:
     def polls(self) -> dict[str, float]:
         """Each VM's last poll as this process knows it (its own, merged with what the
         other front-ends of a scaled-out fleet wrote)."""
-        mine = self.fabric.reactions.last_polls()
+        mine = dict(self.fabric.last_requests)
         if not self._shared_polls:
             return mine
         merged = dict(self._shared_polls)
@@ -132,10 +135,10 @@ class Hub:
 
     async def refresh_shared_polls(self) -> None:
         """Read the poll times every front-end wrote (followers and scaled-out leaders)."""
-        if not self.fabric.replicated:
+        if not self.fabric.replicated or self._reactions is None:
             return  # a single process serves every poll itself
         try:
-            rows = await asyncio.to_thread(self.fabric.reactions.shared_polls)
+            rows = await asyncio.to_thread(self._reactions.shared_polls)
         except StoreUnavailable as exc:
             log.warning("shared poll times unavailable: %s", exc)
             return

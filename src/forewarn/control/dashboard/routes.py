@@ -25,6 +25,7 @@ from forewarn.control.dashboard.stream_messages import snapshot
 from forewarn.control.json_views import json_error
 from forewarn.control.schemas import ScenarioRunBody
 from forewarn.fabric import Fabric, NotFoundError
+from forewarn.rehearsal import ReactionTracker
 
 __all__ = ["STATIC_PREFIX", "DashboardRoutes", "ScenarioHook", "is_public", "wants_page"]
 
@@ -120,9 +121,14 @@ def _static(name: str) -> bytes | None:
 class DashboardRoutes:
     """Handlers of the dashboard over one fabric."""
 
-    def __init__(self, fabric: Fabric, scenarios: ScenarioHook | None = None) -> None:
+    def __init__(
+        self,
+        fabric: Fabric,
+        scenarios: ScenarioHook | None = None,
+        reactions: ReactionTracker | None = None,
+    ) -> None:
         self.fabric = fabric
-        self.hub = Hub(fabric)
+        self.hub = Hub(fabric, reactions)
         self.scenarios = scenarios
 
     def close(self) -> None:

@@ -7,9 +7,9 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from forewarn.fabric import ReactionData
+from forewarn.rehearsal import ReactionData
 from forewarn.store import SQLiteStore
-from tests.reactions.conftest import T0, Rehearsal, make_fabric, vm_verdict
+from tests.rehearsal.conftest import T0, Rehearsal, make_fabric, vm_verdict
 
 
 class CountingStore(SQLiteStore):
@@ -34,11 +34,11 @@ async def test_polls_are_written_in_batches_never_one_by_one(db: Path) -> None:
         await rehearsal.poll("web-1")
     assert store.batches == []  # a hundred polls wrote nothing
     assert store.reactions().vms == []
-    await rehearsal.fabric.reactions.flush()
+    await rehearsal.reactions.flush()
     assert len(store.batches) == 1
     seen = {(r.event_id, r.vm): r.first_seen for r in store.reactions().vms}
     assert seen == {(event_id, "web-0"): T0, (event_id, "web-1"): T0}
-    await rehearsal.fabric.reactions.flush()  # nothing new: no write at all
+    await rehearsal.reactions.flush()  # nothing new: no write at all
     assert len(store.batches) == 1
     rehearsal.fabric.close()
     store.close()
@@ -48,7 +48,7 @@ async def test_the_flusher_writes_once_a_second_at_most(db: Path) -> None:
     store = CountingStore(db)
     rehearsal = Rehearsal(make_fabric(store), store)
     rehearsal.submit("user-reboot", "web-0")
-    task = asyncio.create_task(rehearsal.fabric.reactions.run(interval=0.05))
+    task = asyncio.create_task(rehearsal.reactions.run(interval=0.05))
     try:
         await rehearsal.poll("web-0")
         for _ in range(200):
@@ -96,7 +96,7 @@ async def test_a_kill_loses_at_most_what_was_not_flushed(db: Path) -> None:
     op = rehearsal.submit("user-reboot", "web-0")
     (event_id,) = rehearsal.event_ids(op)
     await rehearsal.poll("web-0")
-    await rehearsal.fabric.reactions.flush()
+    await rehearsal.reactions.flush()
     with sqlite3.connect(db) as other:  # another reader, as after a crash
         rows = other.execute("SELECT event_id, vm, first_seen FROM reaction_vms").fetchall()
     assert rows == [(event_id, "web-0", T0)]

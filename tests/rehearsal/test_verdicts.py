@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reactions.conftest import T0, Rehearsal, vm_verdict
+from tests.rehearsal.conftest import T0, Rehearsal, vm_verdict
 
 MINUTE = 60.0
 

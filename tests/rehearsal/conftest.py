@@ -19,6 +19,7 @@ from forewarn.control import ControlApp
 from forewarn.fabric import Clock, Fabric, FabricConfig, OperationRecord, OperationRequest, Store
 from forewarn.fleet import build_topology, demo_fleet
 from forewarn.imds import ImdsApp, ImdsSettings
+from forewarn.rehearsal import ReactionTracker, track_reactions
 from forewarn.store import SQLiteStore
 
 T0 = 1_700_000_000.0
@@ -31,13 +32,15 @@ class Rehearsal:
     """A fleet under rehearsal: poll and approve as VMs, move time, read the verdict."""
 
     fabric: Fabric
-    store: Store
+    store: SQLiteStore
+    reactions: ReactionTracker = field(init=False)
     imds: ImdsApp = field(init=False)
     control: ControlApp = field(init=False)
 
     def __post_init__(self) -> None:
-        self.imds = ImdsApp(self.fabric, ImdsSettings(rate_limit=None))
-        self.control = ControlApp(self.fabric)
+        self.reactions = track_reactions(self.fabric, self.store)  # as the server wires it
+        self.imds = ImdsApp(self.fabric, ImdsSettings(rate_limit=None), reactions=self.reactions)
+        self.control = ControlApp(self.fabric, reactions=self.reactions)
 
     def _vm_client(self, vm: str) -> httpx.AsyncClient:
         address = self.fabric.topology.vms[vm].address

@@ -1,17 +1,16 @@
 """Reaction tracking: who saw which event when, who approved it, who stopped polling.
 
-The fabric notes the time of each VM's requests (``last_requests``, one dict store in
-``Fabric.note_request``, which reads the clock anyway); the endpoint tells the tracker
-about every document it serves (``served``) and every approval it accepts
-(``approved``); the fabric tells it about every published change (``published``). The
-hot path stays cheap: ``served`` is one dict look-up and two reference comparisons (the
-scope view and api-version the VM was last served); only when those changed (a new
-incarnation) does it look at the document's events, once per VM and incarnation.
+The fabric notes the time of each VM's requests (``Fabric.last_requests``, one dict store
+in ``Fabric.note_request``, which reads the clock anyway) and tells its observers about
+every published change, reload and approval; the endpoint tells the tracker about every
+document it serves (``served``). The hot path stays cheap: ``served`` is one dict look-up
+and two reference comparisons (the scope view and api-version the VM was last served);
+only when those changed (a new incarnation) does it look at the document's events, once
+per VM and incarnation.
 
-Facts are merged, never overwritten: a sighting keeps its earliest time, a poll its
-latest, an event the first value known of each field. So every front-end of a
-scaled-out fleet records what it served, writes it to the shared store (batched, off
-the event loop, at most once a second), and the report merges them all.
+The composition root builds the tracker (``track_reactions``): the fabric does not know
+it. Every front-end of a scaled-out fleet records what it served and writes it to the
+shared store (batched, off the event loop, at most once a second); the report merges it.
 
 Writing goes straight to the store rather than through the journal: it is bookkeeping
 that must also be written by followers (which have no journal), and it never joins the
@@ -23,27 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
-from typing import Any
-
-import msgspec
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from forewarn.contract import ApiVersion, EventStatus
-from forewarn.fabric.clock import Clock
-from forewarn.fabric.errors import StoreUnavailable
-from forewarn.fabric.records import Changes, EventRecord
-from forewarn.fabric.scope_view import ScopeView
+from forewarn.fabric import Changes, Clock, EventRecord, Fabric, ScopeView, StoreUnavailable
 from forewarn.fleet.topology import Topology
+from forewarn.rehearsal.facts import EventFacts, ReactionData, ReactionStore, VmPolls, VmReaction
 
-__all__ = [
-    "FLUSH_SECONDS",
-    "POLL_PERSIST_SECONDS",
-    "EventFacts",
-    "ReactionData",
-    "ReactionTracker",
-    "VmPolls",
-    "VmReaction",
-]
+__all__ = ["FLUSH_SECONDS", "POLL_PERSIST_SECONDS", "ReactionTracker", "track_reactions"]
 
 log = logging.getLogger(__name__)
 
@@ -54,122 +40,17 @@ FLUSH_SECONDS = 1.0
 POLL_PERSIST_SECONDS = 5.0
 
 
-def _first(a: Any, b: Any) -> Any:
-    return b if a is None else a
-
-
-def _min(a: float | None, b: float | None) -> float | None:
-    if a is None:
-        return b
-    return a if b is None or a <= b else b
-
-
-def _max(a: float | None, b: float | None) -> float | None:
-    if a is None:
-        return b
-    return a if b is None or a >= b else b
-
-
-class EventFacts(msgspec.Struct, kw_only=True):
-    """What the platform did with one event; every field is known once and never changes."""
-
-    id: str
-    operation_id: str | None = None
-    kind: str | None = None
-    scope_id: str | None = None
-    event_type: str | None = None
-    source: str | None = None
-    resources: tuple[str, ...] | None = None
-    created_at: float | None = None
-    not_before: float | None = None
-    approved_by: str | None = None
-    approved_at: float | None = None
-    started_at: float | None = None
-    start_reason: str | None = None
-    ended_at: float | None = None
-    ended: str | None = None
-
-    def merge(self, other: EventFacts) -> EventFacts:
-        """Both records' facts; where both know one, this record's (the first known)."""
-        fields = self.__struct_fields__
-        return EventFacts(**{f: _first(getattr(self, f), getattr(other, f)) for f in fields})
-
-
-class VmReaction(msgspec.Struct, kw_only=True):
-    """What one VM did about one event.
-
-    ``first_seen``: first document served to it that showed the event Scheduled;
-    ``seen_started``: first that showed it Started; ``incarnation``: the document's;
-    ``approved_at``: its first approval naming the event; ``last_poll_before_start``: its
-    last request (a poll, or an approval) before the Started document was published."""
-
-    event_id: str
-    vm: str
-    first_seen: float | None = None
-    seen_started: float | None = None
-    incarnation: int | None = None
-    approved_at: float | None = None
-    last_poll_before_start: float | None = None
-
-    def merge(self, other: VmReaction) -> VmReaction:
-        """Earliest sightings and approval, latest poll before the start."""
-        incarnations = [i for i in (self.incarnation, other.incarnation) if i is not None]
-        return VmReaction(
-            event_id=self.event_id,
-            vm=self.vm,
-            first_seen=_min(self.first_seen, other.first_seen),
-            seen_started=_min(self.seen_started, other.seen_started),
-            incarnation=min(incarnations) if incarnations else None,
-            approved_at=_min(self.approved_at, other.approved_at),
-            last_poll_before_start=_max(self.last_poll_before_start, other.last_poll_before_start),
-        )
-
-
-class VmPolls(msgspec.Struct, kw_only=True):
-    """When a VM first and last asked for its document, and with which api-version."""
-
-    vm: str
-    first_poll: float | None = None
-    last_poll: float | None = None
-    api_version: str | None = None
-
-    def merge(self, other: VmPolls) -> VmPolls:
-        """Earliest first poll, latest last poll (with that poll's api-version)."""
-        newer = other if (other.last_poll or 0.0) > (self.last_poll or 0.0) else self
-        return VmPolls(
-            vm=self.vm,
-            first_poll=_min(self.first_poll, other.first_poll),
-            last_poll=_max(self.last_poll, other.last_poll),
-            api_version=newer.api_version or self.api_version or other.api_version,
-        )
-
-
-class ReactionData(msgspec.Struct, kw_only=True):
-    """A batch of facts to write, or everything a store knows."""
-
-    events: list[EventFacts] = []
-    vms: list[VmReaction] = []
-    polls: list[VmPolls] = []
-
-    def empty(self) -> bool:
-        """True when there is nothing in it."""
-        return not (self.events or self.vms or self.polls)
-
-    def merged(self, other: ReactionData) -> ReactionData:
-        """Both batches, merged record by record (as a store merges them)."""
-        events: dict[str, EventFacts] = {}
-        for e in (*self.events, *other.events):
-            events[e.id] = events[e.id].merge(e) if e.id in events else e
-        vms: dict[tuple[str, str], VmReaction] = {}
-        for r in (*self.vms, *other.vms):
-            key = (r.event_id, r.vm)
-            vms[key] = vms[key].merge(r) if key in vms else r
-        polls: dict[str, VmPolls] = {}
-        for p in (*self.polls, *other.polls):
-            polls[p.vm] = polls[p.vm].merge(p) if p.vm in polls else p
-        return ReactionData(
-            events=list(events.values()), vms=list(vms.values()), polls=list(polls.values())
-        )
+def track_reactions(fabric: Fabric, store: ReactionStore) -> ReactionTracker:
+    """A tracker of ``fabric``'s reactions, kept in ``store``, told of every change."""
+    tracker = ReactionTracker(
+        fabric.topology,
+        fabric.clock,
+        store,
+        last_requests=fabric.last_requests,
+        operation_kind=fabric.operation_kind,
+    )
+    fabric.observe(tracker)
+    return tracker
 
 
 class _Track:
@@ -191,21 +72,21 @@ class ReactionTracker:
         self,
         topology: Topology,
         clock: Clock,
-        save: Callable[[ReactionData], None],
-        load: Callable[[float | None], ReactionData],
-        load_polls: Callable[[], list[VmPolls]],
+        store: ReactionStore,
+        *,
+        last_requests: Mapping[str, float],
         operation_kind: Callable[[str], str | None] = lambda _: None,
     ) -> None:
-        """``save``, ``load`` and ``load_polls`` are the store's (blocking: called on
-        worker threads); ``operation_kind`` names an event's operation."""
+        """``store`` keeps the facts (blocking: called on worker threads);
+        ``last_requests`` is each VM's last request as the fabric notes it (read, never
+        written); ``operation_kind`` names an event's operation."""
         self._now = clock.now
-        self._save = save
-        self._load = load
-        self._load_polls = load_polls
+        self._save = store.save_reactions
+        self._load = store.reactions
+        self._load_polls = store.polls
         self._operation_kind = operation_kind
         self._tracks = {name: _Track() for name in topology.vms}
-        #: Each VM's last request to the endpoint (written by ``Fabric.note_request``).
-        self.last_requests: dict[str, float] = {}
+        self.last_requests = last_requests
         #: Per live event, the VMs recorded as having seen it (Scheduled, then Started).
         self._seen: dict[str, set[str]] = {}
         self._seen_started: dict[str, set[str]] = {}
@@ -247,7 +128,7 @@ class ReactionTracker:
                 reaction.first_seen = now
             self._note(reaction)
 
-    def approved(self, vm: str, event_ids: Iterable[str]) -> None:
+    def approved(self, vm: str, event_ids: Sequence[str]) -> None:
         """``vm`` approved ``event_ids`` (validated: each is visible to it)."""
         now = self._now()
         for event_id in event_ids:
@@ -388,6 +269,10 @@ class ReactionTracker:
             except BaseException:
                 self.restore(data)
                 raise
+
+    def closing(self) -> None:
+        """The fabric is closing: write what is pending now."""
+        self.flush_now()
 
     def flush_now(self) -> None:
         """Write what is pending on this thread (at shutdown, with no loop running)."""

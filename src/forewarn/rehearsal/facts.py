@@ -1,0 +1,155 @@
+"""The facts of a rehearsal: what happened to each event, what each VM did about it, and
+when each VM polled; and the store that keeps them (``ReactionStore``).
+
+Facts are merged, never overwritten: a sighting keeps its earliest time, a poll its
+latest, an event the first value known of each field. So every front-end of a
+scaled-out fleet writes what it saw to the shared store, and the report merges them all.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import msgspec
+
+__all__ = ["EventFacts", "ReactionData", "ReactionStore", "VmPolls", "VmReaction"]
+
+
+def _first(a: Any, b: Any) -> Any:
+    return b if a is None else a
+
+
+def _min(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    return a if b is None or a <= b else b
+
+
+def _max(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    return a if b is None or a >= b else b
+
+
+class EventFacts(msgspec.Struct, kw_only=True):
+    """What the platform did with one event; every field is known once and never changes."""
+
+    id: str
+    operation_id: str | None = None
+    kind: str | None = None
+    scope_id: str | None = None
+    event_type: str | None = None
+    source: str | None = None
+    resources: tuple[str, ...] | None = None
+    created_at: float | None = None
+    not_before: float | None = None
+    approved_by: str | None = None
+    approved_at: float | None = None
+    started_at: float | None = None
+    start_reason: str | None = None
+    ended_at: float | None = None
+    ended: str | None = None
+
+    def merge(self, other: EventFacts) -> EventFacts:
+        """Both records' facts; where both know one, this record's (the first known)."""
+        fields = self.__struct_fields__
+        return EventFacts(**{f: _first(getattr(self, f), getattr(other, f)) for f in fields})
+
+
+class VmReaction(msgspec.Struct, kw_only=True):
+    """What one VM did about one event.
+
+    ``first_seen``: first document served to it that showed the event Scheduled;
+    ``seen_started``: first that showed it Started; ``incarnation``: the document's;
+    ``approved_at``: its first approval naming the event; ``last_poll_before_start``: its
+    last request (a poll, or an approval) before the Started document was published."""
+
+    event_id: str
+    vm: str
+    first_seen: float | None = None
+    seen_started: float | None = None
+    incarnation: int | None = None
+    approved_at: float | None = None
+    last_poll_before_start: float | None = None
+
+    def merge(self, other: VmReaction) -> VmReaction:
+        """Earliest sightings and approval, latest poll before the start."""
+        incarnations = [i for i in (self.incarnation, other.incarnation) if i is not None]
+        return VmReaction(
+            event_id=self.event_id,
+            vm=self.vm,
+            first_seen=_min(self.first_seen, other.first_seen),
+            seen_started=_min(self.seen_started, other.seen_started),
+            incarnation=min(incarnations) if incarnations else None,
+            approved_at=_min(self.approved_at, other.approved_at),
+            last_poll_before_start=_max(self.last_poll_before_start, other.last_poll_before_start),
+        )
+
+
+class VmPolls(msgspec.Struct, kw_only=True):
+    """When a VM first and last asked for its document, and with which api-version."""
+
+    vm: str
+    first_poll: float | None = None
+    last_poll: float | None = None
+    api_version: str | None = None
+
+    def merge(self, other: VmPolls) -> VmPolls:
+        """Earliest first poll, latest last poll (with that poll's api-version)."""
+        newer = other if (other.last_poll or 0.0) > (self.last_poll or 0.0) else self
+        return VmPolls(
+            vm=self.vm,
+            first_poll=_min(self.first_poll, other.first_poll),
+            last_poll=_max(self.last_poll, other.last_poll),
+            api_version=newer.api_version or self.api_version or other.api_version,
+        )
+
+
+class ReactionData(msgspec.Struct, kw_only=True):
+    """A batch of facts to write, or everything a store knows."""
+
+    events: list[EventFacts] = []
+    vms: list[VmReaction] = []
+    polls: list[VmPolls] = []
+
+    def empty(self) -> bool:
+        """True when there is nothing in it."""
+        return not (self.events or self.vms or self.polls)
+
+    def merged(self, other: ReactionData) -> ReactionData:
+        """Both batches, merged record by record (as a store merges them)."""
+        events: dict[str, EventFacts] = {}
+        for e in (*self.events, *other.events):
+            events[e.id] = events[e.id].merge(e) if e.id in events else e
+        vms: dict[tuple[str, str], VmReaction] = {}
+        for r in (*self.vms, *other.vms):
+            key = (r.event_id, r.vm)
+            vms[key] = vms[key].merge(r) if key in vms else r
+        polls: dict[str, VmPolls] = {}
+        for p in (*self.polls, *other.polls):
+            polls[p.vm] = polls[p.vm].merge(p) if p.vm in polls else p
+        return ReactionData(
+            events=list(events.values()), vms=list(vms.values()), polls=list(polls.values())
+        )
+
+
+
+class ReactionStore(Protocol):
+    """Where reaction facts are kept (the stores of ``forewarn.store`` implement it).
+
+    Blocking: the tracker calls it on worker threads."""
+
+    def save_reactions(self, data: ReactionData) -> None:
+        """Merge reaction facts into what is stored: an event keeps the first value known
+        of each field, a VM its earliest sighting and approval and its latest poll (each
+        front-end of a scaled-out fleet writes what it saw). Raises ``StoreUnavailable``."""
+        ...
+
+    def reactions(self, since: float | None = None) -> ReactionData:
+        """Events created at or after ``since`` (every one: None), the reactions to them,
+        and every VM's polls."""
+        ...
+
+    def polls(self) -> list[VmPolls]:
+        """Every VM's first and last poll, as merged from every front-end."""
+        ...

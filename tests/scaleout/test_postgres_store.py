@@ -10,7 +10,7 @@ from forewarn.fabric import Changes, HistoryEntry, StoreUnavailable
 from forewarn.store import StoreError
 from forewarn.store.postgres import Deposed, PostgresStore
 from forewarn.store.postgres_cluster import ChangeFeed, LeaderSession
-from forewarn.store.postgres_schema import migrations
+from forewarn.store.schema import migrations
 from tests.scaleout.pg import PgDatabase
 
 

@@ -34,6 +34,7 @@ from forewarn.contract import (
     parse_start_requests,
     version_error_body,
 )
+from forewarn.contract.limits import RATE_LIMIT
 from forewarn.fabric import EventNotVisible, Fabric, ScopeView, StoreUnavailable, monotonic
 from forewarn.fleet import VM
 from forewarn.imds.cache import DocumentCache
@@ -66,7 +67,7 @@ VERSIONS = "/metadata/versions"
 class ImdsSettings:
     """Endpoint behaviour; defaults are the faithful ones except the first-call delay."""
 
-    rate_limit: float | None = 5.0
+    rate_limit: float | None = RATE_LIMIT
     first_call_delay: float = 0.0
     #: Seconds for a whole request head, and then for its body (a trickle does not reset it).
     header_timeout: float = 10.0

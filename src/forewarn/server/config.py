@@ -13,6 +13,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from forewarn.contract.limits import RATE_LIMIT
 from forewarn.control import parse_control_host
 
 __all__ = ["ConfigError", "ServeConfig", "parse_bind"]
@@ -66,7 +67,7 @@ class ServeConfig:
     #: Extra names (``--control-host``) the control API answers to besides its own address.
     control_hosts: tuple[str, ...] = ()
     per_vm_ports: bool = True
-    rate_limit: float = 5.0
+    rate_limit: float = RATE_LIMIT
     first_call_delay: float = 0.0
     #: The metadata listener's defences: seconds for a request head, then for its body, and
     #: connections per client address (also never more than a quarter of the open files).

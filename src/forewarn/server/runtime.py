@@ -1,20 +1,16 @@
-"""The composition root: clock → store → fabric → apps, and the listeners that serve them."""
+"""The composition root: clock → store → fabric → apps, wired from a ``ServeConfig``.
+
+What listens is ``listeners``; what serves until a signal is ``serving``.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
-import resource
-import signal
-import socket
-import sys
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
-import uvicorn
 from prometheus_client import CollectorRegistry
 from starlette.middleware import Middleware
 
@@ -28,9 +24,7 @@ from forewarn.fabric import (
     HistoryEntry,
     InlineJournal,
     Journal,
-    Scheduler,
     Store,
-    StoreUnavailable,
 )
 from forewarn.fleet import (
     FleetError,
@@ -42,11 +36,10 @@ from forewarn.fleet import (
     fleet_to_builtins,
     load_fleet_file,
 )
-from forewarn.imds import Endpoint, EndpointMetrics, ImdsSettings, serve_endpoint
+from forewarn.imds import Endpoint, EndpointMetrics, ImdsSettings
 from forewarn.imds.recorder import DocumentRecorder
 from forewarn.rehearsal import ReactionStore, ReactionTracker, track_reactions
-from forewarn.server.config import ServeConfig, parse_bind
-from forewarn.server.heap import HeapKeeper, freeze_startup_heap
+from forewarn.server.config import ServeConfig
 from forewarn.store import SQLiteStore, StoreError, ThreadedJournal
 
 if TYPE_CHECKING:
@@ -55,11 +48,11 @@ if TYPE_CHECKING:
 __all__ = [
     "Prepared",
     "Runtime",
-    "bind_listeners",
+    "ServerStore",
     "build_runtime",
     "choose_fleet",
     "prepare",
-    "run_server",
+    "remembered",
 ]
 
 log = structlog.get_logger("forewarn")
@@ -304,247 +297,3 @@ def _log_history(entries: list[HistoryEntry]) -> None:
                "event_id": entry.event_id}  # fmt: skip
         fields = {k: v for k, v in {**ids, **entry.detail}.items() if v not in (None, [], {})}
         log.info(entry.kind, **fields)
-
-
-class _QuietServer(uvicorn.Server):
-    """A uvicorn server that leaves signal handling to ``run_server``."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield
-
-
-def _listen(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
-    """A bound socket; ``reuse_port``: shared with the other workers (the kernel spreads
-    connections over them)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP, not 0: asyncio's own loop sets TCP_NODELAY on accepted connections only
-    # then (uvloop always does); without it Nagle holds a reply's second write ~40 ms.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if reuse_port:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    sock.set_inheritable(True)
-    return sock
-
-
-def _uvicorn(app: Any) -> _QuietServer:
-    config = uvicorn.Config(
-        app,
-        http="httptools",
-        lifespan="off",
-        access_log=False,
-        log_level="warning",
-        server_header=False,
-        timeout_keep_alive=75,
-        backlog=4096,
-    )
-    return _QuietServer(config)
-
-
-@dataclass
-class Listeners:
-    """The sockets a server serves, opened before anything is announced."""
-
-    imds: list[socket.socket]
-    vm_ports: dict[int, str]
-    control: socket.socket
-    #: A worker's own control listener (the others share ``control``): the address the
-    #: leader is reached at, for forwarding.
-    private_control: socket.socket | None = None
-
-    def close(self) -> None:
-        for sock in [*self.imds, self.control]:
-            sock.close()
-        if self.private_control is not None:
-            self.private_control.close()
-
-    def control_sockets(self) -> list[socket.socket]:
-        """Every socket the control API serves."""
-        extra = [] if self.private_control is None else [self.private_control]
-        return [self.control, *extra]
-
-    def control_url(self) -> str:
-        """The URL at which this very process answers the control API."""
-        return f"http://{_address(self.private_control or self.control)}"
-
-
-def open_listeners(runtime: Runtime) -> Listeners:
-    """Bind every socket (endpoint, per-VM ports, control); fail before serving if taken."""
-    return bind_listeners(runtime.config, runtime.topology)
-
-
-def bind_listeners(config: ServeConfig, topology: Topology) -> Listeners:
-    """``open_listeners`` before any runtime exists (``forewarn serve`` binds first)."""
-    imds: list[socket.socket] = []
-    vm_ports: dict[int, str] = {}
-    shared = config.workers > 1
-    private = None
-    try:
-        for bind in config.imds_bind:
-            imds.append(_listen(*parse_bind(bind), reuse_port=shared))
-        if config.per_vm_ports:
-            host = parse_bind(config.imds_bind[0])[0]
-            taken = {parse_bind(b)[1] for b in (*config.imds_bind, config.control_bind)}
-            for vm in topology.vms.values():
-                if vm.port in taken:
-                    raise OSError(f"VM {vm.name!r} wants port {vm.port}, which a listener uses")
-                if vm.port is not None:
-                    imds.append(_listen(host, vm.port, reuse_port=shared))
-                    vm_ports[vm.port] = vm.name
-        control_host, control_port = parse_bind(config.control_bind)
-        if shared:
-            private = _listen(control_host, 0)
-        control = _listen(control_host, control_port, reuse_port=shared)
-    except OSError:
-        for sock in [*imds, *([private] if private is not None else [])]:
-            sock.close()
-        raise
-    return Listeners(imds, vm_ports, control, private)
-
-
-def _address(sock: socket.socket) -> str:
-    host, port = sock.getsockname()[:2]
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def banner(runtime: Runtime, listeners: Listeners) -> Iterator[str]:
-    """What ``forewarn serve`` prints on start: listeners, the default VM, a curl line."""
-    endpoint = _address(listeners.imds[0])
-    yield f"forewarn: metadata endpoint on http://{endpoint}"
-    for sock in listeners.imds[1:]:
-        port = sock.getsockname()[1]
-        name = listeners.vm_ports.get(port)
-        yield f"forewarn:   also http://{_address(sock)}" + (f" (VM {name})" if name else "")
-    yield f"forewarn: control API on http://{_address(listeners.control)} (OpenAPI: /openapi.json)"
-    fleet = runtime.topology
-    vms = f"{len(fleet.vms)} VM" + ("" if len(fleet.vms) == 1 else "s")
-    scopes = f"{len(fleet.scopes)} scope" + ("" if len(fleet.scopes) == 1 else "s")
-    where = runtime.config.where
-    yield (
-        f"forewarn: {vms} in {scopes}; clock "
-        f"{runtime.config.clock}, time scale {runtime.config.time_scale or 1:g}; "
-        + (f"store {where} (shared: `forewarn status` shows who leads)"
-           if runtime.cluster is not None else f"db {where}")
-    )  # fmt: skip
-    default = fleet.default_vm
-    if default:
-        vm = fleet.vms[default]
-        yield f"forewarn: a plain request from 127.0.0.1 is VM {default!r} (scope {vm.scope_id})"
-    other = next((v for v in fleet.vms.values() if v.name != default), None)
-    yield (
-        "forewarn: try  curl -s -H Metadata:true "
-        f"'http://{endpoint}/metadata/scheduledevents?api-version=2020-07-01'"
-    )
-    if other is not None:
-        yield (
-            f"forewarn: as VM {other.name!r}:  curl -s --interface {other.address} "
-            f"-H Metadata:true 'http://{endpoint}/metadata/scheduledevents?api-version=2020-07-01'"
-        )
-
-
-async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], None] | None) -> None:
-    control_server = _uvicorn(runtime.control.asgi)
-    cluster = runtime.cluster
-    scheduler = Scheduler(runtime.fabric, runtime.clock) if cluster is None else None
-    if cluster is not None:
-        cluster.control_url = listeners.control_url()
-        cluster.start()  # follows at once; leads (and schedules) once elected
-    runtime.fabric.run_due()  # timers that came due while the server was down
-    loop = asyncio.get_running_loop()
-    done = asyncio.Event()
-
-    def stop() -> None:
-        control_server.should_exit = True
-        runtime.control.close()  # open dashboard streams would hold the listener up
-        done.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop)
-    scheduler_task = (
-        None
-        if scheduler is None
-        else asyncio.create_task(scheduler.run(), name="forewarn-scheduler")
-    )
-    reactions_task = (
-        None
-        if runtime.reactions is None
-        else asyncio.create_task(  # writes who saw what, once a second at most
-            runtime.reactions.run(), name="forewarn-reactions"
-        )
-    )
-    endpoint_server = await serve_endpoint(runtime.endpoint, listeners.imds)
-    heap_task = asyncio.create_task(  # freezes the fleet's connections once they are in
-        HeapKeeper(lambda: endpoint_server.connections).run(), name="forewarn-heap"
-    )
-    control_task = asyncio.create_task(
-        control_server.serve(sockets=listeners.control_sockets())
-    )
-    control_task.add_done_callback(lambda _: done.set())
-    while not control_server.started and not control_task.done():
-        await asyncio.sleep(0.01)
-    if control_task.done():
-        control_task.result()  # surfaces a failure to start
-    if ready is not None:
-        ready()
-    log.info("serving", scopes=len(runtime.topology.scopes), vms=len(runtime.topology.vms))
-    try:
-        await done.wait()
-    finally:
-        stop()
-        await endpoint_server.close()
-        await control_task
-        if scheduler_task is not None:
-            scheduler_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await scheduler_task
-        heap_task.cancel()
-        if reactions_task is not None:
-            reactions_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reactions_task  # what it holds is written by runtime.close()
-        if cluster is not None:
-            await cluster.stop()  # a leader writes what it accepted and frees the lock
-        with contextlib.suppress(StoreUnavailable):
-            await runtime.fabric.durable()  # what was accepted is written before we go
-        log.info("stopped", db=runtime.config.where, store_error=_store_error(runtime))
-
-
-def _store_error(runtime: Runtime) -> str | None:
-    error = runtime.fabric.store_error()
-    return None if error is None else str(error)
-
-
-def _raise_open_file_limit() -> None:
-    """A fleet keeps a connection per VM open: allow as many descriptors as the host does."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or soft < hard:
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-
-def run_server(
-    runtime: Runtime,
-    listeners: Listeners,
-    *,
-    ready: Callable[[], None] | None = None,
-) -> None:
-    """Serve until SIGINT/SIGTERM, on uvloop."""
-    import uvloop
-
-    _raise_open_file_limit()
-    freeze_startup_heap()
-    # A thread that holds the GIL (the writer) hands it back within 1 ms, not 5.
-    sys.setswitchinterval(0.001)
-    try:
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(_serve(runtime, listeners, ready))
-    finally:
-        listeners.close()
-        runtime.close()

@@ -29,8 +29,10 @@ import structlog
 from forewarn.fabric import FabricError
 from forewarn.fleet import FleetError
 from forewarn.server.config import ServeConfig
+from forewarn.server.listeners import banner, bind_listeners
 from forewarn.server.logs import configure_logging
-from forewarn.server.runtime import banner, bind_listeners, build_runtime, prepare, run_server
+from forewarn.server.runtime import build_runtime, prepare
+from forewarn.server.serving import run_server
 from forewarn.store import StoreError
 
 __all__ = ["run_workers"]

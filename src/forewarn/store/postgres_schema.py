@@ -9,12 +9,12 @@ forewarn does not know (written by a newer version) is refused, never half-used.
 from __future__ import annotations
 
 import re
-from importlib import resources
 
 import psycopg
 from psycopg import conninfo
 
-from forewarn.store.sqlite import StoreError
+from forewarn.store.errors import StoreError, first_line
+from forewarn.store.schema import migrations
 
 __all__ = [
     "LEADER_LOCK",
@@ -24,7 +24,6 @@ __all__ = [
     "display_url",
     "is_postgres_url",
     "migrate",
-    "migrations",
 ]
 
 #: Advisory lock keys (per database): schema migrations, and the fleet's leadership.
@@ -49,8 +48,6 @@ REQUIRED_TABLES = (
     "reaction_polls",
 )
 
-_MIGRATION_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
-
 
 def is_postgres_url(text: str) -> bool:
     """True for a ``postgresql://`` (or ``postgres://``) connection URL."""
@@ -69,25 +66,12 @@ def display_url(url: str) -> str:
     return f"postgresql://{user}{host}{port}/{params.get('dbname') or ''}"
 
 
-def migrations() -> list[tuple[int, str, str]]:
-    """(version, file name, SQL) of every shipped migration, in order."""
-    folder = resources.files("forewarn.store") / "migrations"
-    found = []
-    for entry in folder.iterdir():
-        match = _MIGRATION_NAME.fullmatch(entry.name)
-        if match is not None:
-            found.append((int(match[1]), entry.name, entry.read_text(encoding="utf-8")))
-    found.sort()
-    return found
-
-
 def connect(url: str, *, timeout: float = 10.0) -> psycopg.Connection[tuple[object, ...]]:
     """An autocommit connection, or ``StoreError`` saying why there is none."""
     try:
         return psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)))
     except psycopg.Error as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise StoreError(f"cannot connect to {display_url(url)}: {reason}") from None
+        raise StoreError(f"cannot connect to {display_url(url)}: {first_line(exc)}") from None
 
 
 def migrate(conn: psycopg.Connection[tuple[object, ...]], where: str) -> int:
@@ -116,14 +100,14 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], where: str) -> int:
                     conn.execute(sql.encode())
                 except psycopg.Error as exc:
                     raise StoreError(
-                        f"cannot apply migration {name} to {where}: {_first_line(exc)}"
+                        f"cannot apply migration {name} to {where}: {first_line(exc)}"
                     ) from None
                 conn.execute(
                     "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                     (version, name),
                 )
     except psycopg.Error as exc:
-        raise StoreError(f"cannot prepare database {where}: {_first_line(exc)}") from None
+        raise StoreError(f"cannot prepare database {where}: {first_line(exc)}") from None
     missing = [
         table
         for table in REQUIRED_TABLES
@@ -135,8 +119,3 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], where: str) -> int:
             "restore it from a backup or start a new database"
         )
     return latest
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

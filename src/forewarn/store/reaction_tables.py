@@ -1,4 +1,5 @@
 """Reaction tables, shared by both stores: their SQL (per dialect) and row conversions.
+Their schema is migration 0003 (``forewarn.store.schema`` gives SQLite its words).
 
 Three tables: ``reaction_events`` (what happened to each event), ``reaction_vms`` (what
 each VM did about each event) and ``reaction_polls`` (each VM's first and last poll).
@@ -10,16 +11,15 @@ column, a VM its earliest sighting and approval and its latest poll.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
 from forewarn.rehearsal.facts import EventFacts, ReactionData, VmPolls, VmReaction
+from forewarn.store.schema import Dialect, mark
 
 __all__ = [
     "REACTION_TABLES",
-    "SQLITE_SCHEMA",
-    "Dialect",
     "event_rows",
     "events_from_rows",
     "poll_rows",
@@ -29,8 +29,6 @@ __all__ = [
     "vm_rows",
     "vms_from_rows",
 ]
-
-Dialect = Literal["sqlite", "postgresql"]
 
 REACTION_TABLES = ("reaction_events", "reaction_vms", "reaction_polls")
 
@@ -44,24 +42,6 @@ _VM_COLUMNS = (
     "last_poll_before_start",
 )  # fmt: skip
 _POLL_COLUMNS = ("vm", "first_poll", "last_poll", "api_version")
-
-#: The SQLite tables (PostgreSQL's are migration 0003, the same with its own types).
-SQLITE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS reaction_events (
-    id TEXT PRIMARY KEY, operation_id TEXT, kind TEXT, scope_id TEXT, event_type TEXT,
-    source TEXT, resources TEXT, created_at REAL, not_before REAL, approved_by TEXT,
-    approved_at REAL, started_at REAL, start_reason TEXT, ended_at REAL, ended TEXT
-);
-CREATE INDEX IF NOT EXISTS reaction_events_created ON reaction_events (created_at);
-CREATE TABLE IF NOT EXISTS reaction_vms (
-    event_id TEXT NOT NULL, vm TEXT NOT NULL, first_seen REAL, seen_started REAL,
-    incarnation INTEGER, approved_at REAL, last_poll_before_start REAL,
-    PRIMARY KEY (event_id, vm)
-);
-CREATE TABLE IF NOT EXISTS reaction_polls (
-    vm TEXT PRIMARY KEY, first_poll REAL, last_poll REAL, api_version TEXT
-);
-"""
 
 
 def _least(dialect: Dialect, old: str, new: str) -> str:
@@ -77,8 +57,7 @@ def _greatest(dialect: Dialect, old: str, new: str) -> str:
 
 
 def _insert(table: str, columns: Sequence[str], key: str, dialect: Dialect) -> str:
-    mark = "%s" if dialect == "postgresql" else "?"
-    values = ", ".join(mark for _ in columns)
+    values = ", ".join(mark(dialect) for _ in columns)
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({values}) ON CONFLICT ({key})"
 
 
@@ -112,9 +91,9 @@ def upsert_sql(dialect: Dialect) -> dict[str, str]:
 def select_sql(dialect: Dialect) -> dict[str, str]:
     """Reads: events created at or after a time (both parameters: the time, or NULL for
     every event), their VMs' reactions, and every VM's polls."""
-    mark = "%s" if dialect == "postgresql" else "?"
+    m = mark(dialect)
     cast = "::float8" if dialect == "postgresql" else ""
-    since = f"({mark}{cast} IS NULL OR created_at >= {mark})"
+    since = f"({m}{cast} IS NULL OR created_at >= {m})"
     return {
         "events": f"SELECT {', '.join(_EVENT_COLUMNS)} FROM reaction_events WHERE {since}"
         " ORDER BY created_at, id",

@@ -18,57 +18,52 @@ __all__ = ["ClusterMetrics"]
 _LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
+#: What ``/metrics`` says about each series (``HELP``).
+_HELP = {
+    "forewarn_cluster_leader": "1 while this process leads the fleet",
+    "forewarn_cluster_epoch": "Leadership epoch this process last led under",
+    "forewarn_cluster_takeovers": "Times this process became the leader",
+    "forewarn_replication_applied_seq": "Last change-log entry this process's views hold",
+    "forewarn_replication_lag_seconds": (
+        "Commit-to-view time of the last change this process applied (0 on the leader)"
+    ),
+    "forewarn_replication_apply_lag_seconds": (
+        "Commit-to-view time of every change a follower applied"
+    ),
+    "forewarn_replication_connected": "1 while the change feed is connected",
+    "forewarn_replication_reloads": "Full reloads (a hole in the log, a reconnect)",
+    "forewarn_cluster_relayed_requests_applied": (
+        "Requests relayed by followers that this process applied as leader"
+    ),
+    "forewarn_cluster_member_leader": "1 for the member that leads, per live member",
+    "forewarn_cluster_member_lag_seconds": "Replication lag each live member reports",
+}
+
+
 class ClusterMetrics:
     """The cluster's gauges and counters in one registry."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.leader = Gauge(
-            "forewarn_cluster_leader", "1 while this process leads the fleet", registry=registry
-        )
-        self.epoch = Gauge(
-            "forewarn_cluster_epoch", "Leadership epoch this process last led under",
-            registry=registry,
-        )  # fmt: skip
-        self.takeovers = Counter(
-            "forewarn_cluster_takeovers", "Times this process became the leader",
-            registry=registry,
-        )  # fmt: skip
-        self.applied = Gauge(
-            "forewarn_replication_applied_seq", "Last change-log entry this process's views hold",
-            registry=registry,
-        )  # fmt: skip
-        self.lag = Gauge(
-            "forewarn_replication_lag_seconds",
-            "Commit-to-view time of the last change this process applied (0 on the leader)",
-            registry=registry,
-        )
+        def gauge(name: str, *labels: str) -> Gauge:
+            return Gauge(name, _HELP[name], labels, registry=registry)
+
+        def count(name: str) -> Counter:
+            return Counter(name, _HELP[name], registry=registry)
+
+        self.leader = gauge("forewarn_cluster_leader")
+        self.epoch = gauge("forewarn_cluster_epoch")
+        self.takeovers = count("forewarn_cluster_takeovers")
+        self.applied = gauge("forewarn_replication_applied_seq")
+        self.lag = gauge("forewarn_replication_lag_seconds")
+        histogram = "forewarn_replication_apply_lag_seconds"
         self.lag_histogram = Histogram(
-            "forewarn_replication_apply_lag_seconds",
-            "Commit-to-view time of every change a follower applied",
-            buckets=_LAG_BUCKETS,
-            registry=registry,
+            histogram, _HELP[histogram], buckets=_LAG_BUCKETS, registry=registry
         )
-        self.connected = Gauge(
-            "forewarn_replication_connected", "1 while the change feed is connected",
-            registry=registry,
-        )  # fmt: skip
-        self.reloads = Counter(
-            "forewarn_replication_reloads", "Full reloads (a hole in the log, a reconnect)",
-            registry=registry,
-        )  # fmt: skip
-        self.applied_requests = Counter(
-            "forewarn_cluster_relayed_requests_applied",
-            "Requests relayed by followers that this process applied as leader",
-            registry=registry,
-        )
-        self.member_role = Gauge(
-            "forewarn_cluster_member_leader", "1 for the member that leads, per live member",
-            ["member", "control_url"], registry=registry,
-        )  # fmt: skip
-        self.member_lag = Gauge(
-            "forewarn_cluster_member_lag_seconds", "Replication lag each live member reports",
-            ["member"], registry=registry,
-        )  # fmt: skip
+        self.connected = gauge("forewarn_replication_connected")
+        self.reloads = count("forewarn_replication_reloads")
+        self.applied_requests = count("forewarn_cluster_relayed_requests_applied")
+        self.member_role = gauge("forewarn_cluster_member_leader", "member", "control_url")
+        self.member_lag = gauge("forewarn_cluster_member_lag_seconds", "member")
         self._members: set[tuple[str, str]] = set()
         self._leading = False
 

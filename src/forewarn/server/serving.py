@@ -1,0 +1,148 @@
+"""Serving a runtime on its listeners until SIGINT/SIGTERM: the endpoint, the control API
+(uvicorn), the scheduler or the cluster's part, and the background tasks; then writing
+what was accepted before the process goes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import resource
+import signal
+import sys
+from collections.abc import Callable, Generator
+from typing import Any
+
+import structlog
+import uvicorn
+
+from forewarn.fabric import Scheduler, StoreUnavailable
+from forewarn.imds import serve_endpoint
+from forewarn.server.heap import HeapKeeper, freeze_startup_heap
+from forewarn.server.listeners import Listeners
+from forewarn.server.runtime import Runtime
+
+__all__ = ["run_server"]
+
+log = structlog.get_logger("forewarn")
+
+
+class _QuietServer(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to ``run_server``."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def _uvicorn(app: Any) -> _QuietServer:
+    config = uvicorn.Config(
+        app,
+        http="httptools",
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        server_header=False,
+        timeout_keep_alive=75,
+        backlog=4096,
+    )
+    return _QuietServer(config)
+
+
+async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], None] | None) -> None:
+    control_server = _uvicorn(runtime.control.asgi)
+    cluster = runtime.cluster
+    scheduler = Scheduler(runtime.fabric, runtime.clock) if cluster is None else None
+    if cluster is not None:
+        cluster.control_url = listeners.control_url()
+        cluster.start()  # follows at once; leads (and schedules) once elected
+    runtime.fabric.run_due()  # timers that came due while the server was down
+    loop = asyncio.get_running_loop()
+    done = asyncio.Event()
+
+    def stop() -> None:
+        control_server.should_exit = True
+        runtime.control.close()  # open dashboard streams would hold the listener up
+        done.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop)
+    scheduler_task = (
+        None
+        if scheduler is None
+        else asyncio.create_task(scheduler.run(), name="forewarn-scheduler")
+    )
+    reactions_task = (
+        None
+        if runtime.reactions is None
+        else asyncio.create_task(  # writes who saw what, once a second at most
+            runtime.reactions.run(), name="forewarn-reactions"
+        )
+    )
+    endpoint_server = await serve_endpoint(runtime.endpoint, listeners.imds)
+    heap_task = asyncio.create_task(  # freezes the fleet's connections once they are in
+        HeapKeeper(lambda: endpoint_server.connections).run(), name="forewarn-heap"
+    )
+    control_task = asyncio.create_task(control_server.serve(sockets=listeners.control_sockets()))
+    control_task.add_done_callback(lambda _: done.set())
+    while not control_server.started and not control_task.done():
+        await asyncio.sleep(0.01)
+    if control_task.done():
+        control_task.result()  # surfaces a failure to start
+    if ready is not None:
+        ready()
+    log.info("serving", scopes=len(runtime.topology.scopes), vms=len(runtime.topology.vms))
+    try:
+        await done.wait()
+    finally:
+        stop()
+        await endpoint_server.close()
+        await control_task
+        if scheduler_task is not None:
+            scheduler_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await scheduler_task
+        heap_task.cancel()
+        if reactions_task is not None:
+            reactions_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reactions_task  # what it holds is written by runtime.close()
+        if cluster is not None:
+            await cluster.stop()  # a leader writes what it accepted and frees the lock
+        with contextlib.suppress(StoreUnavailable):
+            await runtime.fabric.durable()  # what was accepted is written before we go
+        log.info("stopped", db=runtime.config.where, store_error=_store_error(runtime))
+
+
+def _store_error(runtime: Runtime) -> str | None:
+    error = runtime.fabric.store_error()
+    return None if error is None else str(error)
+
+
+def _raise_open_file_limit() -> None:
+    """A fleet keeps a connection per VM open: allow as many descriptors as the host does."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def run_server(
+    runtime: Runtime,
+    listeners: Listeners,
+    *,
+    ready: Callable[[], None] | None = None,
+) -> None:
+    """Serve until SIGINT/SIGTERM, on uvloop."""
+    import uvloop
+
+    _raise_open_file_limit()
+    freeze_startup_heap()
+    # A thread that holds the GIL (the writer) hands it back within 1 ms, not 5.
+    sys.setswitchinterval(0.001)
+    try:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(_serve(runtime, listeners, ready))
+    finally:
+        listeners.close()
+        runtime.close()

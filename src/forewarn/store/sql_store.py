@@ -1,0 +1,186 @@
+"""What the SQLite and the PostgreSQL store do alike: history queries, the reaction
+tables, and the values kept in the ``meta`` table (the fleet, the server's settings, a
+virtual clock's position).
+
+Each store says how it writes a batch of changes (``apply_all``) and runs statements
+(``_read``, ``_write`` and their ``_together`` forms): on its own connections and locks
+for SQLite, on pooled connections for PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import msgspec
+
+from forewarn.fabric import Changes, HistoryEntry
+from forewarn.rehearsal.facts import ReactionData, VmPolls
+from forewarn.store import reaction_tables as rx
+from forewarn.store.errors import StoreError
+from forewarn.store.platform_tables import Rows, clock_sql, meta_upsert_sql
+from forewarn.store.schema import Dialect, mark
+
+__all__ = ["Query", "SqlStore"]
+
+#: One query and its parameters.
+Query = tuple[str, Sequence[Any]]
+
+_DIALECTS: tuple[Dialect, ...] = ("sqlite", "postgresql")
+_REACTION_UPSERTS = {dialect: rx.upsert_sql(dialect) for dialect in _DIALECTS}
+_REACTION_SELECTS = {dialect: rx.select_sql(dialect) for dialect in _DIALECTS}
+
+_HISTORY_COLUMNS = "seq, at, kind, scope_id, operation_id, event_id, detail"
+
+
+class SqlStore(ABC):
+    """The reads and small writes both stores share, over the two primitives below."""
+
+    dialect: ClassVar[Dialect]
+    #: Where the database is, for messages (a path, or a URL without its password).
+    where: str
+
+    @abstractmethod
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one query; ``StoreUnavailable`` when it cannot be run."""
+
+    @abstractmethod
+    def _write(self, sql: str, args: Sequence[Any]) -> None:
+        """Run one statement on its own; ``StoreUnavailable`` when it cannot be run."""
+
+    @abstractmethod
+    def _read_together(self, queries: Sequence[Query]) -> list[list[tuple[Any, ...]]]:
+        """The rows of several queries, read as of one instant where the store can."""
+
+    @abstractmethod
+    def _write_together(self, statements: Rows) -> None:
+        """Run each statement for its rows, in one transaction: all or nothing."""
+
+    @abstractmethod
+    def apply_all(self, batch: Sequence[Changes]) -> None:
+        """Write several changes, in order, in one transaction (group commit)."""
+
+    def apply(self, changes: Changes) -> None:
+        """Write ``changes`` in one transaction (an empty one is a probe)."""
+        self.apply_all([changes])
+
+    # ----------------------------------------------------------------- history
+
+    def history(
+        self,
+        *,
+        after: int = 0,
+        limit: int = 1000,
+        event_id: str | None = None,
+        operation_id: str | None = None,
+        newest: bool = False,
+    ) -> list[HistoryEntry]:
+        """History entries after ``seq``, oldest first, optionally for one event/operation;
+        with ``newest``, the last ``limit`` such entries."""
+        m = mark(self.dialect)
+        sql = f"SELECT {_HISTORY_COLUMNS} FROM history WHERE seq > {m}"
+        args: list[Any] = [after]
+        if event_id is not None:
+            sql += f" AND event_id = {m}"
+            args.append(event_id)
+        if operation_id is not None:
+            sql += f" AND operation_id = {m}"
+            args.append(operation_id)
+        sql += f" ORDER BY seq DESC LIMIT {m}" if newest else f" ORDER BY seq LIMIT {m}"
+        args.append(limit)
+        entries = [
+            HistoryEntry(
+                seq=int(seq), at=float(at), kind=kind, scope_id=scope, operation_id=op,
+                event_id=ev, detail=msgspec.json.decode(detail),
+            )
+            for seq, at, kind, scope, op, ev, detail in self._read(sql, args)
+        ]  # fmt: skip
+        return entries[::-1] if newest else entries
+
+    # --------------------------------------------------------------- reactions
+
+    def save_reactions(self, data: ReactionData) -> None:
+        """Merge reaction facts into the reaction tables, in one transaction (in a shared
+        store any process may write them: they are not part of the leader's change log)."""
+        sql = _REACTION_UPSERTS[self.dialect]
+        self._write_together([
+            (sql["events"], rx.event_rows(data)),
+            (sql["vms"], rx.vm_rows(data)),
+            (sql["polls"], rx.poll_rows(data)),
+        ])  # fmt: skip
+
+    def reactions(self, since: float | None = None) -> ReactionData:
+        """Events created at or after ``since``, the reactions to them, every VM's polls."""
+        sql = _REACTION_SELECTS[self.dialect]
+        events, vms, polls = self._read_together([
+            (sql["events"], (since, since)),
+            (sql["vms"], (since, since)),
+            (sql["polls"], ()),
+        ])  # fmt: skip
+        return ReactionData(
+            events=rx.events_from_rows(events),
+            vms=rx.vms_from_rows(vms),
+            polls=rx.polls_from_rows(polls),
+        )
+
+    def polls(self) -> list[VmPolls]:
+        """Every VM's first and last poll (in a shared store, as merged from every
+        front-end)."""
+        return rx.polls_from_rows(self._read(_REACTION_SELECTS[self.dialect]["polls"]))
+
+    # -------------------------------------------------------------------- meta
+
+    def _meta(self, key: str) -> str | None:
+        rows = self._read(f"SELECT value FROM meta WHERE key = {mark(self.dialect)}", (key,))
+        return None if not rows else str(rows[0][0])
+
+    def _decoded_meta(self, key: str, what: str) -> Any:
+        raw = self._meta(key)
+        if raw is None:
+            return None
+        try:
+            return msgspec.json.decode(raw)
+        except msgspec.DecodeError as exc:
+            raise StoreError(
+                f"database {self.where} is damaged: {what} cannot be read ({exc})"
+            ) from None
+
+    def _save_meta(self, key: str, value: str) -> None:
+        self._write(meta_upsert_sql(self.dialect), (key, value))
+
+    def stored_fleet(self) -> dict[str, Any] | None:
+        """The fleet this database was created with."""
+        fleet = self._decoded_meta("fleet", "the stored fleet")
+        if fleet is not None and not isinstance(fleet, dict):
+            raise StoreError(f"database {self.where} is damaged: the stored fleet is not a mapping")
+        return fleet
+
+    def save_fleet(self, fleet: dict[str, Any]) -> None:
+        """Remember the fleet (kept across restarts, so ``--fleet`` can be omitted; every
+        process of a scaled-out fleet serves this one)."""
+        self._save_meta("fleet", msgspec.json.encode(fleet).decode())
+
+    def stored_settings(self) -> dict[str, Any]:
+        """Server settings remembered with the fleet (clock kind, time scale)."""
+        settings = self._decoded_meta("settings", "the stored settings")
+        return settings if isinstance(settings, dict) else {}
+
+    def save_settings(self, settings: dict[str, Any]) -> None:
+        """Remember server settings that a restart (and every process) must keep."""
+        self._save_meta("settings", msgspec.json.encode(settings).decode())
+
+    def clock_position(self) -> float | None:
+        """The last saved position of a virtual clock."""
+        raw = self._meta("clock")
+        if raw is None:
+            return None
+        try:
+            return float(raw)
+        except ValueError:
+            raise StoreError(f"database {self.where} is damaged: clock position {raw!r}") from None
+
+    def save_clock_position(self, position: float) -> None:
+        """Save a virtual clock's position (durably, before anyone sees the new time; in a
+        shared store it never moves back, whoever writes last)."""
+        self._write(clock_sql(self.dialect), (repr(position),))

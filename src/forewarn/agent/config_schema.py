@@ -151,6 +151,9 @@ class Coordination(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     namespace: str = "forewarn"
     ttl: Positive = 86400.0
     table: str = "forewarn_agent_votes"
+    #: How long a claim to approve holds if its agent dies before posting (renewed while
+    #: it posts); then another agent of the group takes over.
+    claim_lease: Positive = 15.0
 
 
 class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -205,10 +205,10 @@ class EventFlow:
             return  # decided before a restart
         step = plan(decision.approval, ok, failure, self.event, svc.vm_name)
         if step.step == Step.SKIP:
-            svc.state.note_approval(self.event_id, f"not approved: {step.reason}")
+            svc.state.note_approval(self.event_id, f"not approved: {one_line(step.reason)}")
             if decision.approval != Approval.NEVER:
                 svc.metrics.approvals.labels(decision.approval.value, "declined").inc()
-            self.log.info("not approving", reason=step.reason)
+            self.log.info("not approving", reason=one_line(step.reason))
             return
         if step.step == Step.APPROVE:
             await self._send_approval()

@@ -83,32 +83,46 @@ def run_groups(
         for i, vm in enumerate(WEB)
     }  # fmt: skip
     approved: list[str] = []
+    at_most_once: list[str] = []
     for _ in range(events):
         vms = sorted(rng.sample(WEB, rng.randint(2, len(WEB))))
         op = fleet.call(
             "POST", "/api/v1/operations", expect=201, json={"kind": "platform-reboot", "vms": vms}
         )
         ids: list[str] = op["event_ids"]  # one per host: each a group of its own
+        victim = None
         if rng.random() < kills:
             victim = agents[rng.choice(vms)]
             time.sleep(rng.uniform(0.0, 1.2))
             victim.stop(signal.SIGKILL)
             victim.start(wait_ready=False)
-        wait_until(
-            lambda ids=ids: all(fleet.status(e) == "Started" for e in ids),
-            timeout=90,
-            what=f"the approval of {ids} (seed {seed})",
-        )
+        deadline = time.monotonic() + 90
+        while not all(fleet.status(e) == "Started" for e in ids):
+            # An agent killed while its POST was out sends no second one (at most once):
+            # that event starts at NotBefore instead, as it would without an agent.
+            unsure = victim is not None and victim.logs(
+                "the approval may have gone out before a restart; not sending another"
+            )
+            if unsure or time.monotonic() > deadline:
+                tail = victim.raw[-12:] if victim is not None else []
+                assert unsure, f"no approval of {ids} in 90 s (seed {seed}): {tail}"
+                at_most_once += [line["event_id"] for line in unsure]
+                break
+            time.sleep(0.05)
         approved += ids
         fleet.advance(3600)
         wait_until(lambda ids=ids: all(fleet.status(e) is None for e in ids), what=f"{ids} to end")
     time.sleep(1.0)  # a late second POST would arrive now
     counts = {event_id: proxy.posts[event_id] for event_id in approved}
-    assert counts == dict.fromkeys(approved, 1), (seed, proxy.posters)
+    expected = {e: counts[e] if e in at_most_once else 1 for e in approved}
+    assert counts == expected, (seed, proxy.posters)
+    assert all(counts[e] <= 1 for e in at_most_once)
+    assert len(at_most_once) <= len(approved) // 4, (seed, at_most_once)  # a rare window
     for event_id in approved:
         assert fleet.event(event_id) is None
-        [entry] = [h for h in fleet.approvals(event_id) if h["kind"] == "event.approved"]
-        assert entry["detail"]["by"] in WEB
+        if event_id not in at_most_once:
+            [entry] = [h for h in fleet.approvals(event_id) if h["kind"] == "event.approved"]
+            assert entry["detail"]["by"] in WEB
     posted = sum(len(a.logs("approved")) for a in agents.values())
     assert posted <= len(approved)
 

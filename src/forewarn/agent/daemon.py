@@ -28,6 +28,7 @@ from forewarn.agent.httpserver import HealthServer
 from forewarn.agent.logs import logger
 from forewarn.agent.metrics import AgentMetrics
 from forewarn.agent.rules import RuleBook
+from forewarn.agent.sdnotify import notify, watchdog_interval
 from forewarn.agent.state import EventRecord, State
 from forewarn.client import (
     AsyncScheduledEventsClient,
@@ -194,8 +195,10 @@ class Agent:
             self.log.warning("no rules: every event is only logged and ignored")
         poller = asyncio.create_task(self._main(client, state, coordinator))
         stopper = asyncio.create_task(stop.wait())
+        pinger = asyncio.create_task(self._watchdog())
         await asyncio.wait({poller, stopper}, return_when=asyncio.FIRST_COMPLETED)
         self._stopping = True
+        notify("STOPPING=1")
         stopper.cancel()
         failure = poller.exception() if poller.done() and not poller.cancelled() else None
         if failure is None:
@@ -210,10 +213,18 @@ class Agent:
             await coordinator.close()
         if self.health is not None:
             await self.health.close()
+        pinger.cancel()
         state.close()
         self.log.info("agent stopped")
         if failure is not None:
             raise AgentError(f"{type(failure).__name__}: {failure}") from failure
+
+    async def _watchdog(self) -> None:
+        """Ping systemd's watchdog while the event loop runs (a hung agent is restarted)."""
+        interval = watchdog_interval()
+        while interval is not None:
+            notify("WATCHDOG=1")
+            await self.clock.sleep(interval)
 
     async def _identify(self, client: AsyncScheduledEventsClient) -> str:
         """The VM's name: instance metadata's compute.name, else ``vm_name`` of the config."""
@@ -247,6 +258,7 @@ class Agent:
         self.log = logger(vm=self.vm_name)
         self.metrics.info.labels(vm=self.vm_name).set(1)
         self.log.info("identity known")
+        notify(f"READY=1\nSTATUS=watching the endpoint for {self.vm_name}")
         svc = Services(
             config=self.config,
             vm_name=self.vm_name,

@@ -27,6 +27,9 @@ __all__ = ["EventFlow", "FlowStopped"]
 
 _T = TypeVar("_T")
 
+#: The state file's note while an approval POST is out (a restart never sends another).
+SENT = "approval sent (no answer yet)"
+
 
 class FlowStopped(Exception):
     """The agent is shutting down: the flow ends here and resumes after a restart."""
@@ -201,6 +204,12 @@ class EventFlow:
     async def _approve(self, ok: bool, failure: str) -> None:
         svc, decision = self.svc, self.decision
         record = svc.state.event(self.event_id)
+        if record is not None and record.approval == SENT and record.approved_at is None:
+            self.log.warning(
+                "the approval may have gone out before a restart; not sending another"
+                " (the event starts at NotBefore at the latest)"
+            )
+            return
         if record is not None and (record.approved_at is not None or record.approval):
             return  # decided before a restart
         step = plan(decision.approval, ok, failure, self.event, svc.vm_name)
@@ -250,7 +259,7 @@ class EventFlow:
                 if settled is not None:
                     self.log.warning("claim lost: another agent of the group approves")
                 return
-        svc.state.note_approval(self.event_id, "approval sent (no answer yet)")
+        svc.state.note_approval(self.event_id, SENT)
         refused = ""
 
         async def approve() -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from forewarn.agent.clock import AgentClock
-from forewarn.agent.config_schema import AgentConfig, Approval, Shutdown
+from forewarn.agent.config_schema import AgentConfig, Approval, OnDeleted, Shutdown
 from forewarn.agent.coordination import Coordinator, connect
 from forewarn.agent.events import EventView, stored_event, wire_event
 from forewarn.agent.flow import EventFlow
@@ -35,6 +35,7 @@ from forewarn.client import (
     ClientError,
     Document,
     InvalidEndpoint,
+    NotFoundError,
     resolve_endpoint,
 )
 
@@ -88,6 +89,7 @@ class Agent:
         self._restored: dict[str, EventRecord] | None = None
         self._last_ok: float | None = None
         self._stopping = False
+        self._said_deleted = False
         self.health: HealthServer | None = None
         self.endpoint = ""
         try:
@@ -219,6 +221,20 @@ class Agent:
         if failure is not None:
             raise AgentError(f"{type(failure).__name__}: {failure}") from failure
 
+    async def _deleted(self) -> bool:
+        """The endpoint answers 404: the platform deleted this VM. Say so once, then exit
+        (True) or idle, polling every minute until it answers again (``on_deleted``)."""
+        if not self._said_deleted:
+            self._said_deleted = True
+            self.log.warning(
+                "the platform deleted this VM (the endpoint answers 404)",
+                action=self.config.on_deleted.value,
+            )
+        if self.config.on_deleted == OnDeleted.EXIT:
+            return True
+        await self.clock.sleep(max(60.0, self.config.poll_interval))
+        return False
+
     async def _watchdog(self) -> None:
         """Ping systemd's watchdog while the event loop runs (a hung agent is restarted)."""
         interval = watchdog_interval()
@@ -275,6 +291,10 @@ class Agent:
             try:
                 async for change in client.watch(interval):
                     self._reconcile(svc, change.document)
+            except NotFoundError:
+                if await self._deleted():
+                    return
+                continue
             except ClientError as exc:
                 self.metrics.errors.labels("endpoint").inc()
                 self.log.warning("endpoint error", status=exc.status, error=str(exc)[:300])

@@ -100,3 +100,55 @@ async def test_an_unreachable_backend_is_a_coordination_error() -> None:
         with pytest.raises(CoordinationError, match=kind):
             await coordinator.record("EV", "web-0", True, "", 1.0)
         await coordinator.close()
+
+
+@pytest.mark.parametrize(("kind", "url"), [("redis", REDIS), ("postgres", POSTGRES)])
+async def test_of_many_agents_claiming_at_once_exactly_one_gets_the_approval(
+    kind: str, url: str
+) -> None:
+    """Twelve agents (a connection each) claim each of 20 events at once: one wins each."""
+    namespace = f"claim-{uuid.uuid4().hex}"
+    vms = tuple(f"vm-{i}" for i in range(12))
+    agents = [connect(Coordination(backend=kind, url=url, namespace=namespace)) for _ in vms]
+    try:
+        for n in range(20):
+            claims = await asyncio.gather(
+                *(a.claim(f"EV{n}", vm, 30) for a, vm in zip(agents, vms, strict=True))
+            )
+            winners = [c.holder for c in claims if c.ours]
+            assert len(winners) == 1, claims
+            assert {c.holder for c in claims} == set(winners)
+    finally:
+        for agent in agents:
+            await agent.close()
+
+
+async def test_a_claim_is_renewed_by_its_holder_and_done_for_good_once_settled(
+    backend: Coordinator,
+) -> None:
+    first = await backend.claim("EV", "web-0", 30)
+    assert first.ours and first.holder == "web-0" and not first.done
+    assert (await backend.claim("EV", "web-0", 30)).ours  # a restarted holder renews it
+    other = await backend.claim("EV", "web-3", 30)
+    assert not other.ours and other.holder == "web-0" and not other.done
+    assert not await backend.settle("EV", "web-3")  # not the holder: changes nothing
+    assert not (await backend.claim("EV", "web-3", 30)).ours
+    assert await backend.settle("EV", "web-0")
+    assert await backend.settle("EV", "web-0")  # again (a retry): still its own
+    for vm in ("web-0", "web-3"):
+        done = await backend.claim("EV", vm, 30)
+        assert done.done and done.holder == "web-0" and not done.ours
+    await backend.forget("EV")
+    assert (await backend.claim("EV", "web-3", 30)).ours
+
+
+async def test_a_claim_whose_holder_died_is_taken_over_when_its_lease_runs_out(
+    backend: Coordinator,
+) -> None:
+    assert (await backend.claim("EV", "web-0", 0.3)).ours
+    assert not (await backend.claim("EV", "web-3", 0.3)).ours
+    await asyncio.sleep(0.6)
+    taken = await backend.claim("EV", "web-3", 30)
+    assert taken.ours and taken.holder == "web-3"
+    assert not (await backend.claim("EV", "web-0", 30)).ours
+    assert not await backend.settle("EV", "web-0")  # the old holder lost it

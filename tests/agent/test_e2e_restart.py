@@ -127,3 +127,36 @@ def test_sigterm_abandons_running_handlers_when_told_to(
     wait_until(lambda: not Path(f"/proc/{started['pid']}").exists()
                or "zombie" in Path(f"/proc/{started['pid']}/status").read_text(),
                timeout=10, what="the handler's process to end")  # fmt: skip
+
+
+def test_a_handler_a_killed_agent_left_running_is_ended_before_the_retry(
+    fleet: Fleet, recorder: Recorder, start_agent: Callable[..., AgentProcess], tmp_path: Path
+) -> None:
+    """SIGKILL the agent (not its handler): the restart ends the orphan, then retries."""
+    gate = tmp_path / "gate"
+    agent = start_agent("web-0", config(fleet, recorder, gate), fleet.url)
+    op = fleet.trigger("user-reboot", "web-0")
+    [event_id] = op["event_ids"]
+    [first] = recorder.wait(handler="b", what="start")
+    agent.stop(signal.SIGKILL)
+    time.sleep(0.3)
+    assert _running(first["pid"]), "the handler outlives its agent (its own session)"
+    agent.start()
+    ended = agent.wait_log("ending the handler process a crash left running", handler="b")
+    assert ended["pid"] == first["pid"]
+    second = recorder.wait(handler="b", what="start", count=2)[1]
+    assert not _running(first["pid"])
+    gate.touch()
+    wait_until(lambda: fleet.status(event_id) == "Started", what="the approval")
+    time.sleep(0.5)
+    ends = recorder.entries(handler="b", what="end")
+    assert [e["pid"] for e in ends] == [second["pid"]]
+
+
+def _running(pid: int) -> bool:
+    """``pid`` exists and is no zombie."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return False
+    return fields[0] != "Z"

@@ -46,7 +46,7 @@ def plan(mode: Approval, handlers_ok: bool, failure: str, event: EventView, vm: 
             return Plan(Step.VOTE, "handlers succeeded", ready=True)
         return Plan(Step.VOTE, failure or "a handler failed", ready=False)
     if not handlers_ok:
-        return Plan(Step.SKIP, f"not approved: {failure or 'a handler failed'}")
+        return Plan(Step.SKIP, failure or "a handler failed")
     if mode == Approval.SOLO and not (len(event.resources) == 1 and event.affects(vm)):
         return Plan(Step.SKIP, f"solo: the event lists {len(event.resources)} VM(s)")
     return Plan(Step.APPROVE, "handlers succeeded")

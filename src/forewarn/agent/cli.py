@@ -24,6 +24,8 @@ from forewarn.agent.daemon import Agent, AgentError
 from forewarn.agent.handlers import HandlerFailed, build_handlers
 from forewarn.agent.httpserver import parse_bind
 from forewarn.agent.logs import configure_logging
+from forewarn.agent.programs import missing_program
+from forewarn.agent.redact import redact
 from forewarn.agent.state import State, StateError
 
 __all__ = ["agent"]
@@ -92,7 +94,7 @@ def run(config_path: str | None, print_config: bool, **flags: Any) -> None:
     """Run the agent until SIGTERM or SIGINT."""
     config = _load(config_path, flags)
     if print_config:
-        click.echo(json.dumps(as_dict(config), indent=2))
+        click.echo(json.dumps(redact(as_dict(config)), indent=2))
         return
     configure_logging(config.log_format, config.log_level)
     try:
@@ -116,13 +118,22 @@ def run(config_path: str | None, print_config: bool, **flags: Any) -> None:
 @agent.command("check-config")
 @_config_option(required=True)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing when the file is valid.")
-def check_config(config_path: str, quiet: bool) -> None:
+@click.option(
+    "--skip-programs",
+    is_flag=True,
+    help="Do not check that exec/kubectl programs exist (checking off the target VM).",
+)
+def check_config(config_path: str, quiet: bool, skip_programs: bool) -> None:
     """Validate a configuration file (and import python handlers); exit 2 when invalid."""
     config = _load(config_path, {})
     try:
         build_handlers(config)
     except HandlerFailed as exc:
         _fail(f"{config_path}: handler: {exc}", 2)
+    for name, spec in config.handlers.items():
+        problem = "" if skip_programs else missing_program(spec)
+        if problem:
+            _fail(f"{config_path}: handlers.{name}.argv: {problem}", 2)
     if quiet:
         return
     click.echo(f"{config_path}: valid")

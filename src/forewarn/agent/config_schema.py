@@ -51,6 +51,13 @@ class Approval(StrEnum):
     COORDINATED = "coordinated"
 
 
+class OnDeleted(StrEnum):
+    """What the agent does once the endpoint says this VM was deleted (404)."""
+
+    EXIT = "exit"
+    IDLE = "idle"
+
+
 class Shutdown(StrEnum):
     """What SIGTERM does to handlers still running."""
 
@@ -151,6 +158,9 @@ class Coordination(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     namespace: str = "forewarn"
     ttl: Positive = 86400.0
     table: str = "forewarn_agent_votes"
+    #: How long a claim to approve holds if its agent dies before posting (renewed while
+    #: it posts); then another agent of the group takes over.
+    claim_lease: Positive = 15.0
 
 
 class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -168,6 +178,8 @@ class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     dry_run: bool = False
     shutdown: Shutdown = Shutdown.FINISH
     shutdown_timeout: Seconds = 30.0
+    #: A deleted VM (Preempt, Terminate, scale-in): stop (exit 0) or idle, polling slowly.
+    on_deleted: OnDeleted = OnDeleted.EXIT
     metrics_bind: str = "127.0.0.1:9465"
     log_format: str = "json"
     log_level: str = "info"

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from forewarn.agent.clock import AgentClock
-from forewarn.agent.config_schema import AgentConfig, Approval, Shutdown
+from forewarn.agent.config_schema import AgentConfig, Approval, OnDeleted, Shutdown
 from forewarn.agent.coordination import Coordinator, connect
 from forewarn.agent.events import EventView, stored_event, wire_event
 from forewarn.agent.flow import EventFlow
@@ -28,12 +28,14 @@ from forewarn.agent.httpserver import HealthServer
 from forewarn.agent.logs import logger
 from forewarn.agent.metrics import AgentMetrics
 from forewarn.agent.rules import RuleBook
+from forewarn.agent.sdnotify import notify, watchdog_interval
 from forewarn.agent.state import EventRecord, State
 from forewarn.client import (
     AsyncScheduledEventsClient,
     ClientError,
     Document,
     InvalidEndpoint,
+    NotFoundError,
     resolve_endpoint,
 )
 
@@ -87,6 +89,7 @@ class Agent:
         self._restored: dict[str, EventRecord] | None = None
         self._last_ok: float | None = None
         self._stopping = False
+        self._said_deleted = False
         self.health: HealthServer | None = None
         self.endpoint = ""
         try:
@@ -194,8 +197,10 @@ class Agent:
             self.log.warning("no rules: every event is only logged and ignored")
         poller = asyncio.create_task(self._main(client, state, coordinator))
         stopper = asyncio.create_task(stop.wait())
+        pinger = asyncio.create_task(self._watchdog())
         await asyncio.wait({poller, stopper}, return_when=asyncio.FIRST_COMPLETED)
         self._stopping = True
+        notify("STOPPING=1")
         stopper.cancel()
         failure = poller.exception() if poller.done() and not poller.cancelled() else None
         if failure is None:
@@ -210,10 +215,32 @@ class Agent:
             await coordinator.close()
         if self.health is not None:
             await self.health.close()
+        pinger.cancel()
         state.close()
         self.log.info("agent stopped")
         if failure is not None:
             raise AgentError(f"{type(failure).__name__}: {failure}") from failure
+
+    async def _deleted(self) -> bool:
+        """The endpoint answers 404: the platform deleted this VM. Say so once, then exit
+        (True) or idle, polling every minute until it answers again (``on_deleted``)."""
+        if not self._said_deleted:
+            self._said_deleted = True
+            self.log.warning(
+                "the platform deleted this VM (the endpoint answers 404)",
+                action=self.config.on_deleted.value,
+            )
+        if self.config.on_deleted == OnDeleted.EXIT:
+            return True
+        await self.clock.sleep(max(60.0, self.config.poll_interval))
+        return False
+
+    async def _watchdog(self) -> None:
+        """Ping systemd's watchdog while the event loop runs (a hung agent is restarted)."""
+        interval = watchdog_interval()
+        while interval is not None:
+            notify("WATCHDOG=1")
+            await self.clock.sleep(interval)
 
     async def _identify(self, client: AsyncScheduledEventsClient) -> str:
         """The VM's name: instance metadata's compute.name, else ``vm_name`` of the config."""
@@ -247,6 +274,7 @@ class Agent:
         self.log = logger(vm=self.vm_name)
         self.metrics.info.labels(vm=self.vm_name).set(1)
         self.log.info("identity known")
+        notify(f"READY=1\nSTATUS=watching the endpoint for {self.vm_name}")
         svc = Services(
             config=self.config,
             vm_name=self.vm_name,
@@ -263,6 +291,10 @@ class Agent:
             try:
                 async for change in client.watch(interval):
                     self._reconcile(svc, change.document)
+            except NotFoundError:
+                if await self._deleted():
+                    return
+                continue
             except ClientError as exc:
                 self.metrics.errors.labels("endpoint").inc()
                 self.log.warning("endpoint error", status=exc.status, error=str(exc)[:300])

@@ -16,14 +16,19 @@ from typing import TypeVar
 
 from forewarn.agent.approval import GroupState, Step, group, plan
 from forewarn.agent.config_schema import Approval
-from forewarn.agent.coordination import CoordinationError, Vote
+from forewarn.agent.coordination import Claim, CoordinationError, Vote
 from forewarn.agent.events import EventView, wire_event
 from forewarn.agent.handler_runs import Outcome, Services, run_handlers
 from forewarn.agent.rules import Decision
+from forewarn.agent.text import one_line
+from forewarn.client.errors import BadRequestError
 
 __all__ = ["EventFlow", "FlowStopped"]
 
 _T = TypeVar("_T")
+
+#: The state file's note while an approval POST is out (a restart never sends another).
+SENT = "approval sent (no answer yet)"
 
 
 class FlowStopped(Exception):
@@ -199,14 +204,20 @@ class EventFlow:
     async def _approve(self, ok: bool, failure: str) -> None:
         svc, decision = self.svc, self.decision
         record = svc.state.event(self.event_id)
+        if record is not None and record.approval == SENT and record.approved_at is None:
+            self.log.warning(
+                "the approval may have gone out before a restart; not sending another"
+                " (the event starts at NotBefore at the latest)"
+            )
+            return
         if record is not None and (record.approved_at is not None or record.approval):
             return  # decided before a restart
         step = plan(decision.approval, ok, failure, self.event, svc.vm_name)
         if step.step == Step.SKIP:
-            svc.state.note_approval(self.event_id, f"not approved: {step.reason}")
+            svc.state.note_approval(self.event_id, f"not approved: {one_line(step.reason)}")
             if decision.approval != Approval.NEVER:
                 svc.metrics.approvals.labels(decision.approval.value, "declined").inc()
-            self.log.info("not approving", reason=step.reason)
+            self.log.info("not approving", reason=one_line(step.reason))
             return
         if step.step == Step.APPROVE:
             await self._send_approval()
@@ -227,7 +238,14 @@ class EventFlow:
             if self.gone or self.started():
                 return None
 
-    async def _send_approval(self) -> None:
+    async def _send_approval(self, claimed: bool = False) -> None:
+        """POST the approval, at most once even across crashes.
+
+        A ``claimed`` (coordinated) approval first marks the group's claim done, so no
+        other agent posts it; then the state file notes the POST before it goes out, so a
+        restart never sends a second one (if it dies mid-POST, the event may start at
+        NotBefore instead, as without an agent).
+        """
         svc, mode = self.svc, self.decision.approval.value
         if svc.config.dry_run:
             self.log.info("dry run: would approve the event")
@@ -235,9 +253,21 @@ class EventFlow:
             return
         if self.gone or self.started():
             return
+        if claimed:
+            settled = await self._retrying("marking the claim done", self._settle)
+            if not settled:
+                if settled is not None:
+                    self.log.warning("claim lost: another agent of the group approves")
+                return
+        svc.state.note_approval(self.event_id, SENT)
+        refused = ""
 
         async def approve() -> bool:
-            await svc.approve(self.event_id)
+            nonlocal refused
+            try:
+                await svc.approve(self.event_id)
+            except BadRequestError as exc:
+                refused = str(exc)  # the event started or left meanwhile: nothing to approve
             return True
 
         self.busy = True
@@ -248,11 +278,48 @@ class EventFlow:
         if not done:
             self.log.info("the event started before the approval went through")
             return
+        if refused:
+            svc.state.note_approval(self.event_id, f"approval refused: {one_line(refused)}")
+            self.log.info("the endpoint refused the approval", error=one_line(refused))
+            return
         now = svc.clock.time()
         svc.state.mark(self.event_id, "approved_at", now, "approved")
         svc.metrics.approvals.labels(mode, "approved").inc()
         svc.metrics.detection_to_approval.observe(max(0.0, now - self.first_seen))
         self.log.info("approved", seconds_since_detection=round(now - self.first_seen, 3))
+
+    async def _claim(self) -> Claim:
+        coordinator, coordination = self.svc.coordinator, self.svc.config.coordination
+        assert coordinator is not None and coordination is not None
+        return await coordinator.claim(self.event_id, self.svc.vm_name, coordination.claim_lease)
+
+    async def _settle(self) -> bool:
+        coordinator = self.svc.coordinator
+        assert coordinator is not None
+        return await coordinator.settle(self.event_id, self.svc.vm_name)
+
+    async def _approve_group(self) -> None:
+        """The group is complete: whoever claims the approval posts it; the others watch."""
+        waiting_for = ""
+        while True:
+            claim = await self._retrying("claiming the approval", self._claim)
+            if claim is None:
+                return
+            if claim.ours or (claim.done and claim.holder == self.svc.vm_name):
+                # (done by this VM, yet not noted as sent: it died before the POST went out)
+                await self._send_approval(claimed=True)
+                return
+            if claim.done:
+                by = claim.holder or "another agent"
+                self.svc.state.note_approval(self.event_id, f"approved by {by}")
+                self.log.info("the group's approval was posted", by=by)
+                return
+            if waiting_for != claim.holder:
+                waiting_for = claim.holder
+                self.log.info("another agent of the group approves", by=claim.holder)
+            await self._wait_change(self.svc.config.poll_interval)
+            if self.gone or self.started():
+                return
 
     async def _coordinate(self, ready: bool, reason: str) -> None:
         svc = self.svc
@@ -280,10 +347,10 @@ class EventFlow:
             state = group(self.event.resources, votes)
             if state.state == GroupState.COMPLETE:
                 self.log.info("group complete", detail=state.detail)
-                await self._send_approval()
+                await self._approve_group()
                 return
             if state.state == GroupState.BLOCKED:
-                svc.state.note_approval(self.event_id, f"not approved: {state.detail}")
+                svc.state.note_approval(self.event_id, f"not approved: {one_line(state.detail)}")
                 svc.metrics.approvals.labels("coordinated", "blocked").inc()
                 self.log.warning("group will not be ready", detail=state.detail)
                 return

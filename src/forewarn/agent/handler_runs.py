@@ -20,7 +20,9 @@ from forewarn.agent.config_schema import AgentConfig, OnCrash
 from forewarn.agent.coordination import Coordinator
 from forewarn.agent.events import EventView
 from forewarn.agent.handlers import Handler, HandlerContext, HandlerFailed
+from forewarn.agent.handlers.process import KILL_GRACE
 from forewarn.agent.metrics import AgentMetrics
+from forewarn.agent.orphans import alive, end_group, start_time
 from forewarn.agent.state import State
 
 __all__ = ["Outcome", "Services", "deadline_of", "run_handler", "run_handlers"]
@@ -91,6 +93,9 @@ async def run_handler(
         deadline=deadline,
         expires=started + limit,
         clock=svc.clock,
+        on_process=lambda pid: svc.state.run_process(
+            event.event_id, phase, position, pid, start_time(pid)
+        ),
     )
     try:
         detail = await asyncio.wait_for(handler.run(ctx), limit)
@@ -115,10 +120,13 @@ async def run_handler(
     return Outcome(handler.name, result, detail)
 
 
-def _previous(
+async def _previous(
     svc: Services, event: EventView, phase: str, position: int, handler: Handler, on_crash: OnCrash
 ) -> Outcome | None:
-    """The recorded result of this run before a restart, or None to run it (again)."""
+    """The recorded result of this run before a restart, or None to run it (again).
+
+    An interrupted run whose process still runs (the agent was killed, not its handler)
+    is ended first, so the retried handler never runs beside it."""
     run = svc.state.runs(event.event_id, phase).get(position)
     if run is None:
         return None
@@ -126,6 +134,9 @@ def _previous(
     if not run.interrupted:
         log.info("handler already ran before a restart", result=run.result)
         return Outcome(handler.name, run.result or "failed", run.detail or "")
+    if run.pid is not None and alive(run.pid, run.pid_start or ""):
+        log.warning("ending the handler process a crash left running", pid=run.pid)
+        await end_group(run.pid, run.pid_start or "", KILL_GRACE)
     svc.metrics.handler_runs.labels(handler.name, phase, "crashed").inc()
     if on_crash == OnCrash.RETRY:
         log.warning(
@@ -159,7 +170,7 @@ async def run_handlers(
     """
 
     async def one(position: int, handler: Handler) -> Outcome:
-        previous = _previous(svc, current(), phase, position, handler, on_crash)
+        previous = await _previous(svc, current(), phase, position, handler, on_crash)
         if previous is not None:
             return previous
         return await run_handler(svc, current(), phase, position, handler)

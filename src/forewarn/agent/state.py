@@ -45,6 +45,8 @@ CREATE TABLE IF NOT EXISTS runs (
     finished_at REAL,
     result TEXT,
     detail TEXT,
+    pid INTEGER,
+    pid_start TEXT,
     PRIMARY KEY (event_id, phase, position)
 );
 """
@@ -91,6 +93,9 @@ class RunRecord:
     finished_at: float | None
     result: str | None
     detail: str | None
+    #: The handler's latest process (its group's leader) and its start time, if it ran one.
+    pid: int | None = None
+    pid_start: str | None = None
 
     @property
     def interrupted(self) -> bool:
@@ -117,6 +122,10 @@ class State:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
+            for column, kind in (("pid", "INTEGER"), ("pid_start", "TEXT")):
+                if column not in columns:  # a state file from an older agent
+                    self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
         except (sqlite3.Error, OSError) as exc:
             raise StateError(f"state file {self.path}: {exc}") from None
 
@@ -198,8 +207,8 @@ class State:
 
     def runs(self, event_id: str, phase: str) -> dict[int, RunRecord]:
         rows = self._db.execute(
-            "SELECT position, handler, attempt, started_at, finished_at, result, detail "
-            "FROM runs WHERE event_id = ? AND phase = ? ORDER BY position",
+            "SELECT position, handler, attempt, started_at, finished_at, result, detail, pid, "
+            "pid_start FROM runs WHERE event_id = ? AND phase = ? ORDER BY position",
             (event_id, phase),
         ).fetchall()
         return {row[0]: RunRecord(*row) for row in rows}
@@ -208,12 +217,22 @@ class State:
         """Record a start (on disk before the handler runs); returns the attempt number."""
         previous = self.runs(event_id, phase).get(position)
         attempt = previous.attempt + 1 if previous else 1
-        self._write(
+        self._write(  # (a new attempt forgets the previous attempt's process)
             "INSERT OR REPLACE INTO runs (event_id, phase, position, handler, attempt, "
             "started_at) VALUES (?, ?, ?, ?, ?, ?)",
             (event_id, phase, position, handler, attempt, at),
         )
         return attempt
+
+    def run_process(
+        self, event_id: str, phase: str, position: int, pid: int, pid_start: str
+    ) -> None:
+        """The run started a process (on disk at once: a crash may orphan it)."""
+        self._write(
+            "UPDATE runs SET pid = ?, pid_start = ? "
+            "WHERE event_id = ? AND phase = ? AND position = ?",
+            (pid, pid_start, event_id, phase, position),
+        )
 
     def run_finished(
         self, event_id: str, phase: str, position: int, result: str, detail: str, at: float

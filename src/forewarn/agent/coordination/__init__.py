@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from forewarn.agent.config_schema import Coordination
-from forewarn.agent.coordination.base import CoordinationError, Coordinator, Vote
+from forewarn.agent.coordination.base import Claim, CoordinationError, Coordinator, Vote
 from forewarn.agent.coordination.postgres_backend import PostgresCoordinator
 from forewarn.agent.coordination.redis_backend import RedisCoordinator
 
 __all__ = [
+    "Claim",
     "CoordinationError",
     "Coordinator",
     "PostgresCoordinator",

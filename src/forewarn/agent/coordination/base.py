@@ -3,7 +3,13 @@
 Votes live under the event's id in a shared store (Redis or PostgreSQL) and expire after
 ``ttl`` seconds. ``record`` returns every vote of the event *including its own, read
 atomically with the write*, so the agent whose vote completes the group is guaranteed to
-see it complete, and approves at once.
+see it complete.
+
+Who approves is not read from the votes but *claimed*: ``claim`` is one atomic step in
+the backend (Redis ``SET NX`` in a script, a PostgreSQL upsert that only a free or expired
+row accepts), so exactly one agent of the group posts the approval. A claim is a lease:
+a holder that dies before it settles frees it when the lease runs out. ``settle`` marks it
+done just before the POST, after which nobody else claims it.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["CoordinationError", "Coordinator", "Vote"]
+__all__ = ["Claim", "CoordinationError", "Coordinator", "Vote"]
 
 
 class CoordinationError(Exception):
@@ -28,6 +34,15 @@ class Vote:
     at: float
 
 
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """Who holds the right to approve an event: ``ours`` when the asking VM does."""
+
+    holder: str
+    done: bool
+    ours: bool
+
+
 class Coordinator(Protocol):
     """A shared place where agents record readiness per event."""
 
@@ -39,6 +54,14 @@ class Coordinator(Protocol):
 
     async def votes(self, event_id: str) -> dict[str, Vote]:
         """The event's current votes (expired ones left out)."""
+        ...
+
+    async def claim(self, event_id: str, vm: str, lease: float) -> Claim:
+        """Take (or renew) the approval of ``event_id`` for ``lease`` seconds, atomically."""
+        ...
+
+    async def settle(self, event_id: str, vm: str) -> bool:
+        """Mark ``vm``'s claim done for good (it posts now); False if it no longer holds it."""
         ...
 
     async def forget(self, event_id: str) -> None:

@@ -3,6 +3,10 @@
 A vote is written and the event's votes read back in one transaction that first takes a
 transaction-scoped advisory lock on the event, so concurrent voters are serialised and
 the last one always reads the complete group. Expired rows are deleted as votes arrive.
+
+The approval is claimed in a second table (``<table>_claims``, one row per event): an
+``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` that only a missing, expired, or already
+our own row lets through, so PostgreSQL's row lock decides who approves.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from forewarn.agent.coordination.base import CoordinationError, Vote
+from forewarn.agent.coordination.base import Claim, CoordinationError, Vote
 
 __all__ = ["PostgresCoordinator"]
 
@@ -27,6 +31,7 @@ class PostgresCoordinator:
         self._namespace = namespace
         self._ttl = ttl
         self._table = sql.Identifier(table)
+        self._claims = sql.Identifier(f"{table}_claims")
         self._sql = sql
         self._conn: Any = None
         #: One connection, one transaction at a time (psycopg would nest them as savepoints).
@@ -53,6 +58,14 @@ class PostgresCoordinator:
                     " expires_at TIMESTAMPTZ NOT NULL,"
                     " PRIMARY KEY (namespace, event_id, vm))"
                 ).format(self._table)
+            )
+            await self._conn.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {} ("
+                    " namespace TEXT NOT NULL, event_id TEXT NOT NULL, vm TEXT NOT NULL,"
+                    " done BOOLEAN NOT NULL, expires_at TIMESTAMPTZ NOT NULL,"
+                    " PRIMARY KEY (namespace, event_id))"
+                ).format(self._claims)
             )
 
     async def _run(self, work: Any) -> Any:
@@ -118,14 +131,61 @@ class PostgresCoordinator:
         result: dict[str, Vote] = await self._run(work)
         return result
 
-    async def forget(self, event_id: str) -> None:
-        async def work(conn: Any) -> None:
-            await conn.execute(
-                self._sql.SQL("DELETE FROM {} WHERE namespace = %s AND event_id = %s").format(
-                    self._table
+    async def claim(self, event_id: str, vm: str, lease: float) -> Claim:
+        sql = self._sql
+
+        async def work(conn: Any) -> Claim:
+            cursor = await conn.execute(
+                sql.SQL(
+                    "INSERT INTO {0} AS c (namespace, event_id, vm, done, expires_at)"
+                    " VALUES (%s, %s, %s, false, now() + make_interval(secs => %s))"
+                    " ON CONFLICT (namespace, event_id) DO UPDATE SET"
+                    " vm = excluded.vm, done = false, expires_at = excluded.expires_at"
+                    " WHERE c.expires_at <= now() OR (NOT c.done AND c.vm = excluded.vm)"
+                    " RETURNING vm"
+                ).format(self._claims),
+                (self._namespace, event_id, vm, lease),
+            )
+            if await cursor.fetchone() is not None:
+                return Claim(holder=vm, done=False, ours=True)
+            cursor = await conn.execute(
+                sql.SQL("SELECT vm, done FROM {} WHERE namespace = %s AND event_id = %s").format(
+                    self._claims
                 ),
                 (self._namespace, event_id),
             )
+            row = await cursor.fetchone()
+            if row is None:  # forgotten in between: the event left
+                return Claim(holder="", done=True, ours=False)
+            return Claim(holder=row[0], done=bool(row[1]), ours=False)
+
+        result: Claim = await self._run(work)
+        return result
+
+    async def settle(self, event_id: str, vm: str) -> bool:
+        async def work(conn: Any) -> bool:
+            cursor = await conn.execute(
+                self._sql.SQL(
+                    "UPDATE {} SET done = true, expires_at = now() + make_interval(secs => %s)"
+                    " WHERE namespace = %s AND event_id = %s AND vm = %s"
+                    " AND (done OR expires_at > now()) RETURNING vm"
+                ).format(self._claims),
+                (self._ttl, self._namespace, event_id, vm),
+            )
+            return await cursor.fetchone() is not None
+
+        result: bool = await self._run(work)
+        return result
+
+    async def forget(self, event_id: str) -> None:
+        async def work(conn: Any) -> None:
+            for table in (self._table, self._claims):
+                await conn.execute(
+                    self._sql.SQL("DELETE FROM {} WHERE namespace = %s AND event_id = %s").format(
+                        table
+                    ),
+                    (self._namespace, event_id),
+                )
 
         await self._run(work)
 

@@ -1,7 +1,9 @@
 """Votes in Redis: one hash per event (``NAMESPACE:event:ID``, field = VM), with a TTL.
 
 ``HSET`` + ``EXPIRE`` + ``HGETALL`` run in one MULTI transaction, so the reply holds every
-vote written before this one, which is what makes "the last one to vote approves" exact.
+vote written before this one, so the last voter sees the group complete. The approval is
+claimed under ``NAMESPACE:claim:ID`` by a Lua script (``held:VM`` with a lease, renewed by
+its holder; ``done:VM`` once posted), which Redis runs atomically.
 """
 
 from __future__ import annotations
@@ -9,9 +11,31 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from forewarn.agent.coordination.base import CoordinationError, Vote
+from forewarn.agent.coordination.base import Claim, CoordinationError, Vote
 
 __all__ = ["RedisCoordinator"]
+
+#: KEYS[1] the claim; ARGV: vm, lease (ms). Free -> ours; ours and held -> renewed.
+_CLAIM = """
+local current = redis.call('GET', KEYS[1])
+local mine = 'held:' .. ARGV[1]
+if not current or current == mine then
+  redis.call('SET', KEYS[1], mine, 'PX', ARGV[2])
+  return mine
+end
+return current
+"""
+
+#: KEYS[1] the claim; ARGV: vm, ttl (s). Only the holder settles it: 1 if it did.
+_SETTLE = """
+local current = redis.call('GET', KEYS[1])
+if current == 'done:' .. ARGV[1] then return 1 end
+if current == 'held:' .. ARGV[1] then
+  redis.call('SET', KEYS[1], 'done:' .. ARGV[1], 'EX', ARGV[2])
+  return 1
+end
+return 0
+"""
 
 
 def _vote(vm: str, raw: str) -> Vote | None:
@@ -64,9 +88,29 @@ class RedisCoordinator:
             raise CoordinationError(f"redis {self._url}: {exc}") from None
         return self._votes(raw)
 
+    def claim_key(self, event_id: str) -> str:
+        return f"{self._namespace}:claim:{event_id}"
+
+    async def claim(self, event_id: str, vm: str, lease: float) -> Claim:
+        lease_ms = max(1, int(lease * 1000))
+        try:
+            raw = await self._redis.eval(_CLAIM, 1, self.claim_key(event_id), vm, lease_ms)
+        except self._errors as exc:
+            raise CoordinationError(f"redis {self._url}: {exc}") from None
+        state, _, holder = str(raw).partition(":")
+        done = state == "done"
+        return Claim(holder=holder, done=done, ours=holder == vm and not done)
+
+    async def settle(self, event_id: str, vm: str) -> bool:
+        try:
+            settled = await self._redis.eval(_SETTLE, 1, self.claim_key(event_id), vm, self._ttl)
+        except self._errors as exc:
+            raise CoordinationError(f"redis {self._url}: {exc}") from None
+        return bool(int(settled))
+
     async def forget(self, event_id: str) -> None:
         try:
-            await self._redis.delete(self.key(event_id))
+            await self._redis.delete(self.key(event_id), self.claim_key(event_id))
         except self._errors as exc:
             raise CoordinationError(f"redis {self._url}: {exc}") from None
 

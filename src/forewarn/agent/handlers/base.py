@@ -7,6 +7,7 @@ handlers that start processes must end them when cancelled.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -36,6 +37,8 @@ class HandlerContext:
     expires: float
     clock: AgentClock = field(default_factory=AgentClock)
     options: dict[str, Any] = field(default_factory=dict)
+    #: Told the pid of each process the handler starts (the state file keeps it).
+    on_process: Callable[[int], None] | None = None
 
     @property
     def event_json(self) -> dict[str, Any]:

@@ -31,7 +31,9 @@ class ExecHandler(Handler):
         }
         stdin = json.dumps(ctx.event_json).encode() + b"\n"
         try:
-            result = await run_process(self.spec.argv, env=env, stdin=stdin, cwd=self.spec.cwd)
+            result = await run_process(
+                self.spec.argv, env=env, stdin=stdin, cwd=self.spec.cwd, on_start=ctx.on_process
+            )
         except OSError as exc:
             raise HandlerFailed(str(exc.strerror or exc)) from None
         if result.returncode != 0:

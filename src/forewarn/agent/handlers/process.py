@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = ["ProcessResult", "run_process", "tail"]
@@ -45,8 +45,11 @@ async def run_process(
     env: Mapping[str, str] | None = None,
     stdin: bytes | None = None,
     cwd: str | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> ProcessResult:
-    """Run ``argv`` to completion; on cancellation, end its process group and re-raise."""
+    """Run ``argv`` to completion; on cancellation, end its process group and re-raise.
+
+    ``on_start`` is told the child's pid (its group's id) as soon as it runs."""
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -60,6 +63,8 @@ async def run_process(
     except OSError as exc:
         raise OSError(exc.errno, f"cannot run {argv[0]!r}: {exc.strerror}") from None
     try:
+        if on_start is not None:
+            on_start(proc.pid)
         stdout, stderr = await proc.communicate(stdin)
     except BaseException:
         _signal_group(proc.pid, signal.SIGTERM)

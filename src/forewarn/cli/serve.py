@@ -10,6 +10,7 @@ import yaml
 
 from forewarn.cli.dashboard_scenarios import scenario_runs
 from forewarn.cli.errors import fail
+from forewarn.contract.addresses import DEFAULT_CONTROL_BIND, DEFAULT_IMDS_BIND
 from forewarn.fabric import FabricError
 from forewarn.fleet import FleetError, YamlError, read_yaml
 from forewarn.imds.recorder import RecordError, check_record_path
@@ -23,7 +24,6 @@ from forewarn.server import (
     prepare,
     run_server,
 )
-from forewarn.server.config import DEFAULT_CONTROL_BIND, DEFAULT_IMDS_BIND
 from forewarn.server.logs import LOG_LEVELS
 from forewarn.server.workers import run_workers
 from forewarn.store import StoreError

@@ -132,9 +132,7 @@ class Command:
         code = self.proc.wait(timeout=timeout)
         for thread in self._threads:
             thread.join(timeout=10)
-        modules = (
-            json.loads(self.modules_file.read_text()) if self.modules_file.exists() else []
-        )
+        modules = json.loads(self.modules_file.read_text()) if self.modules_file.exists() else []
         return Ran(code, "".join(self._stdout), "".join(self._stderr), modules)
 
     def kill(self) -> None:

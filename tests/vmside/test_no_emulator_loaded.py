@@ -35,7 +35,7 @@ def test_version_and_help(forewarn: Start) -> None:
 
 def test_discover(forewarn: Start, tmp_path: Path) -> None:
     lease = tmp_path / "dhclient.leases"
-    lease.write_text('lease {\n  option unknown-245 a8:3f:81:10;\n}\n')
+    lease.write_text("lease {\n  option unknown-245 a8:3f:81:10;\n}\n")
     ran = done(forewarn("discover", "--lease-file", str(lease), "--json"))
     assert json.loads(ran.stdout)["url"] == "http://168.63.129.16"
 

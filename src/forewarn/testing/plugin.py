@@ -61,11 +61,11 @@ def forewarn(request: pytest.FixtureRequest, forewarn_fleet: Fleet) -> Iterator[
     try:
         from forewarn.testing.server import Forewarn
     except ModuleNotFoundError as exc:  # a VM install: the client and agent, no emulator
-        pytest.fail(
+        raise pytest.fail.Exception(
             f"the forewarn fixture runs the emulator, which this install lacks (no module "
             f"{exc.name!r}): pip install 'forewarn[server]'",
             pytrace=False,
-        )
+        ) from None
 
     options = _marker(request)
     fleet = options.pop("fleet", forewarn_fleet)

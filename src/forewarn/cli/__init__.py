@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import click
 
-from forewarn import __version__
 from forewarn.cli.lazy_group import LazyCommand, LazyGroup
 from forewarn.contract.addresses import DEFAULT_CONTROL_BIND
 
@@ -112,7 +111,7 @@ COMMANDS: dict[str, LazyCommand] = {
     lazy_commands=COMMANDS,
     context_settings={"auto_envvar_prefix": ENV_PREFIX, "show_default": True},
 )
-@click.version_option(__version__, prog_name="forewarn")
+@click.version_option(package_name="forewarn", prog_name="forewarn")
 @click.option(
     "--control",
     "control_url",

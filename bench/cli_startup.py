@@ -27,9 +27,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 AGENT_CONFIG = REPO / "examples" / "agent" / "agent.toml"
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tests.serverproc import ServerProcess  # noqa: E402
+from loadgen import control_call, free_port, wait_for_port  # noqa: E402
 
 #: Prepended to the measured program in the runs that count: at exit, the modules loaded
 #: and the peak RSS of this process image (VmHWM; ru_maxrss would count the parent's pages
@@ -91,11 +91,11 @@ def count_modules(case: Case, env: dict[str, str]) -> None:
     case.rss_mb.append(int(hwm_kib) / 1024)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30, help="runs of each command")
     parser.add_argument("--forewarn-src", type=Path, help="time this src tree instead")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     env = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}
     for name in ("FOREWARN_IMDS_URL", "SCHEDULEDEVENTSIP", "FOREWARN_CONTROL", "FOREWARN_TOKEN"):
         env.pop(name, None)
@@ -103,19 +103,26 @@ def main() -> int:
         if not (args.forewarn_src / "forewarn" / "__init__.py").is_file():
             parser.error(f"{args.forewarn_src} holds no forewarn package (give its src)")
         env["PYTHONPATH"] = str(args.forewarn_src.resolve())
+    imds, control = free_port(), free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        server = ServerProcess(Path(tmp) / "forewarn.db",
-                               ["--clock", "virtual", "--enablement", "always",
-                                "--rate-limit", "0"]).start(timeout=60)  # fmt: skip
+        server = subprocess.Popen(
+            [sys.executable, "-m", "forewarn", "serve", "--db", f"{tmp}/forewarn.db",
+             "--imds-bind", f"127.0.0.1:{imds}", "--control-bind", f"127.0.0.1:{control}",
+             "--clock", "virtual", "--enablement", "always", "--rate-limit", "0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
         try:
-            answer = server.control("POST", "/api/v1/operations",
-                                    json={"kind": "user-reboot", "target": "web-0"})  # fmt: skip
-            answer.raise_for_status()
+            wait_for_port(control, proc=server)
+            wait_for_port(imds, proc=server)
+            status, _, _ = control_call(control, "POST", "/api/v1/operations",
+                                        {"kind": "user-reboot", "target": "web-0"})  # fmt: skip
+            assert status == 201, status
+            imds_url, control_url = f"http://127.0.0.1:{imds}", f"http://127.0.0.1:{control}"
             cases = [
                 Case("python -c pass", "pass", []),
                 Case("python -c 'import click'", "import click", []),
                 Case("forewarn --version", FOREWARN, ["--version"]),
-                Case("forewarn events --url", FOREWARN, ["events", "--url", server.imds_url]),
+                Case("forewarn events --url", FOREWARN, ["events", "--url", imds_url]),
                 Case(
                     "forewarn agent check-config",
                     FOREWARN,
@@ -124,12 +131,13 @@ def main() -> int:
                 Case(
                     "forewarn events (control API)",
                     FOREWARN,
-                    ["--control", server.control_url, "events"],
+                    ["--control", control_url, "events"],
                 ),
             ]
             report(cases, args, env)
         finally:
-            server.stop()
+            server.terminate()
+            server.wait(timeout=30)
     return 0
 
 
@@ -141,7 +149,7 @@ def report(cases: list[Case], args: argparse.Namespace, env: dict[str, str]) -> 
     for case in cases:
         run_once(case, env)  # warm the page cache and __pycache__; not counted
         case.wall, case.cpu = [], []
-        for _ in range(3):
+        for _ in range(min(3, args.runs)):
             count_modules(case, env)
     for _ in range(args.runs):
         for case in cases:

@@ -155,7 +155,14 @@ class Agent:
         uses = any(r.approval == Approval.COORDINATED for r in self.config.rules)
         if self.config.coordination is None or not uses:
             return None
-        return connect(self.config.coordination)
+        backend = self.config.coordination.backend
+        try:
+            return connect(self.config.coordination)
+        except ModuleNotFoundError as exc:  # the VM install leaves both drivers out
+            raise AgentError(
+                f"coordination backend {backend} needs the {exc.name} package: "
+                f"pip install 'forewarn[{backend}]'"
+            ) from None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then shut down by the configured policy."""
@@ -177,13 +184,13 @@ class Agent:
                 why = os.strerror(exc.errno) if exc.errno else str(exc)
                 raise AgentError(f"metrics_bind {config.metrics_bind}: {why}") from None
         try:
+            coordinator = self._coordinator()  # connects on first use: nothing to close
             client = self._client()
         except AgentError:
             state.close()
             if self.health is not None:
                 await self.health.close()
             raise
-        coordinator = self._coordinator()
         self._restored = {r.event_id: r for r in state.events(open_only=True)}
         self.log.info(
             "agent starting",

@@ -1,36 +1,117 @@
 """The ``forewarn`` command: wiring only, no logic of its own.
 
 Errors a user can make end as one line on stderr and a non-zero exit, never a traceback.
-Each command group lives in its own module and is registered here with ``add_command``.
+Each command lives in its own module, named below and imported only when it runs
+(``LazyGroup``): the VM commands, the agent and the control-API commands load nothing of
+the emulator and need only the VM install (``pip install forewarn``); the emulator's need
+``forewarn[server]``.
 """
 
 from __future__ import annotations
 
 import click
 
-from forewarn import __version__
-from forewarn.agent.cli import agent
-from forewarn.cli.control import COMMANDS as CONTROL_COMMANDS
-from forewarn.cli.errors import OneLineErrors
-from forewarn.cli.fleet import fleet
-from forewarn.cli.replay import replay
-from forewarn.cli.report import report
-from forewarn.cli.scenario import scenario
-from forewarn.cli.serve import serve
-from forewarn.cli.status import status
-from forewarn.server.config import DEFAULT_CONTROL_BIND
-from forewarn.vmcli import VM_COMMANDS, with_endpoint_url
+from forewarn.cli.lazy_group import LazyCommand, LazyGroup
+from forewarn.contract.addresses import DEFAULT_CONTROL_BIND
 
-__all__ = ["main"]
+__all__ = ["COMMANDS", "main"]
 
 ENV_PREFIX = "FOREWARN"
 
+_SERVER = "server"  # the extra the emulator's commands need
+
+#: Every command: where it lives and the summary ``forewarn --help`` lists it with.
+COMMANDS: dict[str, LazyCommand] = {
+    "serve": LazyCommand(
+        "forewarn.cli.serve:serve",
+        "Run the metadata endpoint and the control API.",
+        extra=_SERVER,
+    ),
+    # who leads a scaled-out fleet
+    "status": LazyCommand(
+        "forewarn.cli.status:status",
+        "Who leads a scaled-out fleet, and each process's replication lag.",
+    ),
+    "agent": LazyCommand(
+        "forewarn.agent.cli:agent",
+        "The VM-side daemon: react to scheduled events, approve safely, recover.",
+    ),
+    # write and check fleet files
+    "fleet": LazyCommand(
+        "forewarn.cli.fleet:fleet",
+        "Write and check fleet files (no server needed).",
+        extra=_SERVER,
+    ),
+    # serve recorded documents again
+    "replay": LazyCommand(
+        "forewarn.cli.replay:replay",
+        "Serve a recorded (`forewarn serve --record`) or captured sequence of documents to "
+        "one VM, on a metadata endpoint, with the original timing divided by --time-scale.",
+        extra=_SERVER,
+    ),
+    # play platform behaviour against a server
+    "scenario": LazyCommand(
+        "forewarn.cli.scenario:scenario",
+        "Play named platform behaviour or scenario files against a running server.",
+        extra=_SERVER,
+    ),
+    # how the fleet reacted: a verdict per event and VM
+    "report": LazyCommand(
+        "forewarn.cli.report:report",
+        "How the fleet reacted to each event: who saw it when, who approved it before "
+        "NotBefore, who missed it, who stopped polling, and approvals by VMs not listed.",
+        extra=_SERVER,
+    ),
+    "trigger": LazyCommand(
+        "forewarn.cli.trigger:trigger",
+        "Start OPERATION on TARGET (a VM, a host, or a scope to walk its update domains).",
+        extra=_SERVER,
+    ),
+    # events/approve --url: a metadata endpoint instead of the control API
+    "events": LazyCommand(
+        "forewarn.cli.control:events",
+        "List live events (or, with --as, the document one VM sees).",
+        wrap="forewarn.vmcli:with_endpoint_url",
+    ),
+    "approve": LazyCommand(
+        "forewarn.cli.control:approve",
+        "Approve EVENT_ID... as the operator (control API), or with --url as this VM, on a "
+        "metadata endpoint (several ids in one request).",
+        wrap="forewarn.vmcli:with_endpoint_url",
+    ),
+    "start": LazyCommand("forewarn.cli.control:start", "Start EVENT_ID's operation now."),
+    "cancel": LazyCommand(
+        "forewarn.cli.control:cancel", "Cancel a Scheduled EVENT_ID (no impact)."
+    ),
+    "complete": LazyCommand("forewarn.cli.control:complete", "End a Started EVENT_ID now."),
+    "advance": LazyCommand(
+        "forewarn.cli.control:advance",
+        "Advance a virtual clock by SECONDS, firing every timer that comes due.",
+    ),
+    "topology": LazyCommand(
+        "forewarn.cli.control:topology", "Scopes and VMs of the running server."
+    ),
+    "history": LazyCommand(
+        "forewarn.cli.control:history",
+        "The append-only history of every transition, newest last.",
+    ),
+    "watch": LazyCommand(
+        "forewarn.vmcli:watch",
+        "Watch the Scheduled Events document live: changes as they happen, countdowns.",
+    ),
+    "discover": LazyCommand(
+        "forewarn.vmcli:discover_command",
+        "Find the metadata endpoint as Azure's articles do (variables, DHCP option 245).",
+    ),
+}
+
 
 @click.group(
-    cls=OneLineErrors,
+    cls=LazyGroup,
+    lazy_commands=COMMANDS,
     context_settings={"auto_envvar_prefix": ENV_PREFIX, "show_default": True},
 )
-@click.version_option(__version__, prog_name="forewarn")
+@click.version_option(package_name="forewarn", prog_name="forewarn")
 @click.option(
     "--control",
     "control_url",
@@ -56,16 +137,3 @@ def main(ctx: click.Context, control_url: str, token: str | None) -> None:
             "FOREWARN_TOKEN" if ctx.get_parameter_source("token") == from_env else "--token"
         ),
     }  # fmt: skip
-
-
-main.add_command(serve)
-main.add_command(status)  # who leads a scaled-out fleet
-main.add_command(agent)
-main.add_command(fleet)  # write and check fleet files
-main.add_command(replay)  # serve recorded documents again
-main.add_command(scenario)  # play platform behaviour against a server
-main.add_command(report)  # how the fleet reacted: a verdict per event and VM
-for _command in CONTROL_COMMANDS:
-    main.add_command(with_endpoint_url(_command))  # events/approve --url: a metadata endpoint
-for _command in VM_COMMANDS:
-    main.add_command(_command)

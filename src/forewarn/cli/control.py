@@ -1,4 +1,8 @@
-"""The commands that drive a running server through its control API."""
+"""The commands that drive a running server through its control API.
+
+They need an HTTP client and nothing of the emulator: ``forewarn events`` and
+``forewarn approve`` also serve a VM (with ``--url``), where only the VM install is.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,10 @@ from forewarn.cli.api import ControlApi, segment
 from forewarn.cli.errors import finite
 from forewarn.cli.output import Column, print_json, table, when
 from forewarn.contract import SUPPORTED_VERSIONS
-from forewarn.fabric import OperationKind
 
-__all__ = ["COMMANDS"]
+__all__ = [
+    "advance", "approve", "cancel", "complete", "events", "history", "start", "topology",
+]  # fmt: skip
 
 #: The most history entries one request may return (the control API's own bound).
 MAX_HISTORY = 10_000
@@ -20,82 +25,6 @@ MAX_HISTORY = 10_000
 _wide = click.option(
     "--wide", is_flag=True, help="Every column at full width, whatever the terminal's width."
 )
-
-
-def _started_at_once(op: dict[str, Any]) -> bool:
-    """True when the operation's events were created Started (a VM sees NotBefore "")."""
-    return bool(op["state"] != "scheduled" and op["started_at"] == op["created_at"])
-
-
-def _when_line(op: dict[str, Any]) -> str:
-    """When the operation happens, as its VMs see it."""
-    if _started_at_once(op):
-        return "Started at once (no NotBefore)"
-    if op["state"] == "scheduled":
-        return f"NotBefore {when(op['not_before'])} UTC"
-    return f"{op['state']} at {when(op['started_at'] or op['not_before'])} UTC"
-
-
-@click.command(
-    help="Start OPERATION on TARGET (a VM, a host, or a scope to walk its update domains).\n\n"
-    "OPERATION is one of: " + ", ".join(k.value for k in OperationKind) + ". "
-    "User operations (user-reboot, user-redeploy, scale-in) take a VM; only host-update, "
-    "platform-reboot and platform-redeploy take a scope."
-)
-@click.argument(
-    "operation", metavar="OPERATION", type=click.Choice([k.value for k in OperationKind])
-)
-@click.argument("target")
-@click.option(
-    "--notice",
-    type=float,
-    default=None,
-    callback=finite,
-    help="Notice in seconds of the server's clock, already divided by its --time-scale "
-    "(at scale 60, 15 is 15 min of platform time); its minimum and maximum scale alike. "
-    "Default: the operation's usual notice.",
-)
-@click.option("--description", default=None, help="Description shown in the event.")
-@click.option(
-    "--duration",
-    type=int,
-    default=None,
-    help="DurationInSeconds announced in the event, in platform seconds (never scaled).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the operation as JSON.")
-@click.pass_context
-def trigger(
-    ctx: click.Context,
-    operation: str,
-    target: str,
-    notice: float | None,
-    description: str | None,
-    duration: int | None,
-    as_json: bool,
-) -> None:
-    """Start OPERATION on TARGET (a VM, a host, or a scope to walk its update domains)."""
-    body = {
-        "kind": operation,
-        "target": target,
-        "notice_seconds": notice,
-        "description": description,
-        "duration_seconds": duration,
-    }
-    op = ControlApi(ctx).call(
-        "POST", "/api/v1/operations", json={k: v for k, v in body.items() if v is not None}
-    )
-    if as_json:
-        print_json(op)
-        return
-    click.echo(
-        f"{op['id']}: {op['kind']} on {op['target']} ({op['state']}), {_when_line(op)}, "
-        f"events {', '.join(op['event_ids']) or 'none'}"
-    )
-    if op["unnotified"]:
-        click.echo(
-            f"  no notice for {', '.join(op['unnotified'])}: Scheduled Events are off in their "
-            "scope (no request from it yet, or terminate notifications disabled)"
-        )
 
 
 @click.command()
@@ -181,6 +110,14 @@ def _event_command(action: str, help_text: str) -> click.Command:
 
     command.__doc__ = help_text
     return click.command(name=action)(command)
+
+
+approve = _event_command(
+    "approve", "Approve EVENT_ID as the operator (it starts when all are approved)."
+)
+start = _event_command("start", "Start EVENT_ID's operation now.")
+cancel = _event_command("cancel", "Cancel a Scheduled EVENT_ID (no impact).")
+complete = _event_command("complete", "End a Started EVENT_ID now.")
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -293,18 +230,3 @@ def history(ctx: click.Context, limit: int, as_json: bool, wide: bool) -> None:
         ],
         wide=wide,
     )
-
-
-COMMANDS: tuple[click.Command, ...] = (
-    trigger,
-    events,
-    _event_command(
-        "approve", "Approve EVENT_ID as the operator (it starts when all are approved)."
-    ),
-    _event_command("start", "Start EVENT_ID's operation now."),
-    _event_command("cancel", "Cancel a Scheduled EVENT_ID (no impact)."),
-    _event_command("complete", "End a Started EVENT_ID now."),
-    advance,
-    topology,
-    history,
-)

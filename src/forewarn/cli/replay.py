@@ -9,6 +9,7 @@ import sys
 import click
 
 from forewarn.cli.errors import fail
+from forewarn.contract.addresses import DEFAULT_IMDS_BIND
 from forewarn.replay import (
     CAPTURED,
     Frame,
@@ -22,7 +23,6 @@ from forewarn.replay import (
     run_replay,
 )
 from forewarn.server import ConfigError, parse_bind
-from forewarn.server.config import DEFAULT_IMDS_BIND
 
 __all__ = ["replay"]
 

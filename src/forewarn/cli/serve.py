@@ -10,6 +10,8 @@ import yaml
 
 from forewarn.cli.dashboard_scenarios import scenario_runs
 from forewarn.cli.errors import fail
+from forewarn.contract.addresses import DEFAULT_CONTROL_BIND, DEFAULT_IMDS_BIND
+from forewarn.contract.limits import RATE_LIMIT
 from forewarn.fabric import FabricError
 from forewarn.fleet import FleetError, YamlError, read_yaml
 from forewarn.imds.recorder import RecordError, check_record_path
@@ -23,7 +25,6 @@ from forewarn.server import (
     prepare,
     run_server,
 )
-from forewarn.server.config import DEFAULT_CONTROL_BIND, DEFAULT_IMDS_BIND
 from forewarn.server.logs import LOG_LEVELS
 from forewarn.server.workers import run_workers
 from forewarn.store import StoreError
@@ -125,7 +126,10 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
     help="Also listen on each VM's dedicated port from the fleet file.",
 )
 @click.option(
-    "--rate-limit", type=float, default=5.0, help="Requests per second per VM before 429 (0: off)."
+    "--rate-limit",
+    type=float,
+    default=RATE_LIMIT,
+    help="Requests per second per VM before 429 (0: off).",
 )
 @click.option(
     "--first-call-delay",

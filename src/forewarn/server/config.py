@@ -13,13 +13,11 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from forewarn.contract.addresses import DEFAULT_CONTROL_BIND, DEFAULT_IMDS_BIND
 from forewarn.contract.limits import RATE_LIMIT
 from forewarn.control import parse_control_host
 
 __all__ = ["ConfigError", "ServeConfig", "parse_bind"]
-
-DEFAULT_IMDS_BIND = "127.0.0.1:8169"
-DEFAULT_CONTROL_BIND = "127.0.0.1:8170"
 
 
 class ConfigError(ValueError):

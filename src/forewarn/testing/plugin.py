@@ -58,7 +58,14 @@ def forewarn_fleet() -> Fleet:
 @pytest.fixture
 def forewarn(request: pytest.FixtureRequest, forewarn_fleet: Fleet) -> Iterator[Forewarn]:
     """A running in-process forewarn on a virtual clock: URLs, clients and control."""
-    from forewarn.testing.server import Forewarn
+    try:
+        from forewarn.testing.server import Forewarn
+    except ModuleNotFoundError as exc:  # a VM install: the client and agent, no emulator
+        raise pytest.fail.Exception(
+            f"the forewarn fixture runs the emulator, which this install lacks (no module "
+            f"{exc.name!r}): pip install 'forewarn[server]'",
+            pytrace=False,
+        ) from None
 
     options = _marker(request)
     fleet = options.pop("fleet", forewarn_fleet)

@@ -1,0 +1,94 @@
+"""``forewarn trigger``: start an operation through the control API.
+
+Its own module because it names the platform's operations (``forewarn.fabric``), which
+the other control-API commands never load.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from forewarn.cli.api import ControlApi
+from forewarn.cli.errors import finite
+from forewarn.cli.output import print_json, when
+from forewarn.fabric import OperationKind
+
+__all__ = ["trigger"]
+
+
+def _started_at_once(op: dict[str, Any]) -> bool:
+    """True when the operation's events were created Started (a VM sees NotBefore "")."""
+    return bool(op["state"] != "scheduled" and op["started_at"] == op["created_at"])
+
+
+def _when_line(op: dict[str, Any]) -> str:
+    """When the operation happens, as its VMs see it."""
+    if _started_at_once(op):
+        return "Started at once (no NotBefore)"
+    if op["state"] == "scheduled":
+        return f"NotBefore {when(op['not_before'])} UTC"
+    return f"{op['state']} at {when(op['started_at'] or op['not_before'])} UTC"
+
+
+@click.command(
+    help="Start OPERATION on TARGET (a VM, a host, or a scope to walk its update domains).\n\n"
+    "OPERATION is one of: " + ", ".join(k.value for k in OperationKind) + ". "
+    "User operations (user-reboot, user-redeploy, scale-in) take a VM; only host-update, "
+    "platform-reboot and platform-redeploy take a scope."
+)
+@click.argument(
+    "operation", metavar="OPERATION", type=click.Choice([k.value for k in OperationKind])
+)
+@click.argument("target")
+@click.option(
+    "--notice",
+    type=float,
+    default=None,
+    callback=finite,
+    help="Notice in seconds of the server's clock, already divided by its --time-scale "
+    "(at scale 60, 15 is 15 min of platform time); its minimum and maximum scale alike. "
+    "Default: the operation's usual notice.",
+)
+@click.option("--description", default=None, help="Description shown in the event.")
+@click.option(
+    "--duration",
+    type=int,
+    default=None,
+    help="DurationInSeconds announced in the event, in platform seconds (never scaled).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the operation as JSON.")
+@click.pass_context
+def trigger(
+    ctx: click.Context,
+    operation: str,
+    target: str,
+    notice: float | None,
+    description: str | None,
+    duration: int | None,
+    as_json: bool,
+) -> None:
+    """Start OPERATION on TARGET (a VM, a host, or a scope to walk its update domains)."""
+    body = {
+        "kind": operation,
+        "target": target,
+        "notice_seconds": notice,
+        "description": description,
+        "duration_seconds": duration,
+    }
+    op = ControlApi(ctx).call(
+        "POST", "/api/v1/operations", json={k: v for k, v in body.items() if v is not None}
+    )
+    if as_json:
+        print_json(op)
+        return
+    click.echo(
+        f"{op['id']}: {op['kind']} on {op['target']} ({op['state']}), {_when_line(op)}, "
+        f"events {', '.join(op['event_ids']) or 'none'}"
+    )
+    if op["unnotified"]:
+        click.echo(
+            f"  no notice for {', '.join(op['unnotified'])}: Scheduled Events are off in their "
+            "scope (no request from it yet, or terminate notifications disabled)"
+        )

@@ -1,0 +1,165 @@
+"""A fresh venv with only the VM install (``pip install forewarn``) runs the agent and the
+VM commands against a real ``forewarn serve``, and names the extra for the rest.
+
+Slow (a venv and a pip install from a copy of this checkout; pip's cache keeps it to
+seconds): run with FOREWARN_SLOW_TESTS=1, as ``.ci/run`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.serverproc import ServerProcess
+from tests.vmside.conftest import (
+    AGENT_CONFIG,
+    AGENT_EXAMPLE,
+    EMULATOR_LIBRARIES,
+    REPO,
+    WEB0,
+    Command,
+    trigger,
+)
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not os.environ.get("FOREWARN_SLOW_TESTS"), reason="slow: set FOREWARN_SLOW_TESTS=1"
+    ),
+]
+
+#: Distributions the VM install must not pull (the server extra and the drivers).
+EMULATOR_DISTRIBUTIONS = {"starlette", "uvicorn", "uvloop", "httptools", "jinja2", "pyyaml",
+                          "psycopg", "psycopg-binary", "psycopg-pool", "redis", "watchfiles",
+                          "websockets"}  # fmt: skip
+
+
+def _sh(*argv: str | Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
+                          timeout=timeout)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def vm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``bin/`` of a new venv holding ``pip install <a copy of this checkout>``."""
+    root = tmp_path_factory.mktemp("vm-install")
+    tree = root / "forewarn"  # a copy: the build leaves nothing in the checkout
+    shutil.copytree(REPO / "src", tree / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))  # fmt: skip
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(REPO / name, tree / name)
+    _sh(sys.executable, "-m", "venv", root / "venv")
+    bin_dir = root / "venv" / "bin"
+    _sh(bin_dir / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+        tree, "pytest")  # fmt: skip
+    return bin_dir
+
+
+def _vm(vm_bin: Path, tmp_path: Path, *args: str) -> Command:
+    return Command(args, tmp_path, python=str(vm_bin / "python"))
+
+
+def test_the_vm_install_pulls_nothing_of_the_emulator(vm_bin: Path) -> None:
+    listed = _sh(vm_bin / "python", "-m", "pip", "list", "--format", "json",
+                 "--disable-pip-version-check").stdout  # fmt: skip
+    names = {d["name"].lower().replace("_", "-") for d in json.loads(listed)}
+    assert "forewarn" in names
+    assert {"click", "httpx", "msgspec", "structlog", "prometheus-client"} <= names
+    assert names & EMULATOR_DISTRIBUTIONS == set()
+    for library in EMULATOR_LIBRARIES:
+        probe = subprocess.run([vm_bin / "python", "-c", f"import {library}"],
+                               capture_output=True, text=True)  # fmt: skip
+        assert probe.returncode != 0, f"{library} is importable in the VM install"
+    version = _sh(vm_bin / "forewarn", "--version").stdout
+    assert version.startswith("forewarn, version ")
+
+
+def test_the_agent_runs_against_a_real_server(
+    vm_bin: Path, tmp_path: Path, start_server: Callable[..., ServerProcess]
+) -> None:
+    server = start_server(["--clock", "virtual", "--enablement", "always", "--rate-limit", "0"])
+    event_id = trigger(server, "user-reboot", "web-0")
+    config = tmp_path / "agent.toml"
+    config.write_text(AGENT_CONFIG)
+    check = _vm(vm_bin, tmp_path, "agent", "check-config", "-c", str(config)).wait()
+    assert check.code == 0 and f"{config}: valid" in check.stdout, check.stderr
+    agent = _vm(vm_bin, tmp_path, "agent", "run", "-c", str(config), "--endpoint",
+                server.imds_url, "--local-address", WEB0, "--log-format", "json",
+                "--dry-run")  # fmt: skip
+    assert event_id in agent.expect("dry run: would approve the event")
+    ran = agent.stop(signal.SIGTERM)
+    assert ran.code == 0, ran.stderr
+    assert ran.emulator == []
+    # python -m forewarn.agent is the same agent
+    module = subprocess.run(
+        [vm_bin / "python", "-m", "forewarn.agent", "check-config", "-c", str(config)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert module.returncode == 0 and "valid" in module.stdout, module.stderr
+
+
+def test_the_vm_commands_run_against_a_real_server(
+    vm_bin: Path, tmp_path: Path, start_server: Callable[..., ServerProcess]
+) -> None:
+    server = start_server(["--clock", "virtual", "--enablement", "always", "--rate-limit", "0"])
+    event_id = trigger(server, "user-reboot", "web-0")
+    watch = _vm(vm_bin, tmp_path, "watch", "--url", server.imds_url, "--source-address", WEB0,
+                "--interval", "0.1")  # fmt: skip
+    assert "[this VM]" in watch.expect(event_id)
+    events = _vm(vm_bin, tmp_path, "events", "--url", server.imds_url, "--source-address", WEB0,
+                 "--json").wait()  # fmt: skip
+    assert [e["EventId"] for e in json.loads(events.stdout)["Events"]] == [event_id]
+    approve = _vm(vm_bin, tmp_path, "approve", event_id, "--url", server.imds_url,
+                  "--source-address", WEB0).wait()  # fmt: skip
+    assert approve.stdout.strip() == f"approved on {server.imds_url}: {event_id}", approve.stderr
+    assert "Started" in watch.expect(f"updated {event_id}")
+    assert watch.stop(signal.SIGINT).code == 0
+    operator = _vm(vm_bin, tmp_path, "--control", server.control_url, "events", "--json").wait()
+    assert [e["status"] for e in json.loads(operator.stdout)] == ["Started"], operator.stderr
+    for ran in (events, approve, operator):
+        assert ran.code == 0 and ran.emulator == [], ran.stderr
+
+
+def test_the_emulator_and_drivers_name_their_extra(vm_bin: Path, tmp_path: Path) -> None:
+    serve = subprocess.run([vm_bin / "forewarn", "serve"], capture_output=True, text=True,
+                           timeout=120, cwd=tmp_path)  # fmt: skip
+    assert serve.returncode == 1
+    assert serve.stderr.splitlines() == [
+        "forewarn: error: `forewarn serve` is part of the emulator, which this install lacks "
+        "(no module 'yaml'): pip install 'forewarn[server]'"
+    ]
+    agent = subprocess.run(
+        [vm_bin / "forewarn", "agent", "run", "-c", str(AGENT_EXAMPLE), "--dry-run",
+         "--metrics-bind", ""], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert agent.returncode != 0
+    assert agent.stderr.splitlines()[-1] == (
+        "forewarn agent: error: coordination backend redis needs the redis package: "
+        "pip install 'forewarn[redis]'"
+    )
+
+
+def test_pytest_loads_the_plugin_without_the_emulator(vm_bin: Path, tmp_path: Path) -> None:
+    (tmp_path / "test_user.py").write_text(
+        "def test_plain():\n    assert True\n\n"
+        "def test_with_forewarn(forewarn):\n    pass\n"
+    )  # fmt: skip
+    ran = subprocess.run([vm_bin / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "test_user.py"], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)  # fmt: skip
+    assert "1 passed, 1 error" in ran.stdout, ran.stdout + ran.stderr
+    assert (
+        "the forewarn fixture runs the emulator, which this install lacks (no module "
+        "'uvicorn'): pip install 'forewarn[server]'" in ran.stdout
+    )
+    assert "During handling" not in ran.stdout

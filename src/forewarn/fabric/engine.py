@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 import msgspec
@@ -48,7 +48,7 @@ from forewarn.fabric.records import (
 from forewarn.fabric.relay import Relay
 from forewarn.fabric.scope_view import ScopeView
 from forewarn.fabric.transitions import Tx, find_event, new_event_id, new_token, request_options
-from forewarn.fleet.topology import VM, Topology
+from forewarn.fleet.topology import VM, ScopePolicy, Topology
 
 __all__ = ["Fabric", "FabricConfig", "ScopeView"]
 
@@ -309,10 +309,12 @@ class Fabric(Following):
         event_ids: Iterable[str],
         *,
         event_types: Collection[EventType] | None = None,
+        via: str = "endpoint",
     ) -> list[EventRecord]:
         """Approve events on behalf of ``vm``: all ids must be visible to it, or none count.
 
-        ``event_types`` limits what is visible to the types the client's api-version shows.
+        ``event_types`` limits what is visible to the types the client's api-version shows;
+        ``via`` is where the approval came from (``endpoint``, ``arm``), for the history.
         """
         self.catch_up()
         view = self._pipe.views[vm.scope_id]
@@ -333,7 +335,7 @@ class Fabric(Following):
         if self._relay is not None:  # the leader applies it; answered once recorded
             self._relay.approve(vm.name, wanted)
             return [self._seen.events[i] for i in wanted if i in self._seen.events]
-        return self._approve(wanted, by=vm.name)
+        return self._approve(wanted, by=vm.name, via=via)
 
     # ----------------------------------------------------------- control plane
 
@@ -377,12 +379,23 @@ class Fabric(Following):
         self._commit(tx)
         return self._work.operations[op.id]
 
-    def approve_event(self, event_id: str, by: str = "control") -> EventRecord:
+    def approve_event(
+        self, event_id: str, by: str = "control", via: str = "control"
+    ) -> EventRecord:
         """Approve one event from the control plane."""
         self.catch_up()  # timers that are due fire first
         event = find_event(self._work.events, event_id)
-        self._approve([event.id], by=by)
+        self._approve([event.id], by=by, via=via)
         return self._work.events.get(event.id, event)
+
+    def set_policy(self, scope_id: str, policy: ScopePolicy, via: str = "control") -> None:
+        """Change a scope's platform features (auto-approval, terminate notice) from the
+        next operation on; one history entry. Kept in memory: a restart reads the fleet's."""
+        scope = self.topology.scope(scope_id)
+        tx = Tx(self.clock.now())
+        tx.log("scope.policy", scope_id=scope_id, detail={"via": via, **asdict(policy)})
+        self._commit(tx)
+        self.topology.scopes[scope_id] = replace(scope, policy=policy)
 
     def start_event(self, event_id: str) -> OperationRecord:
         """Start an event's operation now, without waiting for approvals or NotBefore."""

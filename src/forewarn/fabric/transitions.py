@@ -249,6 +249,7 @@ class TransitionRules:
                 "vms": list(op.vms),
                 "not_before": op.not_before,
                 "no_notice": silent,
+                "via": request.via,
             },
         )
         for event in events:
@@ -263,7 +264,7 @@ class TransitionRules:
             self._start_operation(tx, op, reason=reason)
         return tx.operations[op.id]
 
-    def _approve(self, event_ids: list[str], by: str) -> list[EventRecord]:
+    def _approve(self, event_ids: list[str], by: str, via: str = "control") -> list[EventRecord]:
         now = self.clock.now()
         tx = Tx(now)
         out = []
@@ -274,7 +275,7 @@ class TransitionRules:
             if event.status is EventStatus.SCHEDULED and event.approved_by is None:
                 event = msgspec.structs.replace(event, approved_by=by, approved_at=now)
                 tx.events[event.id] = event
-                tx.log_event("event.approved", event, by=by)
+                tx.log_event("event.approved", event, by=by, via=via)
             out.append(event)
         for op_id in dict.fromkeys(e.operation_id for e in out):
             self._start_if_approved(tx, self._work.operations[op_id])

@@ -44,6 +44,7 @@ from forewarn.fleet import (
 )
 from forewarn.imds import Endpoint, EndpointMetrics, ImdsSettings, serve_endpoint
 from forewarn.imds.recorder import DocumentRecorder
+from forewarn.server.arm_listener import start_arm
 from forewarn.server.config import ServeConfig, parse_bind
 from forewarn.server.heap import HeapKeeper, freeze_startup_heap
 from forewarn.store import SQLiteStore, StoreError, ThreadedJournal
@@ -470,6 +471,7 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
         runtime.fabric.reactions.run(), name="forewarn-reactions"
     )
     endpoint_server = await serve_endpoint(runtime.endpoint, listeners.imds)
+    arm = await start_arm(runtime)  # the ARM listener, when --arm-bind is given
     heap_task = asyncio.create_task(  # freezes the fleet's connections once they are in
         HeapKeeper(lambda: endpoint_server.connections).run(), name="forewarn-heap"
     )
@@ -489,6 +491,7 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
     finally:
         stop()
         await endpoint_server.close()
+        await arm.close()
         await control_task
         if scheduler_task is not None:
             scheduler_task.cancel()

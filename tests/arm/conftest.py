@@ -4,6 +4,7 @@ azure-mgmt-compute client pointed at it."""
 from __future__ import annotations
 
 import re
+import ssl
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,7 +72,8 @@ class ArmServer:
         )
 
     def https(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, verify=self.ca, timeout=10, trust_env=False)
+        context = ssl.create_default_context(cafile=self.ca)
+        return httpx.Client(base_url=self.url, verify=context, timeout=10, trust_env=False)
 
     def advance(self, seconds: float) -> None:
         r = self.server.control("POST", "/api/v1/clock/advance", json={"seconds": seconds})

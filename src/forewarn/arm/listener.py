@@ -56,6 +56,11 @@ class ArmListener:
         if self._server is None or self._task is None:
             return
         self._server.should_exit = True
+        # A TLS client that keeps its connection open without answering close_notify
+        # would hold the shutdown for asyncio's 30 s: give connections a moment, then go.
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(self._task), 2.0)
+        self._server.force_exit = True
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         if self._sock is not None:

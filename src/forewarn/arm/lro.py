@@ -2,7 +2,8 @@
 
 An ARM operation is one or more platform operations; its name lists their ids, so the
 status needs no state of its own (and survives a restart). It is over when every
-platform operation's impact is over (the VM is back) or the operation was canceled:
+platform operation's impact is over (the VM is back; a deleted VM is gone) or the
+operation was canceled:
 ``begin_restart(...).result()`` returns when the reboot is over.
 """
 
@@ -52,6 +53,8 @@ class LongRunning:
         """When an operation's impact is over (None: not started yet)."""
         if op.state is OperationState.CANCELED:
             return op.ended_at or op.created_at
+        if op.deletes_vms:  # over once the VMs are gone, when the operation completes
+            return op.ended_at if op.state is OperationState.COMPLETED else None
         if op.started_at is None:
             return None
         return op.started_at + op.impact_seconds
@@ -90,8 +93,8 @@ class LongRunning:
         if clock.rate == 0:  # a virtual clock moves when told: look again soon
             return 250
         pending = [
-            end if end is not None else self.fabric.operation(op.id).not_before
-            for op, end in zip(ops, ends, strict=True)
+            end if end is not None else (op.remove_at or op.not_before)
+            for op, end in zip((self.fabric.operation(op.id) for op in ops), ends, strict=True)
         ]
         real = max(clock.real_seconds_until(at) for at in pending)
         return int(min(10_000, max(50, real * 1000 / 2)))

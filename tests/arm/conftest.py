@@ -102,14 +102,16 @@ class ArmServer:
         return out
 
 
-def start_arm_server(tmp: Path, fleet: str = FLEET, extra: tuple[str, ...] = ()) -> ArmServer:
+def start_arm_server(
+    tmp: Path, fleet: str = FLEET, extra: tuple[str, ...] = (), clock: str = "virtual"
+) -> ArmServer:
     fleet_file = tmp / "fleet.yaml"
     fleet_file.write_text(fleet)
     port = free_port()
     server = ServerProcess(
         tmp / "forewarn.db",
         [
-            "--fleet", str(fleet_file), "--clock", "virtual", "--enablement", "always",
+            "--fleet", str(fleet_file), "--clock", clock, "--enablement", "always",
             "--rate-limit", "0", "--arm-bind", f"127.0.0.1:{port}",
             "--arm-ca-dir", str(tmp / "ca"), *extra,
         ],

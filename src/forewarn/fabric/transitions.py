@@ -249,7 +249,7 @@ class TransitionRules:
                 "vms": list(op.vms),
                 "not_before": op.not_before,
                 "no_notice": silent,
-                "via": request.via,
+                **({} if request.via == "control" else {"via": request.via}),
             },
         )
         for event in events:
@@ -275,7 +275,8 @@ class TransitionRules:
             if event.status is EventStatus.SCHEDULED and event.approved_by is None:
                 event = msgspec.structs.replace(event, approved_by=by, approved_at=now)
                 tx.events[event.id] = event
-                tx.log_event("event.approved", event, by=by, via=via)
+                extra = {} if via in ("control", "endpoint") else {"via": via}  # by tells those
+                tx.log_event("event.approved", event, by=by, **extra)
             out.append(event)
         for op_id in dict.fromkeys(e.operation_id for e in out):
             self._start_if_approved(tx, self._work.operations[op_id])

@@ -182,6 +182,22 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
     default="info",
     help="Log from this level up (info: every transition; warning: problems only).",
 )
+@click.option(
+    "--arm-bind",
+    default=None,
+    metavar="HOST:PORT",
+    help="Also serve the Azure control plane (ARM routes of azure-mgmt-compute, Maintenance "
+    "acknowledge) over HTTPS here; off by default.",
+)
+@click.option(
+    "--arm-token", default=None, help="Require this Bearer token on ARM (default: any token)."
+)
+@click.option(
+    "--arm-ca-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where the ARM listener's local CA is kept (default: forewarn-ca beside --db).",
+)
 @click.option("--print-config", is_flag=True, help="Print the effective configuration and exit.")
 def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> None:
     """Run the metadata endpoint and the control API."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import asdict, replace
 from typing import Any
 
 import msgspec
@@ -44,7 +45,7 @@ from forewarn.fabric.relay import Relay
 from forewarn.fabric.scope_view import ScopeView
 from forewarn.fabric.state import FabricState
 from forewarn.fabric.transaction import Tx, find_event, new_event_id, new_token
-from forewarn.fleet.topology import VM, Topology
+from forewarn.fleet.topology import VM, ScopePolicy, Topology
 
 __all__ = ["Fabric", "FabricConfig", "ScopeView"]
 
@@ -265,10 +266,12 @@ class Fabric:
         event_ids: Iterable[str],
         *,
         event_types: Collection[EventType] | None = None,
+        via: str = "endpoint",
     ) -> list[EventRecord]:
         """Approve events on behalf of ``vm``: all ids must be visible to it, or none count.
 
-        ``event_types`` limits what is visible to the types the client's api-version shows.
+        ``event_types`` limits what is visible to the types the client's api-version shows;
+        ``via`` is where the approval came from (``endpoint``, ``arm``), for the history.
         """
         self.catch_up()
         wanted = rules.visible_ids(self._pipe.views[vm.scope_id], vm.name, event_ids, event_types)
@@ -277,7 +280,7 @@ class Fabric:
         if self._follower is not None:  # the leader applies it; answered once recorded
             self._follower.approve(vm.name, wanted)
             return [self._seen.events[i] for i in wanted if i in self._seen.events]
-        return self._approve(wanted, by=vm.name)
+        return self._approve(wanted, by=vm.name, via=via)
 
     # ------------------------------------------------------------ control plane
 
@@ -289,12 +292,23 @@ class Fabric:
         self._commit(tx)
         return self._work.operations[op.id]
 
-    def approve_event(self, event_id: str, by: str = "control") -> EventRecord:
+    def approve_event(
+        self, event_id: str, by: str = "control", via: str = "control"
+    ) -> EventRecord:
         """Approve one event from the control plane."""
         self.catch_up()
         event = find_event(self._work.events, event_id)
-        self._approve([event.id], by=by)
+        self._approve([event.id], by=by, via=via)
         return self._work.events.get(event.id, event)
+
+    def set_policy(self, scope_id: str, policy: ScopePolicy, via: str = "control") -> None:
+        """Change a scope's platform features (auto-approval, terminate notice) from the
+        next operation on; one history entry. Kept in memory: a restart reads the fleet's."""
+        scope = self.topology.scope(scope_id)
+        tx = self._tx()
+        tx.log("scope.policy", scope_id=scope_id, detail={"via": via, **asdict(policy)})
+        self._commit(tx)
+        self.topology.scopes[scope_id] = replace(scope, policy=policy)
 
     def start_event(self, event_id: str) -> OperationRecord:
         """Start an event's operation now, without waiting for approvals or NotBefore."""
@@ -463,9 +477,9 @@ class Fabric:
         changes = rules.seal(self._rules, tx, clock_position)
         return self._pipe.commit(changes, bookkeeping=bookkeeping)
 
-    def _approve(self, event_ids: list[str], by: str) -> list[EventRecord]:
+    def _approve(self, event_ids: list[str], by: str, via: str = "control") -> list[EventRecord]:
         tx = self._tx()
-        out = rules.approve(tx, event_ids, by)
+        out = rules.approve(tx, event_ids, by, via)
         if tx.history:
             self._commit(tx)
         return out

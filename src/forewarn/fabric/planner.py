@@ -38,7 +38,8 @@ class OperationRequest:
     Exactly one of ``vms``, ``host`` and ``scope`` names the target. ``notice_seconds``,
     ``description`` and ``duration_seconds`` override the catalogue. ``notice_seconds`` is
     in the server's clock (never divided by the time scale; its bounds are);
-    ``duration_seconds`` is what the event announces, as in production.
+    ``duration_seconds`` is what the event announces, as in production. ``via`` says
+    where the request came from (``control``, ``arm``), for the history.
     """
 
     kind: str
@@ -48,6 +49,7 @@ class OperationRequest:
     notice_seconds: float | None = None
     description: str | None = None
     duration_seconds: int | None = None
+    via: str = "control"
 
     @property
     def target(self) -> str:

@@ -234,6 +234,7 @@ def create_operation(
             "vms": list(op.vms),
             "not_before": op.not_before,
             "no_notice": silent,
+            **({} if request.via == "control" else {"via": request.via}),
         },
     )
     for event in events:
@@ -346,9 +347,10 @@ def relayed_ids(
 
 
 
-def approve(tx: Tx, event_ids: list[str], by: str) -> list[EventRecord]:
+def approve(tx: Tx, event_ids: list[str], by: str, via: str = "control") -> list[EventRecord]:
     """Approve live events (already approved or started ones stay as they are), and start
-    each operation all of whose events are approved; returns the events."""
+    each operation all of whose events are approved; returns the events. ``via`` names
+    where an approval came from when ``by`` does not tell (``arm``)."""
     out = []
     for event_id in event_ids:
         event = tx.state.events.get(event_id)
@@ -357,7 +359,8 @@ def approve(tx: Tx, event_ids: list[str], by: str) -> list[EventRecord]:
         if event.status is EventStatus.SCHEDULED and event.approved_by is None:
             event = msgspec.structs.replace(event, approved_by=by, approved_at=tx.at)
             tx.events[event.id] = event
-            tx.log_event("event.approved", event, by=by)
+            extra = {} if via in ("control", "endpoint") else {"via": via}  # by tells those
+            tx.log_event("event.approved", event, by=by, **extra)
         out.append(event)
     for op_id in dict.fromkeys(e.operation_id for e in out):
         start_if_approved(tx, tx.state.operations[op_id])

@@ -144,6 +144,12 @@ class FleetSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, 
         int | None,
         _doc("VM i also answers on port port_base + i.", minimum=1, maximum=65535),
     ] = None
+    subscription: Annotated[
+        str | None, _doc("Subscription id of the fleet's ARM resources (serve --arm-bind).")
+    ] = None
+    resource_group: Annotated[
+        str | None, _doc("Resource group of the fleet's ARM resources; default: forewarn.")
+    ] = None
 
 
 def fleet_schema() -> dict[str, Any]:

@@ -77,6 +77,11 @@ class ServeConfig:
     record: str | None = None
     log_format: Literal["console", "json"] = "console"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    #: The ARM listener (HTTPS; off unless given), its Bearer token (None: any token) and
+    #: where its local CA lives (None: ``forewarn-ca`` beside the database).
+    arm_bind: str | None = None
+    arm_token: str | None = None
+    arm_ca_dir: str | None = None
 
     def __post_init__(self) -> None:
         scale = self.time_scale
@@ -95,7 +100,8 @@ class ServeConfig:
                 raise ConfigError(f"{flag} must be a positive number of seconds")
         if self.imds_max_connections_per_address < 1:
             raise ConfigError("--imds-max-connections-per-address must be >= 1")
-        binds = [parse_bind(b) for b in (*self.imds_bind, self.control_bind)]
+        arm_binds = () if self.arm_bind is None else (self.arm_bind,)
+        binds = [parse_bind(b) for b in (*self.imds_bind, self.control_bind, *arm_binds)]
         ports = [port for _, port in binds if port != 0]
         twice = sorted({port for port in ports if ports.count(port) > 1})
         if twice:
@@ -119,6 +125,9 @@ class ServeConfig:
             raise ConfigError(
                 f"the control API would listen on {host}, off loopback: set --control-token"
             )
+        arm_open = self.arm_bind is not None and not _is_loopback(parse_bind(self.arm_bind)[0])
+        if arm_open and not self.arm_token:
+            raise ConfigError("the ARM listener would listen off loopback: set --arm-token")
         for name in self.control_hosts:
             try:
                 parse_control_host(name)
@@ -132,6 +141,8 @@ class ServeConfig:
         out["control_hosts"] = list(self.control_hosts)
         if out["control_token"]:
             out["control_token"] = "***"
+        if out["arm_token"]:
+            out["arm_token"] = "***"
         if self.store is not None:
             out["store"] = _without_password(self.store)
         return out

@@ -17,6 +17,7 @@ import uvicorn
 
 from forewarn.fabric import Scheduler, StoreUnavailable
 from forewarn.imds import serve_endpoint
+from forewarn.server.arm_listener import start_arm
 from forewarn.server.heap import HeapKeeper, freeze_startup_heap
 from forewarn.server.listeners import Listeners
 from forewarn.server.runtime import Runtime
@@ -80,6 +81,7 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
         )
     )
     endpoint_server = await serve_endpoint(runtime.endpoint, listeners.imds)
+    arm = await start_arm(runtime)  # the ARM listener, when --arm-bind is given
     heap_task = asyncio.create_task(  # freezes the fleet's connections once they are in
         HeapKeeper(lambda: endpoint_server.connections).run(), name="forewarn-heap"
     )
@@ -97,6 +99,7 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
     finally:
         stop()
         await endpoint_server.close()
+        await arm.close()
         await control_task
         if scheduler_task is not None:
             scheduler_task.cancel()

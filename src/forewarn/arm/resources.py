@@ -1,0 +1,135 @@
+"""The fleet as ARM sees it: VMs, scale sets (with their instances) and availability sets
+under one subscription and resource group, and their ids.
+
+A standalone VM or an availability set's VM is ``virtualMachines/{name}``; a scale set's VM
+is an instance ``virtualMachineScaleSets/{set}/virtualMachines/{instanceId}`` (its index in
+the set, as Azure numbers uniform instances); a cloud service has no ARM compute resource.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from forewarn.arm.errors import ArmError
+from forewarn.fleet.topology import VM, Scope, ScopeKind, Topology
+
+__all__ = ["DEFAULT_RESOURCE_GROUP", "DEFAULT_SUBSCRIPTION", "ArmFleet", "ScaleSet"]
+
+DEFAULT_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
+DEFAULT_RESOURCE_GROUP = "forewarn"
+PROVIDER = "Microsoft.Compute"
+
+
+@dataclass
+class ScaleSet:
+    """A scale set: its scopes (placement groups) and its instances by instance id."""
+
+    name: str
+    scope_ids: list[str] = field(default_factory=list)
+    instances: dict[str, str] = field(default_factory=dict)
+
+
+class ArmFleet:
+    """Look-ups from ARM names to the fleet (case-insensitive, as ARM is)."""
+
+    def __init__(
+        self, topology: Topology, subscription: str | None, resource_group: str | None
+    ) -> None:
+        self.topology = topology
+        self.subscription = subscription or DEFAULT_SUBSCRIPTION
+        self.resource_group = resource_group or DEFAULT_RESOURCE_GROUP
+        self.location = next(iter(topology.vms.values())).location if topology.vms else ""
+        self.vms: dict[str, VM] = {}
+        self.availability_sets: dict[str, Scope] = {}
+        self.scale_sets: dict[str, ScaleSet] = {}
+        self._instance_of: dict[str, tuple[str, str]] = {}
+        for scope in topology.scopes.values():
+            if scope.kind is ScopeKind.AVAILABILITY_SET:
+                self.availability_sets[scope.id.lower()] = scope
+            if scope.kind in (ScopeKind.STANDALONE, ScopeKind.AVAILABILITY_SET):
+                for name in scope.vm_names:
+                    self.vms[name.lower()] = topology.vms[name]
+            if scope.kind is ScopeKind.SCALE_SET:
+                for name in scope.vm_names:
+                    vm = topology.vms[name]
+                    sset = self.scale_sets.setdefault(vm.scale_set.lower(), ScaleSet(vm.scale_set))
+                    if scope.id not in sset.scope_ids:
+                        sset.scope_ids.append(scope.id)
+                    instance = str(len(sset.instances))
+                    sset.instances[instance] = name
+                    self._instance_of[name] = (sset.name, instance)
+
+    # ------------------------------------------------------------------ look-ups
+
+    def check_group(self, subscription: str, resource_group: str) -> None:
+        """A request's subscription and resource group must be the fleet's."""
+        if subscription.lower() != self.subscription.lower():
+            raise ArmError(
+                404,
+                "SubscriptionNotFound",
+                f"The subscription '{subscription}' could not be found.",
+            )
+        if resource_group.lower() != self.resource_group.lower():
+            raise ArmError(
+                404,
+                "ResourceGroupNotFound",
+                f"Resource group '{resource_group}' could not be found.",
+            )
+
+    def vm(self, name: str) -> VM:
+        """A standalone or availability-set VM by name."""
+        found = self.vms.get(name.lower())
+        if found is None:
+            raise _not_found("virtualMachines", name)
+        return found
+
+    def scale_set(self, name: str) -> ScaleSet:
+        found = self.scale_sets.get(name.lower())
+        if found is None:
+            raise _not_found("virtualMachineScaleSets", name)
+        return found
+
+    def instance(self, sset: ScaleSet, instance_id: str) -> str:
+        """The VM name of a scale set's instance."""
+        name = sset.instances.get(instance_id)
+        if name is None:
+            raise _not_found(f"virtualMachineScaleSets/{sset.name}/virtualMachines", instance_id)
+        return name
+
+    def availability_set(self, name: str) -> Scope:
+        found = self.availability_sets.get(name.lower())
+        if found is None:
+            raise _not_found("availabilitySets", name)
+        return found
+
+    # ----------------------------------------------------------------------- ids
+
+    @property
+    def group_id(self) -> str:
+        return f"/subscriptions/{self.subscription}/resourceGroups/{self.resource_group}"
+
+    def resource_id(self, kind: str, name: str) -> str:
+        return f"{self.group_id}/providers/{PROVIDER}/{kind}/{name}"
+
+    def vm_id(self, vm_name: str) -> str:
+        """The ARM id of any VM of the fleet (an instance id for a scale set's VM)."""
+        owner = self._instance_of.get(vm_name)
+        if owner is None:
+            return self.resource_id("virtualMachines", vm_name)
+        return self.resource_id("virtualMachineScaleSets", owner[0]) + (
+            f"/virtualMachines/{owner[1]}"
+        )
+
+    def operation_url(self, base: str, operation: str, api_version: str) -> str:
+        return (
+            f"{base}/subscriptions/{self.subscription}/providers/{PROVIDER}/locations/"
+            f"{self.location}/operations/{operation}?api-version={api_version}"
+        )
+
+
+def _not_found(kind: str, name: str) -> ArmError:
+    return ArmError(
+        404,
+        "ResourceNotFound",
+        f"The Resource '{PROVIDER}/{kind}/{name}' under resource group was not found.",
+    )

@@ -18,7 +18,7 @@ import uvicorn
 from prometheus_client import CollectorRegistry
 from starlette.middleware import Middleware
 
-from forewarn.control import ControlApp
+from forewarn.control import ControlApp, ControlProtocol
 from forewarn.control.dashboard import ScenarioHook
 from forewarn.fabric import (
     Changes,
@@ -330,7 +330,8 @@ def _listen(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
 def _uvicorn(app: Any) -> _QuietServer:
     config = uvicorn.Config(
         app,
-        http="httptools",
+        http=ControlProtocol,  # drops clients that stop reading (dashboard streams)
+        timeout_graceful_shutdown=5,  # then in-flight requests are cancelled
         lifespan="off",
         access_log=False,
         log_level="warning",

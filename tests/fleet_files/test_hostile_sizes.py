@@ -54,7 +54,8 @@ def _check(fleet: Path) -> tuple[int, str, float]:
                                 " placement_groups: 1000000000}\n"),
          "line 3: scope 's' asks for 1000000000 placement groups for 10 VMs"),
         ("counted.yaml",
-         lambda p: p.write_text("location: x\nscopes:\n  - {kind: scale_set, name: s, vms: 600000}\n"
+         lambda p: p.write_text("location: x\nscopes:\n"
+                                "  - {kind: scale_set, name: s, vms: 600000}\n"
                                 "  - {kind: availability_set, name: a, vms: 400001}\n"),
          f"the fleet asks for 1000001 VMs; it may hold at most {MAX_VMS}"),
         ("listed.yaml", lambda p: _write_listed(p, MAX_VMS + 1),

@@ -25,6 +25,7 @@ from starlette.routing import Route
 
 from forewarn import __version__
 from forewarn.contract import SUPPORTED_VERSIONS, lookup_version
+from forewarn.control.body_limit import BodyLimit
 from forewarn.control.dashboard import DashboardRoutes, ScenarioHook, is_public, wants_page
 from forewarn.control.json_views import (
     crash,
@@ -227,7 +228,7 @@ class ControlApp:
         guard = Middleware(AccessGuard, hosts=HostPolicy(hosts), token=token, public=is_public)
         self.asgi = Starlette(
             routes=routes,
-            middleware=[guard, *middleware],
+            middleware=[Middleware(BodyLimit), guard, *middleware],
             exception_handlers={HTTPException: http_error, Exception: crash},
         )
 

@@ -12,12 +12,31 @@ from starlette.responses import Response
 from forewarn.control.schemas import EventOut, OperationOut
 from forewarn.fabric import EventRecord, OperationRecord
 
-__all__ = ["crash", "ended_out", "event_out", "http_error", "json_error", "operation_out"]
+__all__ = [
+    "crash",
+    "ended_out",
+    "event_out",
+    "http_error",
+    "json_error",
+    "operation_out",
+    "shorten",
+]
+
+#: Characters of an error message; what a client sent is never echoed back whole.
+MESSAGE_MAX = 1000
+
+
+def shorten(message: str, limit: int = MESSAGE_MAX) -> str:
+    """``message``, cut to ``limit`` characters (saying how much was left out)."""
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]}... ({len(message) - limit} more characters)"
 
 
 def json_error(message: str, status: int) -> Response:
-    """The one error shape: ``{"error": message}``."""
-    return Response(msgspec.json.encode({"error": message}), status, media_type="application/json")
+    """The one error shape: ``{"error": message}``, at most ``MESSAGE_MAX`` characters."""
+    body = msgspec.json.encode({"error": shorten(message)})
+    return Response(body, status, media_type="application/json")
 
 
 def event_out(event: EventRecord) -> EventOut:
@@ -80,7 +99,7 @@ async def http_error(request: Request, exc: Exception) -> Response:
     else:
         message = str(exc.detail)
     return Response(
-        msgspec.json.encode({"error": message}),
+        msgspec.json.encode({"error": shorten(message)}),
         exc.status_code,
         headers=headers,
         media_type="application/json",

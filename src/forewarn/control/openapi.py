@@ -81,6 +81,29 @@ def _content(*types: str) -> dict[str, Any]:
     }
 
 
+#: One server-sent event of the dashboard stream, as a client decodes it: its name and
+#: its data, a JSON object (never a string).
+_STREAM = {
+    "description": "A stream of server-sent events",
+    "content": {
+        "text/event-stream": {
+            "schema": {
+                "type": "object",
+                "description": (
+                    "Each message: `event: <name>` and `data: <JSON object>` lines; a client "
+                    "that falls behind or stops reading is disconnected and reconnects "
+                    "(`retry: 1000`) to a fresh snapshot"
+                ),
+                "required": ["event", "data"],
+                "properties": {
+                    "event": {"type": "string", "enum": ["snapshot", "change", "tick"]},
+                    "data": {"type": "object", "contentMediaType": "application/json"},
+                },
+            }
+        }
+    },
+}
+
 _SECONDS = {"minimum": 0, "maximum": 1e12}
 _REPORT_PARAMS = [
     _query("since", "number", "Only events created at or after this POSIX time", **_SECONDS),
@@ -112,7 +135,7 @@ def _rehearsal_paths() -> dict[str, Any]:
         "/api/v1/stream": {
             "get": _op(
                 "Server-sent events: a snapshot, then each change and a tick every second",
-                {"200": _content("text/event-stream")},
+                {"200": _STREAM},
             )
         },
         "/api/v1/scenarios": {

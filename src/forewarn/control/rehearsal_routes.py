@@ -29,8 +29,10 @@ class _BadParam(Exception):
 
 def _number(request: Request, name: str, default: float | None) -> float | None:
     raw = request.query_params.get(name)
-    if raw is None or raw == "":
+    if raw is None:
         return default
+    if not raw.strip():  # the document says a number; leave the parameter out instead
+        raise _BadParam(f"query parameter {name} is empty; give a number of seconds or omit it")
     try:
         value = float(raw)
     except ValueError:

@@ -10,6 +10,8 @@ from forewarn.fabric import OperationKind
 from forewarn.rehearsal.verdicts import ReactionReport
 
 __all__ = [
+    "DESCRIPTION_MAX",
+    "NAME_MAX",
     "ActionBody",
     "AdvanceBody",
     "ClockOut",
@@ -22,18 +24,31 @@ __all__ = [
 ]
 
 
+#: Characters of a name (VM, host, scope, scenario, operation kind) in a request body.
+NAME_MAX = 256
+#: Characters of an operation's description (VMs read it in their documents).
+DESCRIPTION_MAX = 1000
+
+Name = Annotated[str, msgspec.Meta(max_length=NAME_MAX)]
+
+
 class OperationBody(msgspec.Struct, forbid_unknown_fields=True):
     """Create an operation. Name the target with exactly one of ``vms``, ``host``,
     ``scope``, or ``target`` (a VM, host or scope name, resolved in that order)."""
 
     # A plain str, so that an unknown kind gets the fabric's message naming the known ones.
-    kind: Annotated[str, msgspec.Meta(extra_json_schema={"enum": [k.value for k in OperationKind]})]
-    vms: list[str] | None = None
-    host: str | None = None
-    scope: str | None = None
-    target: str | None = None
+    kind: Annotated[
+        str,
+        msgspec.Meta(
+            max_length=NAME_MAX, extra_json_schema={"enum": [k.value for k in OperationKind]}
+        ),
+    ]
+    vms: list[Name] | None = None
+    host: Name | None = None
+    scope: Name | None = None
+    target: Name | None = None
     notice_seconds: float | None = None
-    description: str | None = None
+    description: Annotated[str, msgspec.Meta(max_length=DESCRIPTION_MAX)] | None = None
     duration_seconds: int | None = None
 
 
@@ -50,7 +65,7 @@ class ActionBody(msgspec.Struct, forbid_unknown_fields=True):
 class ScenarioRunBody(msgspec.Struct, forbid_unknown_fields=True):
     """Play a named scenario (``forewarn scenario list`` names them)."""
 
-    name: str
+    name: Name
 
 
 class ErrorOut(msgspec.Struct):
@@ -122,11 +137,12 @@ class ClockOut(msgspec.Struct):
 
 
 #: The one-target rule of ``OperationBody`` (the server answers 400 otherwise).
+_NAME = {"type": "string", "maxLength": NAME_MAX}
 _TARGETS = {
-    "target": {"type": "string"},
-    "vms": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": True},
-    "host": {"type": "string"},
-    "scope": {"type": "string"},
+    "target": _NAME,
+    "vms": {"type": "array", "items": _NAME, "minItems": 1, "uniqueItems": True},
+    "host": _NAME,
+    "scope": _NAME,
 }
 
 

@@ -168,6 +168,13 @@ def _count(scope: ScopeSpec, where: str) -> int:
             f"scope {scope.name!r} asks for {count} VMs; a fleet holds at most {MAX_VMS}",
             where + ".vms",
         )
+    groups = scope.placement_groups
+    if groups > count:  # checked before a single group is made
+        raise _error(
+            f"scope {scope.name!r} asks for {groups} placement groups for {count} VMs; "
+            "each group holds at least one VM",
+            where + ".placement_groups",
+        )
     return count
 
 

@@ -17,7 +17,12 @@ import yaml
 
 from forewarn.fleet.errors import YamlError
 
-__all__ = ["YamlError", "line_in_text", "line_of", "read_yaml"]
+__all__ = ["MAX_FILE_BYTES", "YamlError", "line_in_text", "line_of", "read_yaml"]
+
+#: Bytes of a fleet file: 1,000,000 VMs given as counts take a few lines; listed one by
+#: one, some 200,000 fit (read in some 400 MB). Past it, reading alone would cost
+#: gigabytes and minutes.
+MAX_FILE_BYTES = 4 * 1024 * 1024
 
 
 if TYPE_CHECKING:
@@ -52,8 +57,15 @@ def _one_line(exc: yaml.YAMLError) -> str:
 
 def read_yaml(path: str | Path) -> Any:
     """The data in a YAML (or JSON) file; YamlError or OSError otherwise."""
+    with Path(path).open("rb") as file:
+        raw = file.read(MAX_FILE_BYTES + 1)  # a special file (a pipe) has no size to ask
+    if len(raw) > MAX_FILE_BYTES:
+        raise YamlError(
+            f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB, the most a fleet "
+            "file may be (give large scopes as counts, `vms: 1000`, not one by one)"
+        )
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise YamlError(f"{path} is not UTF-8 text (byte {exc.start})") from None
     try:

@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 import uvicorn
 
+from forewarn.control import ControlProtocol
 from forewarn.fabric import Scheduler, StoreUnavailable
 from forewarn.imds import serve_endpoint
 from forewarn.server.arm_listener import start_arm
@@ -38,7 +39,8 @@ class _QuietServer(uvicorn.Server):
 def _uvicorn(app: Any) -> _QuietServer:
     config = uvicorn.Config(
         app,
-        http="httptools",
+        http=ControlProtocol,  # drops clients that stop reading (dashboard streams)
+        timeout_graceful_shutdown=5,  # then in-flight requests are cancelled
         lifespan="off",
         access_log=False,
         log_level="warning",

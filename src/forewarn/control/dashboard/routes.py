@@ -172,8 +172,9 @@ class DashboardRoutes:
         raw = await request.body()
         try:
             body = msgspec.json.decode(raw or b"{}", type=ScenarioRunBody)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            return json_error(f'invalid body: {exc}; expected {{"name": "..."}}', 400)
+        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
+            why = "a string is not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else exc
+            return json_error(f'invalid body: {why}; expected {{"name": "..."}}', 400)
         server = request.scope.get("server") or ("127.0.0.1", 80)
         host = f"[{server[0]}]" if ":" in str(server[0]) else str(server[0])
         run = await run_in_threadpool(self.scenarios.start, body.name, f"http://{host}:{server[1]}")

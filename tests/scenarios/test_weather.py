@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
+from forewarn.controlapi import ControlClient
 from forewarn.fleet.loader import example_fleet_text
 from forewarn.scenarios import (
-    Control,
     FleetView,
-    HttpControl,
     Runner,
     ScenarioError,
     arrivals,
@@ -119,7 +118,7 @@ def test_the_same_seed_plays_the_same_operations_at_the_same_times(fresh: Any) -
     outcomes = []
     for _ in range(2):
         forewarn = fresh()
-        run = Runner(Control(HttpControl(forewarn.control_url))).run(parse_scenario(raw, "soak"))
+        run = Runner(ControlClient(forewarn.control_url)).run(parse_scenario(raw, "soak"))
         assert run.ok
         outcomes.append(
             [

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from forewarn.cli.api import ControlApi, segment
+from forewarn.cli.api import control_client
 from forewarn.cli.errors import finite
 from forewarn.cli.output import Column, print_json, table, when
 from forewarn.contract import SUPPORTED_VERSIONS
@@ -74,15 +74,8 @@ def trigger(
     as_json: bool,
 ) -> None:
     """Start OPERATION on TARGET (a VM, a host, or a scope to walk its update domains)."""
-    body = {
-        "kind": operation,
-        "target": target,
-        "notice_seconds": notice,
-        "description": description,
-        "duration_seconds": duration,
-    }
-    op = ControlApi(ctx).call(
-        "POST", "/api/v1/operations", json={k: v for k, v in body.items() if v is not None}
+    op = control_client(ctx).trigger(
+        operation, target, notice=notice, description=description, duration=duration
     )
     if as_json:
         print_json(op)
@@ -110,13 +103,9 @@ def events(
     """List live events (or, with --as, the document one VM sees)."""
     if api_version is not None and as_vm is None:
         raise click.UsageError("--api-version needs --as VM (it picks how that VM sees events)")
-    api = ControlApi(ctx)
+    api = control_client(ctx)
     if as_vm is not None:
-        document = api.call(
-            "GET",
-            f"/api/v1/documents/{segment(as_vm)}",
-            params={"api-version": api_version or SUPPORTED_VERSIONS[-1]},
-        )
+        document = api.document(as_vm, api_version or SUPPORTED_VERSIONS[-1])
         if as_json:
             print_json(document)
             return
@@ -142,7 +131,7 @@ def events(
             wide=wide,
         )
         return
-    listing = api.call("GET", "/api/v1/events")
+    listing = api.events()
     if as_json:
         print_json(listing)
         return
@@ -175,8 +164,7 @@ def _event_command(action: str, help_text: str) -> click.Command:
     @click.argument("event_id")
     @click.pass_context
     def command(ctx: click.Context, event_id: str) -> None:
-        path = f"/api/v1/events/{segment(event_id)}/{action}"
-        result = ControlApi(ctx).call("POST", path, json={})  # JSON: never a browser's form
+        result = control_client(ctx).event_action(event_id, action)
         click.echo(f"{result['id']}: {result['status']}")
 
     command.__doc__ = help_text
@@ -188,7 +176,7 @@ def _event_command(action: str, help_text: str) -> click.Command:
 @click.pass_context
 def advance(ctx: click.Context, seconds: float) -> None:
     """Advance a virtual clock by SECONDS, firing every timer that comes due."""
-    clock = ControlApi(ctx).call("POST", "/api/v1/clock/advance", json={"seconds": seconds})
+    clock = control_client(ctx).advance(seconds)
     click.echo(f"clock: {clock['iso']}")
 
 
@@ -198,7 +186,7 @@ def advance(ctx: click.Context, seconds: float) -> None:
 @click.pass_context
 def topology(ctx: click.Context, as_json: bool, wide: bool) -> None:
     """Scopes and VMs of the running server."""
-    data = ControlApi(ctx).call("GET", "/api/v1/topology")
+    data = control_client(ctx).topology()
     if as_json:
         print_json(data)
         return
@@ -266,7 +254,7 @@ def _subject(entry: dict[str, Any]) -> str:
 @click.pass_context
 def history(ctx: click.Context, limit: int, as_json: bool, wide: bool) -> None:
     """The append-only history of every transition, newest last."""
-    entries = ControlApi(ctx).call("GET", "/api/v1/history", params={"last": limit})
+    entries = control_client(ctx).history(last=limit)
     if as_json:
         print_json(entries)
         return

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -13,20 +14,8 @@ from typing import Unpack
 import httpx
 import tenacity
 
+from forewarn.client import core
 from forewarn.client.changes import DocumentChange
-from forewarn.client.core import (
-    INSTANCE_API_VERSION,
-    Answer,
-    ClientOptions,
-    RequestSpec,
-    Settings,
-    Transient,
-    Watch,
-    read_approval,
-    read_document,
-    read_instance,
-    watch_step,
-)
 from forewarn.client.exchange import HTTPX_OPTIONS, answer_of, failure_of, request_options
 from forewarn.client.retrying import Decider
 from forewarn.contract import Document, Instance
@@ -35,15 +24,8 @@ __all__ = ["AsyncScheduledEventsClient"]
 
 
 class AsyncScheduledEventsClient:
-    """The asyncio twin of ``ScheduledEventsClient``: same rules, same answers.
-
-    Proxies are always bypassed (the environment's ``HTTP_PROXY`` & co. are ignored), the
-    first call waits up to ``first_call_timeout`` (enabling Scheduled Events can take two
-    minutes), 410 is retried for ``retry_gone_for`` seconds, 429/5xx and refused
-    connections ``max_retries`` times with jittered back-off (``ClientOptions``: every
-    keyword but the test seams). ``transport`` is the test seam of HTTP; ``sleep``,
-    ``clock`` and ``jitter`` let tests run the retry rules without waiting.
-    """
+    """The asyncio twin of ``ScheduledEventsClient``: same rules, same answers, same
+    keywords (``sleep`` awaits); close it with ``await client.aclose()``."""
 
     def __init__(
         self,
@@ -53,12 +35,13 @@ class AsyncScheduledEventsClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
         jitter: Callable[[], float] = random.random,
-        **options: Unpack[ClientOptions],
+        **options: Unpack[core.ClientOptions],
     ) -> None:
-        self._settings = Settings.create(url, custom_transport=transport is not None, **options)
+        self._settings = core.Settings.create(
+            url, custom_transport=transport is not None, **options
+        )
         self._sleep = sleep
-        self._clock = clock
-        self._jitter = jitter
+        self._decider = functools.partial(Decider, self._settings.policy, clock, jitter)
         if transport is None:
             transport = httpx.AsyncHTTPTransport(local_address=options.get("local_address"))
         self._http = httpx.AsyncClient(transport=transport, **HTTPX_OPTIONS)
@@ -75,20 +58,20 @@ class AsyncScheduledEventsClient:
 
     # ------------------------------------------------------------------ I/O only
 
-    async def _once(self, spec: RequestSpec) -> Answer:
+    async def _once(self, spec: core.RequestSpec) -> core.Answer:
         try:
             response = await self._http.request(**request_options(spec, self._settings))
         except httpx.TransportError as exc:
             raise failure_of(spec, exc) from None
         return answer_of(response, self._settings)
 
-    async def _send(self, spec: RequestSpec) -> Answer:
-        decider = Decider(self._settings.policy, self._clock, self._jitter)
+    async def _send(self, spec: core.RequestSpec) -> core.Answer:
+        decider = self._decider()
         try:
             async for attempt in tenacity.AsyncRetrying(sleep=self._sleep, **decider.options()):
                 with attempt:
                     answer = await self._once(spec)
-        except Transient as failure:
+        except core.Transient as failure:
             raise failure.cause from None
         return answer
 
@@ -96,19 +79,21 @@ class AsyncScheduledEventsClient:
 
     async def get(self) -> Document:
         """The current document."""
-        return read_document(await self._send(self._settings.document_request()))
+        return core.read_document(await self._send(self._settings.document_request()))
 
     async def poll(self, previous: Document | None = None) -> DocumentChange:
         """One watch step: a conditional GET against ``previous``; falsy when nothing changed."""
-        return watch_step(previous, await self._send(self._settings.watch_request(previous)))[1]
+        return core.watch_step(previous, await self._send(self._settings.watch_request(previous)))[
+            1
+        ]
 
     async def approve(self, *event_ids: str) -> None:
         """Ask for ``event_ids`` to start now (200 or an ``EndpointError``)."""
-        read_approval(await self._send(self._settings.approve_request(event_ids)))
+        core.read_approval(await self._send(self._settings.approve_request(event_ids)))
 
-    async def instance(self, api_version: str = INSTANCE_API_VERSION) -> Instance:
+    async def instance(self, api_version: str = core.INSTANCE_API_VERSION) -> Instance:
         """This VM's instance metadata (compute name, scale set, domains, zone)."""
-        return read_instance(await self._send(self._settings.instance_request(api_version)))
+        return core.read_instance(await self._send(self._settings.instance_request(api_version)))
 
     async def watch(
         self, interval: float = 1.0, *, since: Document | None = None
@@ -118,7 +103,7 @@ class AsyncScheduledEventsClient:
         With ``since``, changes are relative to that document (resume after an error).
         Errors end the iteration by raising, after the retry rules gave up.
         """
-        watch = Watch(since)
+        watch = core.Watch(since)
         while True:
             news = watch.take(await self._send(watch.request(self._settings)))
             if news is not None:

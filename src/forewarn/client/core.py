@@ -112,6 +112,16 @@ def _raise_for_status(answer: Answer) -> None:
         raise error_for_status(answer.status, answer.body, answer.url)
 
 
+def _expect_ok(answer: Answer, meaning: str) -> None:
+    """An error status raises its error; any status but 200 says ``meaning``."""
+    _raise_for_status(answer)
+    if answer.status != 200:
+        raise EndpointError(
+            f"HTTP {answer.status} from {answer.url}: {meaning}",
+            status=answer.status, body=answer.body, url=answer.url,
+        )  # fmt: skip
+
+
 def _parsed(answer: Answer, parse: Callable[[bytes], _T]) -> _T:
     """``parse(answer.body)``; a body that is not what was asked for is a DocumentError."""
     try:
@@ -127,23 +137,13 @@ def read_document(answer: Answer, previous: Document | None = None) -> Document:
     """The document an answer carries; a 304 means ``previous`` still holds."""
     if answer.status == 304 and previous is not None:
         return previous
-    _raise_for_status(answer)
-    if answer.status != 200:
-        raise EndpointError(
-            f"HTTP {answer.status} from {answer.url}: expected a document",
-            status=answer.status, body=answer.body, url=answer.url,
-        )  # fmt: skip
+    _expect_ok(answer, "expected a document")
     return _parsed(answer, lambda body: parse_document(body, etag=answer.headers.get("etag")))
 
 
 def read_approval(answer: Answer) -> None:
     """An approval succeeded (200) or raises the endpoint's error."""
-    _raise_for_status(answer)
-    if answer.status != 200:
-        raise EndpointError(
-            f"HTTP {answer.status} from {answer.url}: approval not confirmed",
-            status=answer.status, body=answer.body, url=answer.url,
-        )  # fmt: skip
+    _expect_ok(answer, "approval not confirmed")
 
 
 def read_instance(answer: Answer) -> Instance:

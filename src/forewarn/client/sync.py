@@ -3,6 +3,7 @@ and the httpx glue in ``exchange``, so only the calls themselves are written her
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -12,20 +13,8 @@ from typing import Unpack
 import httpx
 import tenacity
 
+from forewarn.client import core
 from forewarn.client.changes import DocumentChange
-from forewarn.client.core import (
-    INSTANCE_API_VERSION,
-    Answer,
-    ClientOptions,
-    RequestSpec,
-    Settings,
-    Transient,
-    Watch,
-    read_approval,
-    read_document,
-    read_instance,
-    watch_step,
-)
 from forewarn.client.exchange import HTTPX_OPTIONS, answer_of, failure_of, request_options
 from forewarn.client.retrying import Decider
 from forewarn.contract import Document, Instance
@@ -52,12 +41,13 @@ class ScheduledEventsClient:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         jitter: Callable[[], float] = random.random,
-        **options: Unpack[ClientOptions],
+        **options: Unpack[core.ClientOptions],
     ) -> None:
-        self._settings = Settings.create(url, custom_transport=transport is not None, **options)
+        self._settings = core.Settings.create(
+            url, custom_transport=transport is not None, **options
+        )
         self._sleep = sleep
-        self._clock = clock
-        self._jitter = jitter
+        self._decider = functools.partial(Decider, self._settings.policy, clock, jitter)
         if transport is None:
             transport = httpx.HTTPTransport(local_address=options.get("local_address"))
         self._http = httpx.Client(transport=transport, **HTTPX_OPTIONS)
@@ -74,20 +64,20 @@ class ScheduledEventsClient:
 
     # ------------------------------------------------------------------ I/O only
 
-    def _once(self, spec: RequestSpec) -> Answer:
+    def _once(self, spec: core.RequestSpec) -> core.Answer:
         try:
             response = self._http.request(**request_options(spec, self._settings))
         except httpx.TransportError as exc:
             raise failure_of(spec, exc) from None
         return answer_of(response, self._settings)
 
-    def _send(self, spec: RequestSpec) -> Answer:
-        decider = Decider(self._settings.policy, self._clock, self._jitter)
+    def _send(self, spec: core.RequestSpec) -> core.Answer:
+        decider = self._decider()
         try:
             for attempt in tenacity.Retrying(sleep=self._sleep, **decider.options()):
                 with attempt:
                     answer = self._once(spec)
-        except Transient as failure:
+        except core.Transient as failure:
             raise failure.cause from None
         return answer
 
@@ -95,19 +85,19 @@ class ScheduledEventsClient:
 
     def get(self) -> Document:
         """The current document."""
-        return read_document(self._send(self._settings.document_request()))
+        return core.read_document(self._send(self._settings.document_request()))
 
     def poll(self, previous: Document | None = None) -> DocumentChange:
         """One watch step: a conditional GET against ``previous``; falsy when nothing changed."""
-        return watch_step(previous, self._send(self._settings.watch_request(previous)))[1]
+        return core.watch_step(previous, self._send(self._settings.watch_request(previous)))[1]
 
     def approve(self, *event_ids: str) -> None:
         """Ask for ``event_ids`` to start now (200 or an ``EndpointError``)."""
-        read_approval(self._send(self._settings.approve_request(event_ids)))
+        core.read_approval(self._send(self._settings.approve_request(event_ids)))
 
-    def instance(self, api_version: str = INSTANCE_API_VERSION) -> Instance:
+    def instance(self, api_version: str = core.INSTANCE_API_VERSION) -> Instance:
         """This VM's instance metadata (compute name, scale set, domains, zone)."""
-        return read_instance(self._send(self._settings.instance_request(api_version)))
+        return core.read_instance(self._send(self._settings.instance_request(api_version)))
 
     def watch(
         self, interval: float = 1.0, *, since: Document | None = None
@@ -117,7 +107,7 @@ class ScheduledEventsClient:
         With ``since``, changes are relative to that document (resume after an error).
         Errors end the iteration by raising, after the retry rules gave up.
         """
-        watch = Watch(since)
+        watch = core.Watch(since)
         while True:
             news = watch.take(self._send(watch.request(self._settings)))
             if news is not None:

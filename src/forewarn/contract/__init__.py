@@ -17,6 +17,7 @@ from forewarn.contract.errors import (
     version_error_body,
 )
 from forewarn.contract.model import (
+    EVENT_KEYS,
     RESOURCE_TYPE,
     Document,
     Event,
@@ -45,6 +46,7 @@ from forewarn.contract.versions import (
 
 __all__ = [
     "BAD_VERSION",
+    "EVENT_KEYS",
     "FORWARDED_NOT_ALLOWED",
     "METADATA_HEADER_MISSING",
     "METHOD_NOT_ALLOWED",

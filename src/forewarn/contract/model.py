@@ -21,6 +21,7 @@ from forewarn.contract.versions import EventType
 
 __all__ = [
     "EMPTY_EXTRA",
+    "EVENT_KEYS",
     "RESOURCE_TYPE",
     "Document",
     "Event",
@@ -33,6 +34,18 @@ __all__ = [
 ]
 
 RESOURCE_TYPE = "VirtualMachine"
+#: An event's wire keys, in the order the newest api-version renders them.
+EVENT_KEYS = (
+    "EventId",
+    "EventStatus",
+    "EventType",
+    "ResourceType",
+    "Resources",
+    "NotBefore",
+    "Description",
+    "EventSource",
+    "DurationInSeconds",
+)
 #: ``extra`` of a value that carried no unknown keys (shared, read-only).
 EMPTY_EXTRA: Mapping[str, Any] = MappingProxyType({})
 

@@ -17,6 +17,7 @@ import msgspec
 
 from forewarn.contract.model import (
     EMPTY_EXTRA,
+    EVENT_KEYS,
     Document,
     Event,
     EventSource,
@@ -37,19 +38,7 @@ __all__ = [
 
 _E = TypeVar("_E", bound=StrEnum)
 
-_EVENT_KEYS = frozenset(
-    {
-        "EventId",
-        "EventStatus",
-        "EventType",
-        "ResourceType",
-        "Resources",
-        "NotBefore",
-        "Description",
-        "EventSource",
-        "DurationInSeconds",
-    }
-)
+_EVENT_KEYS = frozenset(EVENT_KEYS)
 _DOCUMENT_KEYS = frozenset({"DocumentIncarnation", "Events"})
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from forewarn.contract import Document, Event, parse_document, resource_matches
-from tests.contract.helpers import VERSIONS, make_event, render
+from forewarn.contract import EVENT_KEYS, Document, Event, parse_document, resource_matches
+from tests.contract.helpers import VERSIONS, expected_keys, make_event, render
 
 
 def _event(event_id: str, *resources: str, status: str = "Scheduled") -> Event:
@@ -69,3 +69,7 @@ def test_for_vm_keeps_matching_events_in_order() -> None:
 def test_for_vm_finds_the_vm_in_every_version(version: str, vm_name: str) -> None:
     body = render(version, [make_event(event_id="A"), make_event(event_id="B", resources=("x",))])
     assert [e.event_id for e in parse_document(body).for_vm(vm_name)] == ["A"]
+
+
+def test_event_keys_are_the_newest_versions_keys_in_wire_order() -> None:
+    assert list(EVENT_KEYS) == expected_keys(VERSIONS[-1])

@@ -16,7 +16,7 @@ _text = st.text(st.characters(codec="utf-8"), max_size=20)
 _events = st.lists(
     st.builds(
         RenderableEvent,
-        event_id=_text,
+        event_id=st.text(st.characters(codec="utf-8"), min_size=1, max_size=20),  # never ""
         status=st.sampled_from(EventStatus),
         event_type=st.sampled_from(EventType),
         resources=st.lists(st.from_regex(r"[A-Za-z][A-Za-z0-9_-]{0,14}", fullmatch=True)).map(

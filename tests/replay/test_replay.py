@@ -8,12 +8,19 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
 from forewarn.cli import main
 from forewarn.client import EventStatus, EventType, ScheduledEventsClient
-from forewarn.replay import RecordingError, captured_text, parse_recording, read_recording
+from forewarn.replay import (
+    RecordingError,
+    captured_text,
+    parse_recording,
+    read_recording,
+    shift_not_before,
+)
 
 FREEZE = "602D9444-D2CD-49C7-8624-8643E7171297"
 REBOOT = "F020BA2E-3BC0-4C40-A10B-86575A9EABD5"
@@ -114,6 +121,23 @@ def test_shift_times_keeps_notice_ahead_of_the_clients_clock(start_replay: Any) 
         time.sleep(0.05)
     not_before = parsedate_to_datetime(doc["Events"][0]["NotBefore"]).timestamp()
     assert 5 < not_before - time.time() <= 15.5
+
+
+def test_a_date_the_wire_model_keeps_as_text_is_replayed_as_recorded() -> None:
+    """Real payloads may carry dates no parser knows; the wire model keeps them in
+    ``extra``, so the recording loads and the replay serves them unshifted."""
+    body = (
+        b'{"DocumentIncarnation":2,"Events":[{"EventId":"A","NotBefore":"next tuesday"},'
+        b'{"EventId":"B","NotBefore":"Mon, 19 Sep 2016 18:29:47 GMT"}]}'
+    )
+    line = '{"t": 1, "body": ' + body.decode() + "}\n"
+    (frame,) = parse_recording(line, "odd").for_vm(None)[1]
+    assert frame.document.events[0].extra == {"NotBefore": "next tuesday"}
+    shifted = msgspec.json.decode(shift_not_before(body, lambda t: t + 3600))
+    assert [e["NotBefore"] for e in shifted["Events"]] == [
+        "next tuesday",
+        "Mon, 19 Sep 2016 19:29:47 GMT",
+    ]
 
 
 def test_each_line_must_be_a_document_or_a_count(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from forewarn.contract import format_rfc1123
-from forewarn.scenarios import Control, HttpControl, Run, Runner, Scenario
+from forewarn.controlapi import ControlClient
+from forewarn.scenarios import Run, Runner, Scenario
 from forewarn.testing.server import Fleet, Forewarn
 
 LATEST = "2020-07-01"
@@ -93,7 +94,7 @@ def play() -> Iterator[Any]:
         forewarn = Forewarn(fleet).start()
         started.append(forewarn)
         watch = Watch(forewarn, start=forewarn.now())
-        control = Control(HttpControl(forewarn.control_url))
+        control = ControlClient(forewarn.control_url)
         outcome = Runner(control, target=target, on_tick=watch.tick).run(scenario)
         assert outcome.start == watch.start
         return Played(outcome, watch)

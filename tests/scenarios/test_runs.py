@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from forewarn.scenarios import Control, HttpControl, Runner, parse_scenario
+from forewarn.controlapi import ControlClient
+from forewarn.scenarios import Runner, parse_scenario
 from forewarn.testing.server import Forewarn
 from tests.cli.conftest import VIRTUAL, run_cli
 from tests.serverproc import ServerProcess
@@ -42,7 +43,7 @@ def test_waiting_for_approval_lets_a_vm_approve_while_the_clock_stands_still() -
 
         approver = threading.Thread(target=web_3_approves)
         approver.start()
-        run = Runner(Control(HttpControl(forewarn.control_url))).run(scenario)
+        run = Runner(ControlClient(forewarn.control_url)).run(scenario)
         approver.join()
         assert run.ok, [(c.what, c.detail) for c in run.checks]
         [op] = run.operations["reboot"]
@@ -60,7 +61,7 @@ def test_nobody_approving_fails_the_wait_and_the_clock_did_not_move() -> None:
     )
     with Forewarn() as forewarn:
         start = forewarn.now()
-        run = Runner(Control(HttpControl(forewarn.control_url))).run(scenario)
+        run = Runner(ControlClient(forewarn.control_url)).run(scenario)
         assert not run.ok
         [wait] = run.checks
         assert (wait.ok, wait.detail) == (False, "not after 0s")
@@ -76,7 +77,7 @@ def test_an_approval_that_can_no_longer_come_fails_at_once() -> None:
         "  - {wait: approved, for: reboot, within: 1h}\n"
     )
     with Forewarn() as forewarn:
-        run = Runner(Control(HttpControl(forewarn.control_url))).run(scenario)
+        run = Runner(ControlClient(forewarn.control_url)).run(scenario)
     checks = {c.what: (c.ok, c.detail) for c in run.checks}
     assert checks["step 3: reboot approved within 1h"] == (
         False,
@@ -95,7 +96,7 @@ def test_unmet_expectations_and_refused_steps_fail_the_run() -> None:
         "  - {vm: web-0, saw: []}\n"
     )
     with Forewarn() as forewarn:
-        run = Runner(Control(HttpControl(forewarn.control_url))).run(scenario)
+        run = Runner(ControlClient(forewarn.control_url)).run(scenario)
     checks = [(c.what, c.ok, c.detail) for c in run.checks]
     assert checks == [
         ("step 2: user-reboot host-4", False,

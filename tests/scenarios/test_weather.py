@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
+from forewarn.controlapi import ControlClient
 from forewarn.fleet.loader import example_fleet_text
 from forewarn.scenarios import (
-    Control,
     FleetView,
-    HttpControl,
     Runner,
     ScenarioError,
     arrivals,
@@ -29,8 +28,8 @@ HOUR = 3600.0
 
 
 def _fleet(text: str | None = None) -> FleetView:
-    with Forewarn(text) as forewarn:
-        return FleetView.from_topology(forewarn._call("GET", "/topology"))
+    with Forewarn(text) as forewarn, ControlClient(forewarn.control_url) as control:
+        return FleetView.from_topology(control.topology())
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +118,8 @@ def test_the_same_seed_plays_the_same_operations_at_the_same_times(fresh: Any) -
     outcomes = []
     for _ in range(2):
         forewarn = fresh()
-        run = Runner(Control(HttpControl(forewarn.control_url))).run(parse_scenario(raw, "soak"))
+        control = ControlClient(forewarn.control_url)
+        run = Runner(control).run(parse_scenario(raw, "soak"))
         assert run.ok
         outcomes.append(
             [
@@ -127,7 +127,7 @@ def test_the_same_seed_plays_the_same_operations_at_the_same_times(fresh: Any) -
                 for a in run.weather
             ]
         )
-        created = [op for op in forewarn._call("GET", "/operations")]
+        created = control.operations()
         assert len(created) == sum(1 for a in run.weather if a.operation)
         assert all(op["state"] in ("completed", "canceled") for op in created)  # settled
     assert outcomes[0] == outcomes[1]

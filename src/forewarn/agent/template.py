@@ -13,19 +13,13 @@ from collections.abc import Mapping
 from string import Template
 from typing import Any
 
+from forewarn.contract import EVENT_KEYS
+
 __all__ = ["DEFAULT_BODY", "PLACEHOLDERS", "placeholders", "render"]
 
 #: Names a template may use: the event's wire fields, plus the agent's own.
 PLACEHOLDERS = (
-    "EventId",
-    "EventStatus",
-    "EventType",
-    "ResourceType",
-    "Resources",
-    "NotBefore",
-    "Description",
-    "EventSource",
-    "DurationInSeconds",
+    *EVENT_KEYS,
     "event",
     "vm_name",
     "phase",

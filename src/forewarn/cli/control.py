@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from forewarn.cli.api import ControlApi, segment
+from forewarn.cli.api import control_client
 from forewarn.cli.errors import finite
 from forewarn.cli.output import Column, print_json, table, when
 from forewarn.contract import SUPPORTED_VERSIONS
@@ -39,13 +39,9 @@ def events(
     """List live events (or, with --as, the document one VM sees)."""
     if api_version is not None and as_vm is None:
         raise click.UsageError("--api-version needs --as VM (it picks how that VM sees events)")
-    api = ControlApi(ctx)
+    api = control_client(ctx)
     if as_vm is not None:
-        document = api.call(
-            "GET",
-            f"/api/v1/documents/{segment(as_vm)}",
-            params={"api-version": api_version or SUPPORTED_VERSIONS[-1]},
-        )
+        document = api.document(as_vm, api_version or SUPPORTED_VERSIONS[-1])
         if as_json:
             print_json(document)
             return
@@ -71,7 +67,7 @@ def events(
             wide=wide,
         )
         return
-    listing = api.call("GET", "/api/v1/events")
+    listing = api.events()
     if as_json:
         print_json(listing)
         return
@@ -104,8 +100,7 @@ def _event_command(action: str, help_text: str) -> click.Command:
     @click.argument("event_id")
     @click.pass_context
     def command(ctx: click.Context, event_id: str) -> None:
-        path = f"/api/v1/events/{segment(event_id)}/{action}"
-        result = ControlApi(ctx).call("POST", path, json={})  # JSON: never a browser's form
+        result = control_client(ctx).event_action(event_id, action)
         click.echo(f"{result['id']}: {result['status']}")
 
     command.__doc__ = help_text
@@ -125,7 +120,7 @@ complete = _event_command("complete", "End a Started EVENT_ID now.")
 @click.pass_context
 def advance(ctx: click.Context, seconds: float) -> None:
     """Advance a virtual clock by SECONDS, firing every timer that comes due."""
-    clock = ControlApi(ctx).call("POST", "/api/v1/clock/advance", json={"seconds": seconds})
+    clock = control_client(ctx).advance(seconds)
     click.echo(f"clock: {clock['iso']}")
 
 
@@ -135,7 +130,7 @@ def advance(ctx: click.Context, seconds: float) -> None:
 @click.pass_context
 def topology(ctx: click.Context, as_json: bool, wide: bool) -> None:
     """Scopes and VMs of the running server."""
-    data = ControlApi(ctx).call("GET", "/api/v1/topology")
+    data = control_client(ctx).topology()
     if as_json:
         print_json(data)
         return
@@ -203,7 +198,7 @@ def _subject(entry: dict[str, Any]) -> str:
 @click.pass_context
 def history(ctx: click.Context, limit: int, as_json: bool, wide: bool) -> None:
     """The append-only history of every transition, newest last."""
-    entries = ControlApi(ctx).call("GET", "/api/v1/history", params={"last": limit})
+    entries = control_client(ctx).history(last=limit)
     if as_json:
         print_json(entries)
         return

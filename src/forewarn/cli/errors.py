@@ -11,6 +11,8 @@ from typing import Any, NoReturn
 
 import click
 
+from forewarn.controlapi.errors import ControlError
+
 __all__ = ["OneLineErrors", "fail", "finite"]
 
 
@@ -28,7 +30,8 @@ def finite(ctx: click.Context, param: click.Parameter, value: float | None) -> f
 
 
 class OneLineErrors(click.Group):
-    """Usage mistakes end as one ``forewarn: error:`` line, like every other error."""
+    """Usage mistakes and failed control API calls end as one ``forewarn: error:`` line,
+    like every other error."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
@@ -40,4 +43,6 @@ class OneLineErrors(click.Group):
             fail(exc.format_message(), exc.exit_code)
         except click.Abort:
             fail("aborted")
+        except ControlError as exc:  # the control API's message is already one line
+            fail(str(exc))
         sys.exit(code if isinstance(code, int) else 0)

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from forewarn.cli.api import ControlApi
+from forewarn.cli.api import control_client
 from forewarn.cli.errors import fail, finite
 from forewarn.cli.output import Column, print_json, table, when
 from forewarn.scenarios.durations import parse_duration
@@ -147,7 +147,7 @@ def report(
     NotBefore, who missed it, who stopped polling, and approvals by VMs not listed."""
     if stale_after < 0:
         fail("--stale-after must not be negative")
-    api = ControlApi(ctx)
+    api = control_client(ctx)
     params: dict[str, Any] = {"stale_after": stale_after}
     if since is not None:
         params["since"] = parse_since(since, lambda: api.call("GET", "/api/v1/clock")["now"])

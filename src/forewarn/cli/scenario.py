@@ -12,18 +12,17 @@ import sys
 from typing import Any
 
 import click
-import httpx
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from forewarn.cli.api import control_base
+from forewarn.cli.api import control_client
 from forewarn.cli.errors import fail
 from forewarn.cli.output import Column, print_json, table
+from forewarn.controlapi import ControlError
 from forewarn.fabric.catalogue import CATALOGUE, OperationKind
 from forewarn.scenarios import (
     SELECTORS,
     ArrivalResult,
-    Control,
     Run,
     Runner,
     Scenario,
@@ -43,32 +42,6 @@ __all__ = ["scenario"]
 
 #: ``run``: every expectation held / one did not / the scenario could not be played.
 HELD, NOT_HELD, UNPLAYABLE = 0, 1, 2
-
-
-class _Transport:
-    """The control API as the CLI reaches it (``--control``, ``--token``); any failure
-    to reach it ends the command as one error line with exit code 2."""
-
-    def __init__(self, ctx: click.Context) -> None:
-        obj = ctx.find_root().obj
-        self.base = control_base(obj["control"], obj["control_origin"])
-        token = obj["token"]
-        if token and not all("!" <= ch <= "~" for ch in token):
-            fail(f"{obj['token_origin']} must be printable ASCII without spaces", UNPLAYABLE)
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._client = httpx.Client(
-            base_url=self.base, headers=headers, timeout=30, trust_env=False
-        )
-
-    def response(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        try:
-            return self._client.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            fail(
-                f"cannot reach the control API at {self.base} ({exc}); "
-                "is `forewarn serve` running?",
-                UNPLAYABLE,
-            )
 
 
 def _load(name_or_file: str) -> Scenario:
@@ -274,11 +247,10 @@ def _as_json(run: Run) -> dict[str, Any]:
 
 def _play(ctx: click.Context, found: Scenario, target: str | None, as_json: bool) -> None:
     console = Console(stderr=as_json, color_system=None if not sys.stdout.isatty() else "auto")
-    control = Control(_Transport(ctx))
     with _Progress(console, len(found.steps)) as progress:
         try:
-            run = Runner(control, target=target, reporter=progress).run(found)
-        except ScenarioError as exc:
+            run = Runner(control_client(ctx), target=target, reporter=progress).run(found)
+        except (ScenarioError, ControlError) as exc:  # no server there, a broken file…
             fail(str(exc), UNPLAYABLE)
     if as_json:
         print_json(_as_json(run))
@@ -352,10 +324,10 @@ def weather(
     if not dry_run:
         _play(ctx, found, None, as_json)
         return
-    fleet = Runner(Control(_Transport(ctx))).plan_fleet()
     try:
+        fleet = Runner(control_client(ctx)).plan_fleet()
         planned = arrivals(found.weather, fleet)
-    except ValueError as exc:
+    except (ValueError, ControlError) as exc:
         fail(str(exc), UNPLAYABLE)
     if as_json:
         print_json([{"at": a.at, "kind": a.kind, "target": a.target, "host": a.host}

@@ -8,13 +8,13 @@ from typing import Any
 import click
 import yaml
 
-from forewarn.cli.dashboard_scenarios import scenario_runs
 from forewarn.cli.errors import fail
 from forewarn.contract.addresses import DEFAULT_CONTROL_BIND, DEFAULT_IMDS_BIND
 from forewarn.contract.limits import RATE_LIMIT
 from forewarn.fabric import FabricError
 from forewarn.fleet import FleetError, YamlError, read_yaml
 from forewarn.imds.recorder import RecordError, check_record_path
+from forewarn.scenarios.dashboard_player import scenario_runs
 from forewarn.server import (
     ConfigError,
     ServeConfig,

@@ -12,9 +12,9 @@ from typing import Any
 
 import click
 
-from forewarn.cli.api import ControlApi
-from forewarn.cli.errors import fail
+from forewarn.cli.api import control_client
 from forewarn.cli.output import Column, print_json, table, when
+from forewarn.controlapi import read_answer
 
 __all__ = ["status"]
 
@@ -31,7 +31,7 @@ def _lag(seconds: float | None) -> str:
 @click.pass_context
 def status(ctx: click.Context, as_json: bool, wide: bool) -> None:
     """Who leads a scaled-out fleet, and each process's replication lag."""
-    api = ControlApi(ctx)
+    api = control_client(ctx)
     response = api.response("GET", "/api/v1/cluster")
     if response.status_code == 404:
         health = api.call("GET", "/healthz")
@@ -43,13 +43,7 @@ def status(ctx: click.Context, as_json: bool, wide: bool) -> None:
             f"(not scaled out); health: {health.get('status', '?')}"
         )
         return
-    if response.status_code >= 400:
-        try:
-            message = response.json().get("error", response.text)
-        except ValueError:
-            message = response.text
-        fail(f"{message} (HTTP {response.status_code})")
-    data: dict[str, Any] = response.json()
+    data: dict[str, Any] = read_answer(response, api.base)
     if as_json:
         print_json(data)
         return

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from forewarn.cli.api import ControlApi
+from forewarn.cli.api import control_client
 from forewarn.cli.errors import finite
 from forewarn.cli.output import print_json, when
 from forewarn.fabric import OperationKind
@@ -70,15 +70,8 @@ def trigger(
     as_json: bool,
 ) -> None:
     """Start OPERATION on TARGET (a VM, a host, or a scope to walk its update domains)."""
-    body = {
-        "kind": operation,
-        "target": target,
-        "notice_seconds": notice,
-        "description": description,
-        "duration_seconds": duration,
-    }
-    op = ControlApi(ctx).call(
-        "POST", "/api/v1/operations", json={k: v for k, v in body.items() if v is not None}
+    op = control_client(ctx).trigger(
+        operation, target, notice=notice, description=description, duration=duration
     )
     if as_json:
         print_json(op)

@@ -1,8 +1,9 @@
 """A typed client of Azure's Scheduled Events endpoint, for real VMs and for forewarn.
 
 Sync and async twins (``ScheduledEventsClient``, ``AsyncScheduledEventsClient``) carry out
-what one I/O-free core decides (requests, answers, retries, change diffing). This package
-imports nothing of the emulator: it ships to real VMs.
+what one I/O-free core decides (requests, answers, retries, change diffing). The documents
+they hand back are the contract's one wire model (``Document``, ``Event``…, re-exported
+here). This package imports nothing of the emulator: it ships to real VMs.
 
 Exceptions (each carries ``status``, ``body`` and ``url``)::
 
@@ -20,7 +21,13 @@ Exceptions (each carries ``status``, ``body`` and ``url``)::
 """
 
 from forewarn.client.aio import AsyncScheduledEventsClient
-from forewarn.client.core import DEFAULT_API_VERSION, INSTANCE_API_VERSION, RetryPolicy
+from forewarn.client.changes import DocumentChange, diff_documents
+from forewarn.client.core import (
+    DEFAULT_API_VERSION,
+    INSTANCE_API_VERSION,
+    ClientOptions,
+    RetryPolicy,
+)
 from forewarn.client.endpoint import (
     DEFAULT_ENDPOINT,
     Discovery,
@@ -41,20 +48,18 @@ from forewarn.client.errors import (
     RateLimitedError,
     ServerError,
 )
-from forewarn.client.model import (
+from forewarn.client.sync import ScheduledEventsClient
+from forewarn.contract import (
     Document,
-    DocumentChange,
     Event,
     EventSource,
     EventStatus,
     EventType,
     Instance,
     ResourceType,
-    diff_documents,
     parse_document,
     parse_instance,
 )
-from forewarn.client.sync import ScheduledEventsClient
 
 __all__ = [
     "DEFAULT_API_VERSION",
@@ -63,6 +68,7 @@ __all__ = [
     "AsyncScheduledEventsClient",
     "BadRequestError",
     "ClientError",
+    "ClientOptions",
     "Discovery",
     "Document",
     "DocumentChange",

@@ -7,11 +7,14 @@ only carry out what these functions decide, so both behave identically by constr
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypedDict, TypeVar
 
 import msgspec
 
+from forewarn.client.changes import DocumentChange, diff_documents
+from forewarn.client.endpoint import resolve_endpoint
 from forewarn.client.errors import (
     ClientError,
     DocumentError,
@@ -19,24 +22,26 @@ from forewarn.client.errors import (
     GoneError,
     error_for_status,
 )
-from forewarn.client.model import (
+from forewarn.contract import (
     Document,
-    DocumentChange,
+    DocumentFormatError,
     Instance,
-    _ParseError,
-    diff_documents,
     parse_document,
     parse_instance,
 )
+
+_T = TypeVar("_T")
 
 __all__ = [
     "DEFAULT_API_VERSION",
     "INSTANCE_API_VERSION",
     "Answer",
+    "ClientOptions",
     "RequestSpec",
     "RetryPolicy",
     "Settings",
     "Transient",
+    "Watch",
     "approve_request",
     "document_request",
     "instance_request",
@@ -107,45 +112,44 @@ def _raise_for_status(answer: Answer) -> None:
         raise error_for_status(answer.status, answer.body, answer.url)
 
 
-def read_document(answer: Answer, previous: Document | None = None) -> Document:
-    """The document an answer carries; a 304 means ``previous`` still holds."""
-    if answer.status == 304 and previous is not None:
-        return previous
+def _expect_ok(answer: Answer, meaning: str) -> None:
+    """An error status raises its error; any status but 200 says ``meaning``."""
     _raise_for_status(answer)
     if answer.status != 200:
         raise EndpointError(
-            f"HTTP {answer.status} from {answer.url}: expected a document",
+            f"HTTP {answer.status} from {answer.url}: {meaning}",
             status=answer.status, body=answer.body, url=answer.url,
         )  # fmt: skip
+
+
+def _parsed(answer: Answer, parse: Callable[[bytes], _T]) -> _T:
+    """``parse(answer.body)``; a body that is not what was asked for is a DocumentError."""
     try:
-        return parse_document(answer.body, etag=answer.headers.get("etag"))
-    except _ParseError as exc:
+        return parse(answer.body)
+    except DocumentFormatError as exc:
         raise DocumentError(
-            f"{answer.url} answered 200 with {exc}",
+            f"{answer.url} answered {answer.status} with {exc}",
             status=answer.status, body=answer.body, url=answer.url,
         ) from None  # fmt: skip
 
 
+def read_document(answer: Answer, previous: Document | None = None) -> Document:
+    """The document an answer carries; a 304 means ``previous`` still holds."""
+    if answer.status == 304 and previous is not None:
+        return previous
+    _expect_ok(answer, "expected a document")
+    return _parsed(answer, lambda body: parse_document(body, etag=answer.headers.get("etag")))
+
+
 def read_approval(answer: Answer) -> None:
     """An approval succeeded (200) or raises the endpoint's error."""
-    _raise_for_status(answer)
-    if answer.status != 200:
-        raise EndpointError(
-            f"HTTP {answer.status} from {answer.url}: approval not confirmed",
-            status=answer.status, body=answer.body, url=answer.url,
-        )  # fmt: skip
+    _expect_ok(answer, "approval not confirmed")
 
 
 def read_instance(answer: Answer) -> Instance:
     """The instance metadata an answer carries."""
     _raise_for_status(answer)
-    try:
-        return parse_instance(answer.body)
-    except _ParseError as exc:
-        raise DocumentError(
-            f"{answer.url} answered {answer.status} with {exc}",
-            status=answer.status, body=answer.body, url=answer.url,
-        ) from None  # fmt: skip
+    return _parsed(answer, parse_instance)
 
 
 class Transient(ClientError):
@@ -221,6 +225,26 @@ class RetryPolicy:
         return wait
 
 
+class ClientOptions(TypedDict, total=False):
+    """What both twins take as keywords (defaults in ``Settings.create``).
+
+    ``api_version`` of Scheduled Events (default 2020-07-01); ``local_address`` to bind
+    (a VM with several NICs); ``timeout`` of each call (10 s) and ``first_call_timeout``
+    until the endpoint first answers (130 s: enabling Scheduled Events can take two
+    minutes); ``retry_gone_for`` (70 s of 410 retries); ``max_retries`` (5), ``backoff``
+    (0.5 s) and ``backoff_max`` (10 s) for 429, 5xx and refused connections.
+    """
+
+    api_version: str
+    local_address: str | None
+    timeout: float
+    first_call_timeout: float
+    retry_gone_for: float
+    max_retries: int
+    backoff: float
+    backoff_max: float
+
+
 @dataclass(slots=True)
 class Settings:
     """What a client was configured with, plus the one bit of state timeouts depend on."""
@@ -238,9 +262,43 @@ class Settings:
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
 
+    @classmethod
+    def create(
+        cls,
+        url: str | None,
+        *,
+        custom_transport: bool,
+        api_version: str = DEFAULT_API_VERSION,
+        local_address: str | None = None,
+        timeout: float = 10.0,
+        first_call_timeout: float = 130.0,
+        retry_gone_for: float = 70.0,
+        max_retries: int = 5,
+        backoff: float = 0.5,
+        backoff_max: float = 10.0,
+    ) -> Settings:
+        """A twin's settings from its ``ClientOptions`` (the defaults of both twins)."""
+        if custom_transport and local_address is not None:
+            raise ValueError("give local_address or transport, not both")
+        policy = RetryPolicy(gone_for=retry_gone_for, max_retries=max_retries,
+                             backoff=backoff, backoff_max=backoff_max)  # fmt: skip
+        return cls(resolve_endpoint(url), api_version, timeout, first_call_timeout, policy)
+
     def read_timeout(self) -> float:
         """Long until the endpoint first answers (enablement may take two minutes)."""
         return self.timeout if self.answered else max(self.timeout, self.first_call_timeout)
+
+    def document_request(self) -> RequestSpec:
+        """GET the document (unconditionally)."""
+        return document_request(self.base, self.api_version)
+
+    def approve_request(self, event_ids: tuple[str, ...]) -> RequestSpec:
+        """POST StartRequests for ``event_ids``."""
+        return approve_request(self.base, self.api_version, event_ids)
+
+    def instance_request(self, api_version: str) -> RequestSpec:
+        """GET the instance metadata at ``api_version``."""
+        return instance_request(self.base, api_version)
 
     def watch_request(self, previous: Document | None) -> RequestSpec:
         """A watch step's request: conditional when the last document had an ETag."""
@@ -261,3 +319,27 @@ def watch_step(previous: Document | None, answer: Answer) -> tuple[Document, Doc
     ):
         return document, DocumentChange(document=document, previous=previous)
     return document, diff_documents(previous, document)
+
+
+class Watch:
+    """A watch's progress: the first poll reports every event, later ones only changes.
+
+    The twins loop ``request`` → send → ``take`` → sleep; ``take`` is the news to hand
+    on, or None when nothing changed.
+    """
+
+    def __init__(self, since: Document | None) -> None:
+        self.previous = since
+        self.first = since is None
+
+    def request(self, settings: Settings) -> RequestSpec:
+        """The next poll's request."""
+        return settings.watch_request(self.previous)
+
+    def take(self, answer: Answer) -> DocumentChange | None:
+        """The change this answer brings (None when nothing changed after the first)."""
+        document, change = watch_step(self.previous, answer)
+        news = change if self.first or change else None
+        self.first = False
+        self.previous = document
+        return news

@@ -1,48 +1,25 @@
-"""``ScheduledEventsClient``: the blocking twin (httpx.Client); decisions live in ``core``."""
+"""``ScheduledEventsClient``: the blocking twin (httpx.Client); decisions live in ``core``
+and the httpx glue in ``exchange``, so only the calls themselves are written here."""
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from collections.abc import Callable, Iterator
 from types import TracebackType
+from typing import Unpack
 
 import httpx
 import tenacity
 
-from forewarn.client.core import (
-    DEFAULT_API_VERSION,
-    INSTANCE_API_VERSION,
-    Answer,
-    RequestSpec,
-    RetryPolicy,
-    Settings,
-    Transient,
-    approve_request,
-    document_request,
-    instance_request,
-    read_approval,
-    read_document,
-    read_instance,
-    transient,
-    watch_step,
-)
-from forewarn.client.endpoint import resolve_endpoint
-from forewarn.client.errors import EndpointTimeout, EndpointUnreachable
-from forewarn.client.model import Document, DocumentChange, Instance
+from forewarn.client import core
+from forewarn.client.changes import DocumentChange
+from forewarn.client.exchange import HTTPX_OPTIONS, answer_of, failure_of, request_options
 from forewarn.client.retrying import Decider
+from forewarn.contract import Document, Instance
 
 __all__ = ["ScheduledEventsClient"]
-
-
-def _settings(
-    url: str | None,
-    api_version: str,
-    timeout: float,
-    first_call_timeout: float,
-    policy: RetryPolicy,
-) -> Settings:
-    return Settings(resolve_endpoint(url), api_version, timeout, first_call_timeout, policy)
 
 
 class ScheduledEventsClient:
@@ -51,38 +28,29 @@ class ScheduledEventsClient:
     Proxies are always bypassed (the environment's ``HTTP_PROXY`` & co. are ignored), the
     first call waits up to ``first_call_timeout`` (enabling Scheduled Events can take two
     minutes), 410 is retried for ``retry_gone_for`` seconds, 429/5xx and refused
-    connections ``max_retries`` times with jittered back-off. ``transport`` is the test seam;
-    ``sleep``, ``clock`` and ``jitter`` let tests run the retry rules without waiting.
+    connections ``max_retries`` times with jittered back-off (``ClientOptions``: every
+    keyword but the test seams). ``transport`` is the test seam of HTTP; ``sleep``,
+    ``clock`` and ``jitter`` let tests run the retry rules without waiting.
     """
 
     def __init__(
         self,
         url: str | None = None,
         *,
-        api_version: str = DEFAULT_API_VERSION,
-        local_address: str | None = None,
-        timeout: float = 10.0,
-        first_call_timeout: float = 130.0,
-        retry_gone_for: float = 70.0,
-        max_retries: int = 5,
-        backoff: float = 0.5,
-        backoff_max: float = 10.0,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         jitter: Callable[[], float] = random.random,
+        **options: Unpack[core.ClientOptions],
     ) -> None:
-        if transport is not None and local_address is not None:
-            raise ValueError("give local_address or transport, not both")
-        policy = RetryPolicy(gone_for=retry_gone_for, max_retries=max_retries,
-                             backoff=backoff, backoff_max=backoff_max)  # fmt: skip
-        self._settings = _settings(url, api_version, timeout, first_call_timeout, policy)
+        self._settings = core.Settings.create(
+            url, custom_transport=transport is not None, **options
+        )
         self._sleep = sleep
-        self._clock = clock
-        self._jitter = jitter
+        self._decider = functools.partial(Decider, self._settings.policy, clock, jitter)
         if transport is None:
-            transport = httpx.HTTPTransport(local_address=local_address)
-        self._http = httpx.Client(transport=transport, trust_env=False, follow_redirects=False)
+            transport = httpx.HTTPTransport(local_address=options.get("local_address"))
+        self._http = httpx.Client(transport=transport, **HTTPX_OPTIONS)
 
     @property
     def url(self) -> str:
@@ -96,40 +64,20 @@ class ScheduledEventsClient:
 
     # ------------------------------------------------------------------ I/O only
 
-    def _once(self, spec: RequestSpec) -> Answer:
-        settings = self._settings
-        timeout = httpx.Timeout(settings.read_timeout(), connect=settings.timeout)
+    def _once(self, spec: core.RequestSpec) -> core.Answer:
         try:
-            response = self._http.request(
-                spec.method, spec.url, params=dict(spec.params), headers=dict(spec.headers),
-                content=spec.content, timeout=timeout,
-            )  # fmt: skip
-        except httpx.TimeoutException as exc:
-            raise EndpointTimeout(f"{spec.url} did not answer in time ({exc!r})",
-                                  url=spec.url) from None  # fmt: skip
+            response = self._http.request(**request_options(spec, self._settings))
         except httpx.TransportError as exc:
-            raise Transient(
-                EndpointUnreachable(f"cannot reach {spec.url}: {exc}", url=spec.url)
-            ) from None
-        settings.answered = True
-        answer = Answer(
-            response.status_code,
-            {k.lower(): v for k, v in response.headers.items()},
-            response.content,
-            str(response.url),
-        )
-        failure = transient(answer)
-        if failure is not None:
-            raise failure
-        return answer
+            raise failure_of(spec, exc) from None
+        return answer_of(response, self._settings)
 
-    def _send(self, spec: RequestSpec) -> Answer:
-        decider = Decider(self._settings.policy, self._clock, self._jitter)
+    def _send(self, spec: core.RequestSpec) -> core.Answer:
+        decider = self._decider()
         try:
             for attempt in tenacity.Retrying(sleep=self._sleep, **decider.options()):
                 with attempt:
                     answer = self._once(spec)
-        except Transient as failure:
+        except core.Transient as failure:
             raise failure.cause from None
         return answer
 
@@ -137,22 +85,19 @@ class ScheduledEventsClient:
 
     def get(self) -> Document:
         """The current document."""
-        settings = self._settings
-        return read_document(self._send(document_request(settings.base, settings.api_version)))
+        return core.read_document(self._send(self._settings.document_request()))
 
     def poll(self, previous: Document | None = None) -> DocumentChange:
         """One watch step: a conditional GET against ``previous``; falsy when nothing changed."""
-        answer = self._send(self._settings.watch_request(previous))
-        return watch_step(previous, answer)[1]
+        return core.watch_step(previous, self._send(self._settings.watch_request(previous)))[1]
 
     def approve(self, *event_ids: str) -> None:
         """Ask for ``event_ids`` to start now (200 or an ``EndpointError``)."""
-        settings = self._settings
-        read_approval(self._send(approve_request(settings.base, settings.api_version, event_ids)))
+        core.read_approval(self._send(self._settings.approve_request(event_ids)))
 
-    def instance(self, api_version: str = INSTANCE_API_VERSION) -> Instance:
+    def instance(self, api_version: str = core.INSTANCE_API_VERSION) -> Instance:
         """This VM's instance metadata (compute name, scale set, domains, zone)."""
-        return read_instance(self._send(instance_request(self._settings.base, api_version)))
+        return core.read_instance(self._send(self._settings.instance_request(api_version)))
 
     def watch(
         self, interval: float = 1.0, *, since: Document | None = None
@@ -162,14 +107,11 @@ class ScheduledEventsClient:
         With ``since``, changes are relative to that document (resume after an error).
         Errors end the iteration by raising, after the retry rules gave up.
         """
-        previous = since
-        first = since is None
+        watch = core.Watch(since)
         while True:
-            change = self.poll(previous)
-            if first or change:
-                yield change
-            first = False
-            previous = change.document
+            news = watch.take(self._send(watch.request(self._settings)))
+            if news is not None:
+                yield news
             self._sleep(interval)
 
     def close(self) -> None:

@@ -1,7 +1,8 @@
 """The Scheduled Events wire contract, pure and shared by emulator and client.
 
-No I/O, no clock, no HTTP framework: api-versions, event and document types,
-RFC 1123 dates, per-version rendering, tolerant parsing and error bodies.
+No I/O, no clock, no HTTP framework: api-versions, the one event, document and instance
+model (the client hands it to its users), RFC 1123 dates, per-version rendering, tolerant
+parsing and error bodies.
 """
 
 from forewarn.contract.errors import (
@@ -16,17 +17,21 @@ from forewarn.contract.errors import (
     version_error_body,
 )
 from forewarn.contract.model import (
+    EVENT_KEYS,
     RESOURCE_TYPE,
     Document,
     Event,
     EventSource,
     EventStatus,
+    Instance,
+    ResourceType,
     resource_matches,
 )
 from forewarn.contract.parse import (
     DocumentFormatError,
     StartRequestError,
     parse_document,
+    parse_instance,
     parse_start_requests,
 )
 from forewarn.contract.render import RenderableEvent, render_document
@@ -41,6 +46,7 @@ from forewarn.contract.versions import (
 
 __all__ = [
     "BAD_VERSION",
+    "EVENT_KEYS",
     "FORWARDED_NOT_ALLOWED",
     "METADATA_HEADER_MISSING",
     "METHOD_NOT_ALLOWED",
@@ -57,12 +63,15 @@ __all__ = [
     "EventSource",
     "EventStatus",
     "EventType",
+    "Instance",
     "RenderableEvent",
+    "ResourceType",
     "StartRequestError",
     "error_body",
     "format_rfc1123",
     "lookup_version",
     "parse_document",
+    "parse_instance",
     "parse_not_before",
     "parse_start_requests",
     "render_document",

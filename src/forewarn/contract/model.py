@@ -1,29 +1,53 @@
-"""Wire types of Scheduled Events: what an event and a document carry.
+"""Wire types of Scheduled Events and instance metadata: what an event, a document and
+``/metadata/instance`` carry. The one model of the project: the emulator's replay reads
+recorded documents with it and the client (on real VMs) hands it to its users.
 
-These are shared by the emulator (which renders them) and the client (which parses
-them from real Azure), so they hold wire values only: no scopes, no operations.
+Values a service update may extend stay open: an event type, status, source or resource
+type this library does not know is kept as a plain string (known ones are enum members,
+equal to their strings), and unknown keys land in ``extra``, so a new field never crashes
+a client. They hold wire values only: no scopes, no operations.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-
-import msgspec
+from types import MappingProxyType
+from typing import Any
 
 from forewarn.contract.versions import EventType
 
 __all__ = [
+    "EMPTY_EXTRA",
+    "EVENT_KEYS",
     "RESOURCE_TYPE",
     "Document",
     "Event",
     "EventSource",
     "EventStatus",
     "EventType",
+    "Instance",
+    "ResourceType",
     "resource_matches",
 ]
 
 RESOURCE_TYPE = "VirtualMachine"
+#: An event's wire keys, in the order the newest api-version renders them.
+EVENT_KEYS = (
+    "EventId",
+    "EventStatus",
+    "EventType",
+    "ResourceType",
+    "Resources",
+    "NotBefore",
+    "Description",
+    "EventSource",
+    "DurationInSeconds",
+)
+#: ``extra`` of a value that carried no unknown keys (shared, read-only).
+EMPTY_EXTRA: Mapping[str, Any] = MappingProxyType({})
 
 
 class EventStatus(StrEnum):
@@ -40,23 +64,29 @@ class EventSource(StrEnum):
     USER = "User"
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True):
-    """One event as seen on the wire (all versions' fields; absent ones get defaults).
+class ResourceType(StrEnum):
+    """What ``Resources`` names; only VMs so far."""
 
-    ``not_before`` is None once the event has Started (the wire shows ``""``).
-    ``event_type`` stays a plain string when parsing so that an event type newer than
-    this library does not break a client.
-    """
+    VIRTUAL_MACHINE = RESOURCE_TYPE
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event. ``not_before`` is aware UTC, None once Started (``""`` on the wire)."""
 
     event_id: str
-    status: str
-    event_type: str
-    resources: tuple[str, ...]
-    not_before: datetime | None
-    resource_type: str = RESOURCE_TYPE
+    event_type: EventType | str
+    status: EventStatus | str
+    resource_type: ResourceType | str = ResourceType.VIRTUAL_MACHINE
+    resources: tuple[str, ...] = ()
+    not_before: datetime | None = None
     description: str = ""
-    source: str = EventSource.PLATFORM.value
+    source: EventSource | str = EventSource.PLATFORM
     duration_seconds: int = -1
+    extra: Mapping[str, Any] = field(default_factory=lambda: EMPTY_EXTRA)
+
+    def __hash__(self) -> int:  # ``extra`` is a mapping: hash the wire fields only
+        return hash((self.event_id, self.event_type, self.status, self.resources, self.not_before))
 
     @property
     def started(self) -> bool:
@@ -64,19 +94,47 @@ class Event(msgspec.Struct, frozen=True, kw_only=True):
         return self.status == EventStatus.STARTED
 
     def affects(self, vm_name: str) -> bool:
-        """Whether ``vm_name`` is listed in Resources (ignoring the 2017-03-01 underscore)."""
+        """Whether ``vm_name`` is listed in Resources (2017-03-01's ``_name`` included)."""
         return any(resource_matches(r, vm_name) for r in self.resources)
 
 
-class Document(msgspec.Struct, frozen=True):
-    """A whole Scheduled Events document."""
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A whole Scheduled Events document, with the ETag it came with (if any)."""
 
     incarnation: int
     events: tuple[Event, ...] = ()
+    etag: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=lambda: EMPTY_EXTRA)
 
-    def for_vm(self, vm_name: str) -> tuple[Event, ...]:
-        """The events that list ``vm_name`` (every VM of a scope sees all of its events)."""
-        return tuple(e for e in self.events if e.affects(vm_name))
+    def __hash__(self) -> int:
+        return hash((self.incarnation, self.events, self.etag))
+
+    def for_vm(self, name: str) -> tuple[Event, ...]:
+        """The events listing ``name`` (every VM of a scope sees all the scope's events)."""
+        return tuple(e for e in self.events if e.affects(name))
+
+    def event(self, event_id: str) -> Event | None:
+        """The event with ``event_id`` (ignoring case), or None."""
+        wanted = event_id.lower()
+        return next((e for e in self.events if e.event_id.lower() == wanted), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """The part of ``/metadata/instance`` an agent needs (all of it in ``raw``)."""
+
+    compute_name: str
+    vm_id: str | None = None
+    vm_scale_set_name: str | None = None
+    platform_update_domain: int | None = None
+    platform_fault_domain: int | None = None
+    zone: str | None = None
+    location: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=lambda: EMPTY_EXTRA, compare=False)
+
+    def __hash__(self) -> int:
+        return hash((self.compute_name, self.vm_id))
 
 
 def resource_matches(resource: str, vm_name: str) -> bool:

@@ -2,13 +2,13 @@
 server through its control API, with expectations that say whether the fleet got what the
 scenario meant; and seeded "maintenance weather" for soak tests.
 
-HTTP only: the engine talks to the control API like any client (so it plays against a
-local, remote or scaled-out server alike). Of the emulator it imports only the fabric's
+HTTP only: the engine drives the server with ``forewarn.controlapi.ControlClient``, the
+one client of the control API (so it plays against a local, remote or scaled-out server
+alike). Of the emulator it imports only the fabric's
 operation catalogue (the operations' names, one source of truth) and its YAML reader (line
 numbers in errors), never its engine or state; import-linter holds it to that.
 """
 
-from forewarn.scenarios.control import ApiError, Control, HttpControl, Transport
 from forewarn.scenarios.durations import format_duration, parse_duration, parse_rate
 from forewarn.scenarios.expect import Check
 from forewarn.scenarios.fleetview import FleetView
@@ -28,13 +28,10 @@ from forewarn.scenarios.weather import Arrival, Weather, arrivals
 
 __all__ = [
     "SELECTORS",
-    "ApiError",
     "Arrival",
     "ArrivalResult",
     "Check",
-    "Control",
     "FleetView",
-    "HttpControl",
     "NullReporter",
     "Reporter",
     "Run",
@@ -46,7 +43,6 @@ __all__ = [
     "Step",
     "StepResult",
     "Timeline",
-    "Transport",
     "Weather",
     "arrivals",
     "find_scenario",

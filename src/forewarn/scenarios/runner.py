@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from forewarn.controlapi import ControlClient, ControlRefused
 from forewarn.fabric.catalogue import OperationKind
 from forewarn.fabric.clock import monotonic
-from forewarn.scenarios.control import ApiError, Control
 from forewarn.scenarios.durations import format_duration
 from forewarn.scenarios.expect import Check, OperationFacts, evaluate
 from forewarn.scenarios.fleetview import FleetView
@@ -37,6 +37,8 @@ POLL = 0.1
 #: How long after a due transition a real-clock run looks (reading the events fires a
 #: late timer, so the transition has happened by then).
 TRANSITION_LAG = 0.005
+#: The most history entries one request may return (the control API's own bound).
+HISTORY_LIMIT = 10_000
 
 _KINDS = frozenset(k.value for k in OperationKind)
 _ENDED = ("completed", "canceled")
@@ -60,7 +62,7 @@ class Runner:
 
     def __init__(
         self,
-        control: Control,
+        control: ControlClient,
         *,
         target: str | None = None,
         reporter: Reporter | None = None,
@@ -140,8 +142,8 @@ class _Play:
             body = {"kind": arrival.kind, "target": arrival.target}
             try:
                 op = self.control.create(body)
-            except ApiError as exc:  # a VM busy (409), deleted, or no longer eligible
-                result.skipped = f"{exc} (HTTP {exc.status})"
+            except ControlRefused as exc:  # a VM busy (409), deleted, or no longer eligible
+                result.skipped = str(exc)  # the server's message and its HTTP status
             else:
                 result.operation = op["id"]
                 self.created.append(op["id"])
@@ -214,7 +216,7 @@ class _Play:
     def start_reason(self, op: dict[str, Any]) -> str | None:
         """Why ``op`` started (``approved``, ``not_before``, …), from the history."""
         if op["id"] not in self._reasons and op["state"] != "scheduled":
-            for entry in self.control.history(op["id"]):
+            for entry in self.control.history(operation_id=op["id"], limit=HISTORY_LIMIT):
                 if entry["kind"] == "operation.started":
                     self._reasons[op["id"]] = str(entry["detail"].get("reason"))
         return self._reasons.get(op["id"])
@@ -328,9 +330,8 @@ class _Play:
                 self._create(step, result)
             elif step.is_action:
                 self._act(step, result)
-        except ScenarioError as exc:
-            status = f" (HTTP {exc.status})" if isinstance(exc, ApiError) else ""
-            result.error = f"{exc}{status}"
+        except (ScenarioError, ControlRefused) as exc:  # a refusal says its HTTP status
+            result.error = str(exc)
             self.run_.checks.append(
                 Check(f"step {step.index + 1}: {result.summary}", False, result.error)
             )
@@ -432,7 +433,7 @@ class _Play:
         ops = self._refresh(tracked)
         scopes: list[str] = []
         for op in ops:
-            for entry in self.control.history(op["id"]):
+            for entry in self.control.history(operation_id=op["id"], limit=HISTORY_LIMIT):
                 if entry["kind"] == "event.scheduled" and entry["scope_id"]:
                     scopes.append(entry["scope_id"])
         reasons = [self.start_reason(op) for op in ops]

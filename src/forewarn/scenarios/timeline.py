@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from forewarn.scenarios.control import Control
+from forewarn.controlapi import ControlClient, ControlRefused
 from forewarn.scenarios.fleetview import FleetView
 
 __all__ = ["Observer", "SeenEvent", "Snapshot", "Timeline"]
@@ -104,7 +104,7 @@ class Timeline:
 class Observer:
     """Keeps a ``Timeline`` current: call ``observe(now)`` after anything may have changed."""
 
-    def __init__(self, control: Control, fleet: FleetView) -> None:
+    def __init__(self, control: ControlClient, fleet: FleetView) -> None:
         self.control = control
         self.timeline = Timeline(fleet)
         self._signatures: dict[str, tuple[Any, ...]] = {}
@@ -151,12 +151,21 @@ class Observer:
         for vm in vms:
             if vm in self.timeline.deleted:
                 continue
-            document = self.control.document(vm)
+            document = self._document(vm)
             if document is None:
                 self.timeline.deleted.setdefault(vm, now)
                 continue
             self.timeline.add(key, _snapshot(now, document))
             return
+
+    def _document(self, vm: str) -> dict[str, Any] | None:
+        """The document ``vm`` gets now, or None once it is deleted (404)."""
+        try:
+            return self.control.document(vm)
+        except ControlRefused as exc:
+            if exc.status == 404:
+                return None
+            raise
 
     def _note_deletions(self, now: float) -> None:
         for vm in self.control.vms():

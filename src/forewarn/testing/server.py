@@ -3,8 +3,8 @@
 Users' code under test calls real URLs (with httpx, requests, urllib, curl…), so the kit
 serves the real endpoint protocol on ``127.0.0.1``, one port per VM (the fleet's
 ``port_base``), plus the control API, from an event loop in a background thread. Tests
-drive it through the control API over HTTP, so nothing here reaches into the emulator's
-internals from the test's thread.
+drive it through the control API over HTTP (``forewarn.controlapi``, the one client of it),
+so nothing here reaches into the emulator's internals from the test's thread.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
-import httpx
 import uvicorn
 import yaml
 
 from forewarn.client import AsyncScheduledEventsClient, ScheduledEventsClient
+from forewarn.controlapi import ControlClient, ControlError, ControlRefused, TriggerOptions
 from forewarn.fabric import Clock, Scheduler
 from forewarn.fleet import build_topology, demo_fleet, fleet_from_builtins, fleet_to_builtins
 from forewarn.imds import serve_endpoint
@@ -115,7 +115,7 @@ class Forewarn:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
-        self._control: httpx.Client | None = None
+        self._control: ControlClient | None = None
         self._clients: list[ScheduledEventsClient] = []
         self._ports: dict[str, int] = {}
         self.default_vm = ""
@@ -189,7 +189,7 @@ class Forewarn:
         if not ready.wait(timeout=30) or failure:
             cause = failure[0] if failure else None
             raise ForewarnError(f"in-process forewarn did not start: {cause!r}") from cause
-        self._control = httpx.Client(base_url=self.control_url, timeout=30, trust_env=False)
+        self._control = ControlClient(self.control_url)
 
     async def _main(self, ready: threading.Event) -> None:
         runtime, listeners = self._runtime, self._listeners
@@ -277,68 +277,56 @@ class Forewarn:
 
     # ------------------------------------------------------------------ control
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+    @contextlib.contextmanager
+    def _api(self) -> Iterator[ControlClient]:
+        """The control API client; every failure of a call becomes a ForewarnError."""
         if self._control is None:
             raise ForewarnError("this forewarn is not running (start() it first)")
-        response = self._control.request(method, "/api/v1" + path, **kwargs)
-        if response.status_code >= 400:
-            try:
-                message = response.json().get("error", response.text)
-            except ValueError:
-                message = response.text
-            raise ForewarnError(f"{method} {path}: {message} (HTTP {response.status_code})")
-        return response.json()
+        try:
+            yield self._control
+        except ControlRefused as exc:
+            path = exc.path.removeprefix("/api/v1")
+            raise ForewarnError(f"{exc.method} {path}: {exc}") from None
+        except ControlError as exc:
+            raise ForewarnError(str(exc)) from None
 
-    def trigger(
-        self,
-        kind: str,
-        target: str,
-        *,
-        notice: float | None = None,
-        description: str | None = None,
-        duration: int | None = None,
-    ) -> dict[str, Any]:
-        """Start operation ``kind`` (``user-reboot``, ``host-update``…) on a VM, host or scope.
+    def trigger(self, kind: str, target: str, **options: Unpack[TriggerOptions]) -> dict[str, Any]:
+        """Start operation ``kind`` (``user-reboot``, ``host-update``…) on a VM, host or scope,
+        with ``notice``, ``description`` or ``duration`` if given.
 
         Returns the operation as the control API shows it (``event_ids``, ``not_before``…).
         """
-        body = {"kind": kind, "target": target, "notice_seconds": notice,
-                "description": description, "duration_seconds": duration}  # fmt: skip
-        op: dict[str, Any] = self._call(
-            "POST", "/operations", json={k: v for k, v in body.items() if v is not None}
-        )
-        return op
+        with self._api() as api:
+            return api.trigger(kind, target, **options)
 
     def advance(self, seconds: float) -> float:
         """Move the virtual clock on, firing every timer that comes due; the new time."""
-        clock = self._call("POST", "/clock/advance", json={"seconds": seconds})
-        return float(clock["now"])
+        with self._api() as api:
+            return float(api.advance(seconds)["now"])
 
     def now(self) -> float:
         """The emulator's current (virtual) time, as a POSIX timestamp."""
-        return float(self._call("GET", "/clock")["now"])
+        with self._api() as api:
+            return float(api.clock()["now"])
 
     def events(self) -> list[dict[str, Any]]:
         """Every live event, as the control API lists them."""
-        events: list[dict[str, Any]] = self._call("GET", "/events")
-        return events
+        with self._api() as api:
+            return api.events()
 
     def event(self, event_id: str) -> dict[str, Any]:
         """One live event (its status, who approved it…)."""
-        event: dict[str, Any] = self._call("GET", f"/events/{event_id}")
-        return event
+        with self._api() as api:
+            return api.event(event_id)
 
     def document(self, vm: str | None = None, api_version: str = "2020-07-01") -> dict[str, Any]:
         """The document ``vm`` would get (without counting as its request)."""
-        name = vm or self.default_vm
-        document: dict[str, Any] = self._call(
-            "GET", f"/documents/{name}", params={"api-version": api_version}
-        )
-        return document
+        with self._api() as api:
+            return api.document(vm or self.default_vm, api_version)
 
     def _action(self, event_id: str, action: str) -> dict[str, Any]:
-        event: dict[str, Any] = self._call("POST", f"/events/{event_id}/{action}", json={})
-        return event
+        with self._api() as api:
+            return api.event_action(event_id, action)
 
     def approve(self, event_id: str) -> dict[str, Any]:
         """Approve as the operator (the event starts once all its parties approved)."""
@@ -358,5 +346,5 @@ class Forewarn:
 
     def history(self) -> list[dict[str, Any]]:
         """Every transition so far, oldest first."""
-        entries: list[dict[str, Any]] = self._call("GET", "/history")
-        return entries
+        with self._api() as api:
+            return api.history()

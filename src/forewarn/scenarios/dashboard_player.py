@@ -2,8 +2,9 @@
 through this server's own control API (exactly what ``forewarn scenario run`` does from
 a terminal, so the engine stays a client and never reaches into the platform).
 
-It lives with the CLI, the one layer that may use both the server and the scenario
-engine: ``forewarn serve`` hands it to every process it starts (``scenario_runs``)."""
+It is the scenario engine's, so it lives here; the composition (``forewarn serve``) hands
+``scenario_runs`` to every process it starts, and the dashboard knows it only as its
+``ScenarioHook``, so no layer looks upward."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import threading
 import time
 from typing import Any
 
+from forewarn.controlapi import ControlClient, ControlError
 from forewarn.fabric import Conflict, NotFoundError
-from forewarn.scenarios import Control, HttpControl, Runner, ScenarioError
-from forewarn.scenarios import library_names as _library_names
-from forewarn.scenarios import library_scenario as _library_scenario
+from forewarn.scenarios.library import library_names as _library_names
+from forewarn.scenarios.library import library_scenario as _library_scenario
+from forewarn.scenarios.model import ScenarioError
+from forewarn.scenarios.runner import Runner
 
 __all__ = ["ScenarioRuns", "scenario_runs"]
 
@@ -63,20 +66,18 @@ class ScenarioRuns:
         return dict(run)
 
     def _play(self, run: dict[str, Any], control_url: str) -> None:
-        transport = HttpControl(control_url, self._token)
         status, detail = "failed", ""
         try:
-            outcome = Runner(Control(transport)).run(_library_scenario(run["name"]))
+            with ControlClient(control_url, self._token) as control:
+                outcome = Runner(control).run(_library_scenario(run["name"]))
             failed = [c.what for c in outcome.checks if not c.ok]
             status = "held" if outcome.ok else "not held"
             detail = "every expectation held" if outcome.ok else "; ".join(failed[:3])
-        except ScenarioError as exc:
+        except (ScenarioError, ControlError) as exc:
             detail = str(exc)
         except Exception as exc:  # a bug of the engine must not go unnoticed, nor kill us
             log.exception("playing scenario %s failed", run["name"])
             detail = f"the scenario engine failed: {exc!r}"
-        finally:
-            transport.close()
         with self._lock:
             run.update(status=status, detail=detail, ended=time.time())
 

@@ -1,0 +1,40 @@
+"""The one client of a running server's control API (``/api/v1``), for everything that
+drives a server from outside it: the ``forewarn`` commands, the scenario engine (and the
+dashboard's scenario player through it) and the testing kit.
+
+Its own room, in the layers just above ``forewarn.contract`` and below everything that
+uses it, because it is a client, not part of the emulator: it speaks HTTP only (httpx),
+imports nothing of the project but this room, and so loads in a blink for the CLI's
+control commands (import-linter holds it to that). Synchronous only: every user is
+(the scenario engine plays on a thread of its own), so there is no async twin to drift.
+"""
+
+from forewarn.controlapi.client import (
+    DEFAULT_TIMEOUT,
+    ControlClient,
+    TriggerOptions,
+    check_base_url,
+    read_answer,
+    segment,
+)
+from forewarn.controlapi.errors import (
+    ControlError,
+    ControlRefused,
+    ControlSettingError,
+    ControlUnreachable,
+    NotControlApi,
+)
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "ControlClient",
+    "ControlError",
+    "ControlRefused",
+    "ControlSettingError",
+    "ControlUnreachable",
+    "NotControlApi",
+    "TriggerOptions",
+    "check_base_url",
+    "read_answer",
+    "segment",
+]

@@ -224,6 +224,7 @@ class PostgresStore:
             (sql["events"], rx.event_rows(data)),
             (sql["vms"], rx.vm_rows(data)),
             (sql["polls"], rx.poll_rows(data)),
+            (sql["operations"], rx.operation_rows(data)),
         ]
         try:
             with (
@@ -248,6 +249,7 @@ class PostgresStore:
                         events = cur.execute(sql["events"], (since, since)).fetchall()
                         vms = cur.execute(sql["vms"], (since, since)).fetchall()
                         polls = cur.execute(sql["polls"]).fetchall()
+                        operations = cur.execute(sql["operations"], (since, since)).fetchall()
                 finally:
                     conn.isolation_level = None
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
@@ -256,6 +258,7 @@ class PostgresStore:
             events=rx.events_from_rows(events),
             vms=rx.vms_from_rows(vms),
             polls=rx.polls_from_rows(polls),
+            operations=rx.operations_from_rows(operations),
         )
 
     def polls(self) -> list[VmPolls]:

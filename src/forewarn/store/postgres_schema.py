@@ -47,6 +47,7 @@ REQUIRED_TABLES = (
     "reaction_events",
     "reaction_vms",
     "reaction_polls",
+    "reaction_operations",
 )
 
 _MIGRATION_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")

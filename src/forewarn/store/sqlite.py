@@ -290,6 +290,7 @@ class SQLiteStore:
                 db.executemany(sql["events"], rx.event_rows(data))
                 db.executemany(sql["vms"], rx.vm_rows(data))
                 db.executemany(sql["polls"], rx.poll_rows(data))
+                db.executemany(sql["operations"], rx.operation_rows(data))
                 db.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._rollback()
@@ -305,10 +306,12 @@ class SQLiteStore:
             events = self._reader.execute(sql["events"], (since, since)).fetchall()
             vms = self._reader.execute(sql["vms"], (since, since)).fetchall()
             polls = self._reader.execute(sql["polls"]).fetchall()
+            operations = self._reader.execute(sql["operations"], (since, since)).fetchall()
         return ReactionData(
             events=rx.events_from_rows(events),
             vms=rx.vms_from_rows(vms),
             polls=rx.polls_from_rows(polls),
+            operations=rx.operations_from_rows(operations),
         )
 
     def polls(self) -> list[VmPolls]:

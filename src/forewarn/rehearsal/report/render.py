@@ -8,8 +8,8 @@ from functools import cache
 import jinja2
 
 from forewarn import __version__
+from forewarn.rehearsal.grading import ReactionReport
 from forewarn.rehearsal.report.charts import duration, histogram, timeline
-from forewarn.rehearsal.verdicts import ReactionReport
 
 __all__ = ["render_report"]
 

@@ -10,8 +10,11 @@ import asyncio
 from collections.abc import Iterator
 from typing import Any
 
+import click
 import pytest
+from click.testing import CliRunner
 
+from forewarn.cli.report import _print as print_report
 from tests.rehearsal.conftest import Rehearsal
 from tests.rehearsal.fleet_scale import play, thousand_rehearsal
 
@@ -129,3 +132,24 @@ async def test_an_approved_event_of_an_operation_started_at_not_before_names_its
     )
     others = [graded[e.id] for e in events[1:]]
     assert all(e["approved_by"] is None and "approved by" not in e["summary"] for e in others)
+
+
+def test_the_terminal_report_leads_with_the_roll_ups_at_80_columns(
+    played: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report, _ = played
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("NO_COLOR", "1")
+    result = CliRunner().invoke(click.command()(lambda: print_report(report, False, False)))
+    lines = result.output.splitlines()
+    assert all(len(line.rstrip()) <= 80 for line in lines), max(lines, key=len)
+    assert lines[0] == "3 operations: 2 no-notice, 1 fail, 0 warn, 0 pending, 0 ok, 0 info"
+    assert lines[2].startswith("Hit with no notice: 56 VMs: ")  # 48 of cache, 8 by host-7
+    body = "\n".join(lines)
+    at = [line.rstrip() for line in lines].index("Operations")
+    assert lines[at + 3].startswith("no-notice") and lines[at + 3 + 4 * 0] != ""
+    assert "cache" in body and "api-5, api-10" in body
+    # Not every table fits: what is left out is said, never silently dropped.
+    assert "VMs that failed, first first (showing 20 of " in body
+    assert f"Events: {len(report['events'])} (--all lists each" in body
+    assert "Never polled: " in body and body.count("Never polled") == 1

@@ -7,6 +7,7 @@ source address, on the virtual clock); every assertion reads ``GET /api/v1/react
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +30,9 @@ def played(
     try:
         ids = asyncio.run(play(r))
         r.advance(20 * 60)  # every rollout batch and the host update run their course
+        html = asyncio.run(r.control_get("/api/v1/report"))
+        assert html.status_code == 200
+        ids["html"] = html.text
         yield asyncio.run(r.report()), ids
     finally:
         r.fabric.close()
@@ -153,3 +157,22 @@ def test_the_terminal_report_leads_with_the_roll_ups_at_80_columns(
     assert "VMs that failed, first first (showing 20 of " in body
     assert f"Events: {len(report['events'])} (--all lists each" in body
     assert "Never polled: " in body and body.count("Never polled") == 1
+
+
+def test_the_html_report_leads_with_a_summary_then_collapsed_drill_down(played: Any) -> None:
+    report, ids = played
+    page = ids["html"]
+    rows = re.findall(r'<tr class="op filterable" id="op-([^"]+)" data-verdict="([\w-]+)"', page)
+    assert [r[0] for r in rows] == [o["id"] for o in report["operations"]]
+    assert rows[0][1] == "no-notice" and len(rows) == 3
+    banner = re.search(r'<p class="no-notice"><strong>Hit with no notice: (\d+) VMs', page)
+    assert banner is not None and int(banner.group(1)) == len(report["no_notice"]) == 56
+    assert "cache-47" in page.split("<h2>Latency</h2>")[0]  # named in the summary
+    # Drill-down is collapsed: VMs and events in closed <details>, a timeline per operation.
+    assert re.findall(r'<details class="drill"( open)?>', page) == ["", ""]
+    assert page.count('<svg class="timeline"') == 2  # the cache rollout raised no event
+    # Filters by verdict, operation and scope, with no script (CSS :has on radio buttons).
+    assert 'id="fv-no-notice"' in page and 'id="fv-fail"' in page and 'id="fv-ok"' not in page
+    assert re.search(r'<label><input type="radio" name="fs" id="fs-\d+"> cache</label>', page)
+    assert "<script" not in page
+    assert len(page.encode()) < 400_000

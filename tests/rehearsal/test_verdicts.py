@@ -184,7 +184,7 @@ async def test_events_created_started_or_canceled_are_information(rehearsal: Reh
         "info", "created Started (no notice to react to)",
     )  # fmt: skip
     web0 = vm_verdict(event, "web-0")
-    assert (web0["verdict"], web0["seen_started"]) == ("no-notice", T0 + 2)
+    assert (web0["verdict"], web0["seen_started"]) == ("created-started", T0 + 2)
     op = rehearsal.submit("user-reboot", "web-3")
     (canceled,) = rehearsal.event_ids(op)
     await rehearsal.poll("web-3")

@@ -4,6 +4,8 @@ HTML file, ``--since`` and ``--exit-code``, and mistakes as one error line."""
 from __future__ import annotations
 
 import json
+import re
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,10 +47,14 @@ def test_the_table_names_each_verdict_and_who_missed_what(server: ServerProcess)
     ok_id, missed_id = _rehearse(server)
     result = _cli(server, "report", "--wide")
     assert result.code == 0, result.stderr
-    assert result.stdout.startswith("2 events: 1 ok, 0 warn, 1 fail, 0 pending, 0 info")
+    assert result.stdout.startswith(
+        "2 operations: 0 no-notice, 1 fail, 0 warn, 0 pending, 1 ok, 0 info\n"
+        "2 events: 1 ok, 0 warn, 1 fail, 0 pending, 0 info\n"
+    )
     assert ok_id in result.stdout and missed_id in result.stdout
     assert "approved by web-0" in result.stdout
-    assert "Missed (never saw the event before it started)" in result.stdout
+    assert re.search(r"^Missed *$", result.stdout, re.M)
+    assert "VMs that failed, first first" in result.stdout
     assert "web-3" in result.stdout and "never polled" in result.stdout
     assert "detection latency: 1 values, median 2.0s" in result.stdout
     assert _cli(server, "report", "--exit-code").code == 1  # an event failed
@@ -95,3 +101,27 @@ def test_mistakes_are_one_error_line(server: ServerProcess, args: list[str], fra
 def test_an_unwritable_html_file_is_one_error_line(server: ServerProcess, tmp_path: Path) -> None:
     missing = tmp_path / "no" / "such" / "dir" / "r.html"
     _cli(server, "report", "--html", str(missing)).assert_one_error_line(f"cannot write {missing}")
+
+
+def test_junit_has_a_case_per_operation_and_event(server: ServerProcess, tmp_path: Path) -> None:
+    _, missed_id = _rehearse(server)
+    out = tmp_path / "rehearsal.xml"
+    result = _cli(server, "report", "--junit", str(out))
+    assert result.code == 0, result.stderr
+    assert f"JUnit XML written to {out}" in result.stdout
+    suites = ET.parse(out).getroot()
+    assert suites.tag == "testsuites"
+    (suite,) = suites.findall("testsuite")
+    for attribute in ("name", "tests", "failures", "errors", "skipped", "time"):
+        assert suite.get(attribute) is not None, attribute
+    cases = suite.findall("testcase")
+    assert (suite.get("tests"), suite.get("failures")) == ("4", "2")  # 2 operations, 2 events
+    assert all(c.get("classname") and c.get("name") and c.get("time") for c in cases)
+    failed = {c.get("name"): c.find("failure") for c in cases if c.find("failure") is not None}
+    event = failed[f"Reboot of web ({missed_id})"]
+    assert event is not None and "web-3" in (event.get("message") or "")
+    messages = {n: f.get("message") or "" for n, f in failed.items() if f is not None and n}
+    assert any(
+        n.startswith("user-reboot vm web-3") and "never saw it: web-3" in m
+        for n, m in messages.items()
+    )

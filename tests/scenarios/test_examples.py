@@ -4,6 +4,7 @@ is the reboot drill, and `forewarn scenario run` plays it as the README shows.""
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +51,21 @@ def test_the_readme_scenario_runs(start_server: Any, tmp_path: Path) -> None:
     assert result.code == 0, result.stdout + result.stderr
     assert "T+5m step 2/3: approve 1 event(s) of reboot" in result.stdout
     assert "drill: every expectation held (3 checks), T+15m of platform time" in result.stdout
+
+
+def test_a_scenario_s_expectations_as_junit(start_server: Any, tmp_path: Path) -> None:
+    server: ServerProcess = start_server(VIRTUAL)
+    drill = tmp_path / "drill.yaml"
+    drill.write_text(
+        _readme_block().replace("started: approved", "started: not_before"), "utf-8"
+    )  # one expectation now fails
+    out = tmp_path / "drill.xml"
+    result = run_cli(["scenario", "run", str(drill), "--junit", str(out)], server.control_url)
+    assert result.code == 1, result.stdout + result.stderr
+    (suite,) = ET.parse(out).getroot().findall("testsuite")
+    assert suite.get("name") == "forewarn scenario drill"
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "0")
+    cases = suite.findall("testcase")
+    assert all(c.get("classname") == "drill.expectations" and c.get("time") for c in cases)
+    (failed,) = [c for c in cases if c.find("failure") is not None]
+    assert "not_before" in (failed.get("name") or "")

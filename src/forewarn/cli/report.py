@@ -7,14 +7,17 @@ The server grades (``GET /api/v1/reactions``) and renders the HTML page
 from __future__ import annotations
 
 import math
+import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 
 from forewarn.cli.api import control_client
 from forewarn.cli.errors import fail, finite
+from forewarn.cli.junit import report_cases, write_junit
 from forewarn.cli.output import Column, print_json, table, when
 from forewarn.scenarios.durations import parse_duration
 
@@ -63,14 +66,76 @@ def parse_since(text: str, server_now: Any) -> float:
     return max(0.0, float(server_now()) - ago)
 
 
-def _print(data: dict[str, Any], wide: bool) -> None:
+#: Operation verdicts, worst first (as the server ranks them).
+OPERATION_VERDICTS = ("no-notice", "fail", "warn", "pending", "ok", "info")
+
+#: Rows printed per roll-up table unless ``--all`` (the table says how many it hides).
+LIMIT = 20
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _names(vms: list[str], limit: int = 8) -> str:
+    shown = ", ".join(vms[:limit])
+    return shown + (f" and {len(vms) - limit} more" if len(vms) > limit else "")
+
+
+def _say(text: str) -> None:
+    """A line of prose, wrapped to the terminal (80 columns when piped)."""
+    width = Console().width
+    click.echo(textwrap.fill(text, width=width, subsequent_indent="  ", break_on_hyphens=False))
+
+
+def _capped(title: str, rows: list[list[str]], everything: bool) -> tuple[str, list[list[str]]]:
+    """The rows to print and a title that says when some are left out (never silently)."""
+    if everything or len(rows) <= LIMIT:
+        return title, rows
+    return f"{title} (showing {LIMIT} of {len(rows)}; --all lists every one)", rows[:LIMIT]
+
+
+def _print(data: dict[str, Any], wide: bool, everything: bool) -> None:
     totals = data["totals"]
     events = data["events"]
+    operations = data.get("operations", [])
+    op_totals = data.get("operation_totals", {})
     click.echo(
-        f"{len(events)} event{'' if len(events) == 1 else 's'}: "
+        f"{_plural(len(operations), 'operation')}: "
+        + ", ".join(f"{op_totals.get(k, 0)} {k}" for k in OPERATION_VERDICTS)
+    )
+    click.echo(
+        f"{_plural(len(events), 'event')}: "
         + ", ".join(f"{totals[k]} {k}" for k in ("ok", "warn", "fail", "pending", "info"))
     )
-    if events:
+    if data.get("no_notice"):
+        hit = data["no_notice"]
+        _say(f"Hit with no notice: {_plural(len(hit), 'VM')}: {_names(hit)}")
+    if operations:
+        rows = [
+            [o["verdict"], when(o["created_at"]), o["kind"] or "-", o["target"] or "-",
+             o["progress"]]
+            for o in operations
+        ]  # fmt: skip
+        columns = [
+            Column("verdict"), Column("created", optional=1), Column("operation"),
+            Column("target"), Column("progress", "list"),
+        ]  # fmt: skip
+        title, rows = _capped("Operations", rows, everything)
+        table(title, columns, rows, wide=wide)
+    failed = [v for v in data.get("vms", []) if v["first_failed_at"] is not None]
+    if failed:
+        rows = [
+            [v["vm"], v["verdict"], when(v["first_failed_at"]), v["polling"], v["lines"][0]]
+            for v in failed
+        ]
+        columns = [
+            Column("VM"), Column("verdict"), Column("failed", optional=2),
+            Column("polling", optional=1), Column("first failure", "list"),
+        ]  # fmt: skip
+        title, rows = _capped("VMs that failed, first first", rows, everything)
+        table(title, columns, rows, wide=wide)
+    if events and (everything or len(events) <= LIMIT):
         rows = [
             [
                 e["verdict"], when(e["created_at"]), e["id"], e["type"] or "-",
@@ -84,22 +149,35 @@ def _print(data: dict[str, Any], wide: bool) -> None:
             Column("status", optional=4), Column("what happened", "list"),
         ]  # fmt: skip
         table("Events", columns, rows, wide=wide)
-    missed = [(e, v) for e in events for v in e["vms"] if v["verdict"] == "missed"]
+    elif events:
+        _say(f"Events: {len(events)} (--all lists each, --json or --html show them all)")
+    missed: dict[str, list[str]] = {}
+    for e in events:
+        for v in e["vms"]:
+            if v["verdict"] == "missed":
+                missed.setdefault(v["vm"], []).append(v["note"].partition(": ")[2] or v["note"])
     if missed:
-        rows = [[v["vm"], e["id"], v["note"]] for e, v in missed]
-        columns = [Column("VM"), Column("event", "key"), Column("why", "list")]
-        table("Missed (never saw the event before it started)", columns, rows, wide=wide)
+        rows = [[vm, str(len(whys)), whys[0]] for vm, whys in missed.items()]
+        columns = [Column("VM"), Column("events"), Column("why (its first miss)", "list")]
+        title, rows = _capped("Missed", rows, everything)
+        table(title, columns, rows, wide=wide)
+    never = data.get("never_polled", [])
+    if never:
+        _say(f"Never polled: {_plural(len(never), 'VM')} an event listed or an operation hit: "
+             f"{_names(never)}")  # fmt: skip
     if data["stopped_polling"]:
         rows = [
             [p["vm"], when(p["last_poll"]), _seconds(p["silent_for"]), p["api_version"] or "-"]
             for p in data["stopped_polling"]
         ]
         columns = [Column("VM"), Column("last poll"), Column("silent"), Column("api-version")]
-        table("Stopped polling", columns, rows, wide=wide)
+        title, rows = _capped("Stopped polling", rows, everything)
+        table(title, columns, rows, wide=wide)
     if data["unlisted_approvals"]:
         rows = [[a["vm"], a["event_id"], when(a["at"])] for a in data["unlisted_approvals"]]
         columns = [Column("VM"), Column("event", "key"), Column("at")]
-        table("Approved events that do not list them", columns, rows, wide=wide)
+        title, rows = _capped("Approved events that do not list them", rows, everything)
+        table(title, columns, rows, wide=wide)
     for name in ("detection", "approval"):
         stats = data[name]
         if stats["count"]:
@@ -130,8 +208,18 @@ def _print(data: dict[str, Any], wide: bool) -> None:
     default=None,
     help="Also write the report as a self-contained HTML page (timelines, histograms).",
 )
+@click.option(
+    "--junit",
+    "junit_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write JUnit XML: a test case per operation and per event (for CI).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
-@click.option("--exit-code", is_flag=True, help="Exit 1 when an event's verdict is fail.")
+@click.option("--all", "everything", is_flag=True, help="Every row of every table.")
+@click.option(
+    "--exit-code", is_flag=True, help="Exit 1 when a VM got no notice or an event failed."
+)
 @click.option("--wide", is_flag=True, help="Every column at full width.")
 @click.pass_context
 def report(
@@ -139,12 +227,15 @@ def report(
     since: str | None,
     stale_after: float,
     html_file: Path | None,
+    junit_file: Path | None,
     as_json: bool,
+    everything: bool,
     exit_code: bool,
     wide: bool,
 ) -> None:
-    """How the fleet reacted to each event: who saw it when, who approved it before
-    NotBefore, who missed it, who stopped polling, and approvals by VMs not listed."""
+    """How the fleet reacted: each operation rolled up (VMs hit with no notice first),
+    the VMs that failed first, each event (who saw it when, who approved it before
+    NotBefore, who missed it), who never or no longer polls, approvals by VMs not listed."""
     if stale_after < 0:
         fail("--stale-after must not be negative")
     api = control_client(ctx)
@@ -158,11 +249,14 @@ def report(
             html_file.write_text(page, encoding="utf-8")
         except OSError as exc:
             fail(f"cannot write {html_file}: {exc.strerror or exc}")
+    if junit_file is not None:
+        write_junit(junit_file, "forewarn rehearsal", report_cases(data))
     if as_json:
         print_json(data)
     else:
-        _print(data, wide)
-        if html_file is not None:
-            click.echo(f"HTML report written to {html_file}")
-    if exit_code and data["totals"]["fail"]:
+        _print(data, wide, everything)
+        for what, written in (("HTML report", html_file), ("JUnit XML", junit_file)):
+            if written is not None:
+                click.echo(f"{what} written to {written}")
+    if exit_code and (data["totals"]["fail"] or data.get("no_notice")):
         ctx.exit(1)

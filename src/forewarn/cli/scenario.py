@@ -9,6 +9,7 @@ failed rehearsal from a broken one.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -17,6 +18,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from forewarn.cli.api import control_client
 from forewarn.cli.errors import fail
+from forewarn.cli.junit import Case, write_junit
 from forewarn.cli.output import Column, print_json, table
 from forewarn.controlapi import ControlError
 from forewarn.fabric.catalogue import CATALOGUE, OperationKind
@@ -245,13 +247,21 @@ def _as_json(run: Run) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _play(ctx: click.Context, found: Scenario, target: str | None, as_json: bool) -> None:
+def _play(
+    ctx: click.Context,
+    found: Scenario,
+    target: str | None,
+    as_json: bool,
+    junit_file: Path | None = None,
+) -> None:
     console = Console(stderr=as_json, color_system=None if not sys.stdout.isatty() else "auto")
     with _Progress(console, len(found.steps)) as progress:
         try:
             run = Runner(control_client(ctx), target=target, reporter=progress).run(found)
         except (ScenarioError, ControlError) as exc:  # no server there, a broken file…
             fail(str(exc), UNPLAYABLE)
+    if junit_file is not None:
+        write_junit(junit_file, f"forewarn scenario {run.scenario.name}", _cases(run))
     if as_json:
         print_json(_as_json(run))
     else:
@@ -259,18 +269,46 @@ def _play(ctx: click.Context, found: Scenario, target: str | None, as_json: bool
     sys.exit(HELD if run.ok else NOT_HELD)
 
 
+def _cases(run: Run) -> list[Case]:
+    """A refused step, then each expectation, as JUnit test cases."""
+    name = run.scenario.name
+    cases = [
+        Case(f"{name}.steps", f"step {s.index + 1}: {s.summary}", "failed", s.error)
+        for s in run.steps
+        if s.error
+    ]
+    cases += [
+        Case(f"{name}.expectations", c.what, "passed" if c.ok else "failed", c.detail)
+        for c in run.checks
+    ]
+    return cases
+
+
 @scenario.command()
 @click.argument("name_or_file")
 @click.option("--target", default=None, help="What $target means (a VM, host or scope).")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@click.option(
+    "--junit",
+    "junit_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write JUnit XML: a test case per expectation (and per refused step).",
+)
 @click.pass_context
-def run(ctx: click.Context, name_or_file: str, target: str | None, as_json: bool) -> None:
+def run(
+    ctx: click.Context,
+    name_or_file: str,
+    target: str | None,
+    as_json: bool,
+    junit_file: Path | None,
+) -> None:
     """Play NAME_OR_FILE against the running server (`forewarn scenario list`: names).
 
     Exit code 0 when every expectation held, 1 when one did not, 2 when the scenario
     could not be played.
     """
-    _play(ctx, _load(name_or_file), target, as_json)
+    _play(ctx, _load(name_or_file), target, as_json, junit_file)
 
 
 def _rates(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:

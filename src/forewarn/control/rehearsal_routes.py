@@ -17,8 +17,9 @@ from starlette.responses import Response
 from forewarn.control.json_views import json_error
 from forewarn.fabric import Fabric
 from forewarn.rehearsal import ReactionTracker
+from forewarn.rehearsal.grading import ReactionReport, grade
 from forewarn.rehearsal.report import render_report
-from forewarn.rehearsal.verdicts import DEFAULT_STALE_AFTER, ReactionReport, grade
+from forewarn.rehearsal.verdicts import DEFAULT_STALE_AFTER
 
 __all__ = ["ReactionRoutes"]
 
@@ -53,9 +54,16 @@ class ReactionRoutes:
         """The verdict on everything recorded about events created since ``since``."""
         data = await self.tracker.facts(since)
         fabric = self.fabric
-        deleted = [name for name in fabric.topology.vms if fabric.is_deleted(name)]
+        vms = fabric.topology.vms
+        deleted = [name for name in vms if fabric.is_deleted(name)]
+        scope_of = {name: vm.scope_id for name, vm in vms.items()}
         return grade(
-            data, now=fabric.clock.now(), since=since, stale_after=stale_after, deleted=deleted
+            data,
+            now=fabric.clock.now(),
+            since=since,
+            stale_after=stale_after,
+            deleted=deleted,
+            scope_of=scope_of,
         )
 
     async def _report(self, request: Request) -> ReactionReport | Response:

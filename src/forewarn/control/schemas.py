@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import msgspec
 
 from forewarn.fabric import OperationKind
-from forewarn.rehearsal.verdicts import ReactionReport
+from forewarn.rehearsal.grading import ReactionReport
 
 __all__ = [
     "DESCRIPTION_MAX",

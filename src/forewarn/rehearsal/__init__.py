@@ -6,8 +6,8 @@ the report renders them. Above the fabric, built and wired by the composition ro
 """
 
 from forewarn.rehearsal.facts import EventFacts, ReactionData, ReactionStore, VmPolls, VmReaction
+from forewarn.rehearsal.grading import ReactionReport, grade
 from forewarn.rehearsal.tracker import ReactionTracker, track_reactions
-from forewarn.rehearsal.verdicts import ReactionReport, grade
 
 __all__ = [
     "EventFacts",

@@ -12,7 +12,14 @@ from typing import Any, Protocol
 
 import msgspec
 
-__all__ = ["EventFacts", "ReactionData", "ReactionStore", "VmPolls", "VmReaction"]
+__all__ = [
+    "EventFacts",
+    "OperationFacts",
+    "ReactionData",
+    "ReactionStore",
+    "VmPolls",
+    "VmReaction",
+]
 
 
 def _first(a: Any, b: Any) -> Any:
@@ -54,6 +61,34 @@ class EventFacts(msgspec.Struct, kw_only=True):
         """Both records' facts; where both know one, this record's (the first known)."""
         fields = self.__struct_fields__
         return EventFacts(**{f: _first(getattr(self, f), getattr(other, f)) for f in fields})
+
+
+class OperationFacts(msgspec.Struct, kw_only=True):
+    """What the platform did with one operation: the VMs it hit, and which of them it hit
+    with no notice (``unnotified``: their scope's Scheduled Events were off, or a scale
+    set without terminate notifications), which no event records. A batch of a rolling
+    rollout names its rollout, the rollout's scope, its batch (0-based) and how many
+    batches the rollout has."""
+
+    id: str
+    kind: str | None = None
+    target: str | None = None
+    rollout_id: str | None = None
+    rollout_scope: str | None = None
+    batch: int | None = None
+    batches: int | None = None
+    vms: tuple[str, ...] | None = None
+    unnotified: tuple[str, ...] | None = None
+    event_ids: tuple[str, ...] | None = None
+    created_at: float | None = None
+    not_before: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+
+    def merge(self, other: OperationFacts) -> OperationFacts:
+        """Both records' facts; where both know one, this record's (the first known)."""
+        fields = self.__struct_fields__
+        return OperationFacts(**{f: _first(getattr(self, f), getattr(other, f)) for f in fields})
 
 
 class VmReaction(msgspec.Struct, kw_only=True):
@@ -111,10 +146,11 @@ class ReactionData(msgspec.Struct, kw_only=True):
     events: list[EventFacts] = []
     vms: list[VmReaction] = []
     polls: list[VmPolls] = []
+    operations: list[OperationFacts] = []
 
     def empty(self) -> bool:
         """True when there is nothing in it."""
-        return not (self.events or self.vms or self.polls)
+        return not (self.events or self.vms or self.polls or self.operations)
 
     def merged(self, other: ReactionData) -> ReactionData:
         """Both batches, merged record by record (as a store merges them)."""
@@ -128,10 +164,15 @@ class ReactionData(msgspec.Struct, kw_only=True):
         polls: dict[str, VmPolls] = {}
         for p in (*self.polls, *other.polls):
             polls[p.vm] = polls[p.vm].merge(p) if p.vm in polls else p
+        operations: dict[str, OperationFacts] = {}
+        for o in (*self.operations, *other.operations):
+            operations[o.id] = operations[o.id].merge(o) if o.id in operations else o
         return ReactionData(
-            events=list(events.values()), vms=list(vms.values()), polls=list(polls.values())
+            events=list(events.values()),
+            vms=list(vms.values()),
+            polls=list(polls.values()),
+            operations=list(operations.values()),
         )
-
 
 
 class ReactionStore(Protocol):
@@ -146,8 +187,8 @@ class ReactionStore(Protocol):
         ...
 
     def reactions(self, since: float | None = None) -> ReactionData:
-        """Events created at or after ``since`` (every one: None), the reactions to them,
-        and every VM's polls."""
+        """Events and operations created at or after ``since`` (every one: None), the
+        reactions to the events, and every VM's polls."""
         ...
 
     def polls(self) -> list[VmPolls]:

@@ -25,9 +25,25 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from forewarn.contract import ApiVersion, EventStatus
-from forewarn.fabric import Changes, Clock, EventRecord, Fabric, ScopeView, StoreUnavailable
+from forewarn.fabric import (
+    Changes,
+    Clock,
+    EventRecord,
+    Fabric,
+    OperationRecord,
+    RolloutRecord,
+    ScopeView,
+    StoreUnavailable,
+)
 from forewarn.fleet.topology import Topology
-from forewarn.rehearsal.facts import EventFacts, ReactionData, ReactionStore, VmPolls, VmReaction
+from forewarn.rehearsal.facts import (
+    EventFacts,
+    OperationFacts,
+    ReactionData,
+    ReactionStore,
+    VmPolls,
+    VmReaction,
+)
 
 __all__ = ["FLUSH_SECONDS", "POLL_PERSIST_SECONDS", "ReactionTracker", "track_reactions"]
 
@@ -93,6 +109,9 @@ class ReactionTracker:
         self._started: set[str] = set()
         self._events: dict[str, EventFacts] = {}
         self._vms: dict[tuple[str, str], VmReaction] = {}
+        self._operations: dict[str, OperationFacts] = {}
+        #: Live rollouts as last published (a batch's operation is placed in its rollout).
+        self._rollouts: dict[str, RolloutRecord] = {}
         self._flushing: asyncio.Lock | None = None
 
     # ------------------------------------------------------------- recording
@@ -135,7 +154,15 @@ class ReactionTracker:
             self._note(VmReaction(event_id=event_id, vm=vm, approved_at=now))
 
     def published(self, changes: Changes) -> None:
-        """A durable change became visible: note what happened to its events."""
+        """A durable change became visible: note what happened to its operations (the
+        VMs each hit, with or without notice) and its events."""
+        for rollout in changes.rollouts:
+            if rollout.done:
+                self._rollouts.pop(rollout.id, None)
+            else:
+                self._rollouts[rollout.id] = rollout
+        for op in changes.operations:
+            self._record_operation(op)
         if not changes.events and not changes.removed_events:
             return
         reasons: dict[str, str] = {}
@@ -167,6 +194,31 @@ class ReactionTracker:
             for gone in [i for i in table if i not in live]:
                 del table[gone]
         self._started &= live
+
+    def _record_operation(self, op: OperationRecord) -> None:
+        rollout = self._rollouts.get(op.rollout_id) if op.rollout_id is not None else None
+        batch = None
+        if rollout is not None and op.vms:
+            first = op.vms[0]
+            batch = next((i for i, b in enumerate(rollout.batches) if first in b), None)
+        facts = OperationFacts(
+            id=op.id,
+            kind=op.kind,
+            target=op.target,
+            rollout_id=op.rollout_id,
+            rollout_scope=rollout.scope_id if rollout is not None else None,
+            batch=batch,
+            batches=len(rollout.batches) if rollout is not None else None,
+            vms=op.vms,
+            unnotified=op.unnotified,
+            event_ids=op.event_ids,
+            created_at=op.created_at,
+            not_before=op.not_before,
+            started_at=op.started_at,
+            ended_at=op.ended_at,
+        )
+        known = self._operations.get(op.id)
+        self._operations[op.id] = facts if known is None else known.merge(facts)
 
     def _record_event(self, event: EventRecord, reason: str | None) -> None:
         facts = EventFacts(
@@ -236,12 +288,15 @@ class ReactionTracker:
                     )
                 )
                 track.persisted = last
-        if not moved and not self._events and not self._vms:
+        if not moved and not self._events and not self._vms and not self._operations:
             return None
         data = ReactionData(
-            events=list(self._events.values()), vms=list(self._vms.values()), polls=moved
+            events=list(self._events.values()),
+            vms=list(self._vms.values()),
+            polls=moved,
+            operations=list(self._operations.values()),
         )
-        self._events, self._vms = {}, {}
+        self._events, self._vms, self._operations = {}, {}, {}
         return data
 
     def restore(self, data: ReactionData) -> None:
@@ -250,6 +305,9 @@ class ReactionTracker:
             self._note_event(facts)
         for reaction in data.vms:
             self._note(reaction)
+        for op in data.operations:
+            known = self._operations.get(op.id)
+            self._operations[op.id] = op if known is None else known.merge(op)
         for poll in data.polls:
             track = self._tracks.get(poll.vm)
             if track is not None:

@@ -1,31 +1,32 @@
-"""Grading a rehearsal: turn recorded reactions into a verdict per event and per VM.
+"""Grading one event: turn recorded reactions into a verdict per event and per VM.
 
-Pure: it reads the facts the reaction tracker recorded (``ReactionData``) and the time,
-and says for each event whether every VM it listed saw it before it started, how long
-each took to see it and to approve it, whether the approval came before NotBefore, who
-missed it and why, which VMs approved events that did not list them, and which VMs
-stopped polling. The control API serves it; the CLI and the dashboard show it.
+Pure (``grading.grade`` runs it over every event): it reads the facts the reaction
+tracker recorded and the time, and says for each event whether every VM it listed saw it
+before it started, how long each took to see it and to approve it, whether the approval
+came before NotBefore, who missed it and why, and which VMs approved events that did not
+list them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 
 import msgspec
 
 from forewarn.contract import EventType, lookup_version
-from forewarn.rehearsal.facts import EventFacts, ReactionData, VmPolls, VmReaction
+from forewarn.rehearsal.facts import EventFacts, VmPolls, VmReaction
 
 __all__ = [
     "DEFAULT_STALE_AFTER",
     "EventVerdict",
     "LatencyStats",
     "PollVerdict",
-    "ReactionReport",
     "UnlistedApproval",
     "VmVerdict",
-    "grade",
+    "event_verdict",
+    "seconds",
+    "stats",
 ]
 
 #: A VM that has not polled for this long (seconds of the platform clock) stopped polling.
@@ -38,7 +39,8 @@ _CREATED_STARTED = frozenset({"immediate", "auto_approved", "no_notice"})
 class VmVerdict(msgspec.Struct, kw_only=True):
     """How one VM reacted to one event.
 
-    ``verdict``: approved | detected | missed | waiting | unseen | no-notice | unlisted.
+    ``verdict``: approved | detected | missed | waiting | unseen | created-started |
+    unlisted.
     """
 
     vm: str
@@ -113,21 +115,7 @@ class LatencyStats(msgspec.Struct, kw_only=True):
     values: list[float]
 
 
-class ReactionReport(msgspec.Struct, kw_only=True):
-    """The whole verdict: every event, silent VMs, stray approvals, latency distributions."""
-
-    generated_at: float
-    since: float | None
-    stale_after: float
-    totals: dict[str, int]
-    events: list[EventVerdict]
-    stopped_polling: list[PollVerdict]
-    unlisted_approvals: list[UnlistedApproval]
-    detection: LatencyStats
-    approval: LatencyStats
-
-
-def _stats(values: Iterable[float]) -> LatencyStats:
+def stats(values: Iterable[float]) -> LatencyStats:
     ordered = sorted(values)
     if not ordered:
         return LatencyStats(count=0, median=None, p90=None, max=None, values=[])
@@ -140,7 +128,7 @@ def _stats(values: Iterable[float]) -> LatencyStats:
     )
 
 
-def _seconds(value: float) -> str:
+def seconds(value: float) -> str:
     """A duration as people read it: 0.4 s, 42 s, 14 min 54 s, 2 h 5 min, 3 d 4 h."""
     if value < 10:
         return f"{value:.1f} s"
@@ -198,7 +186,7 @@ def _missed_because(facts: EventFacts, reaction: VmReaction, polls: VmPolls | No
             return "began polling only after the event started"
         return "did not poll while the event was Scheduled"
     if created is not None and before < created:
-        return f"did not poll during the notice (last poll {_seconds(created - before)} before it)"
+        return f"did not poll during the notice (last poll {seconds(created - before)} before it)"
     return "polled during the notice but was not shown the event"
 
 
@@ -230,17 +218,17 @@ def _vm_verdict(
         verdict = "unlisted"
         note = "approved an event that does not list it"
     elif _created_started(facts):
-        verdict = "no-notice"
+        verdict = "created-started"
         note = "created Started: there was nothing to see in advance"
         if reaction.seen_started is not None and facts.started_at is not None:
-            note += f"; saw it {_seconds(max(0.0, reaction.seen_started - facts.started_at))} in"
+            note += f"; saw it {seconds(max(0.0, reaction.seen_started - facts.started_at))} in"
     elif reaction.first_seen is not None:
         verdict = "approved" if reaction.approved_at is not None else "detected"
-        note = f"saw it after {_seconds(max(0.0, detected_after or 0.0))}"
+        note = f"saw it after {seconds(max(0.0, detected_after or 0.0))}"
         if reaction.approved_at is not None and not_before is not None:
             margin = not_before - reaction.approved_at
             note += (
-                f", approved {_seconds(margin)} before NotBefore"
+                f", approved {seconds(margin)} before NotBefore"
                 if in_time
                 else ", approved too late (after it started)"
             )
@@ -267,9 +255,10 @@ def _vm_verdict(
     )
 
 
-def _event_verdict(
+def event_verdict(
     facts: EventFacts, reactions: dict[str, VmReaction], polls: dict[str, VmPolls]
 ) -> EventVerdict:
+    """The verdict on one event from its facts, its VMs' reactions and every VM's polls."""
     status = _status(facts)
     resources = list(facts.resources or ())
     listed = set(resources)
@@ -322,10 +311,10 @@ def _grade(
         return "info", f"canceled before it started; {seen} of {total} VMs had seen it"
     slowest = max((v.detected_after for v in vms if v.detected_after is not None), default=None)
     seen_line = f"{seen} of {total} VMs saw it" + (
-        f" (slowest after {_seconds(slowest)})" if slowest is not None else ""
+        f" (slowest after {seconds(slowest)})" if slowest is not None else ""
     )
     if total == seen == 1 and slowest is not None:
-        seen_line = f"{vms[0].vm} saw it after {_seconds(slowest)}"
+        seen_line = f"{vms[0].vm} saw it after {seconds(slowest)}"
     if missed:
         names = ", ".join(missed[:5]) + (f" and {len(missed) - 5} more" if len(missed) > 5 else "")
         line = f"{len(missed)} of {total} VMs missed it ({names})"
@@ -334,7 +323,14 @@ def _grade(
     if strays:
         return "warn", f"{seen_line}; {approval}; approved by unlisted VMs: {', '.join(strays)}"
     if facts.start_reason == "not_before":
-        return "warn", f"{seen_line}; nobody approved: it started at NotBefore"
+        if facts.approved_by is None:
+            return "warn", f"{seen_line}; nobody approved: it started at NotBefore"
+        if facts.not_before is not None and (facts.approved_at or 0.0) > facts.not_before:
+            return "warn", f"{seen_line}; {approval}: it had started at NotBefore"
+        return "ok", (
+            f"{seen_line}; {approval}; it started at NotBefore, as its operation waited for"
+            " its other events"
+        )
     return "ok", f"{seen_line}; {approval}"
 
 
@@ -345,60 +341,6 @@ def _approval_line(facts: EventFacts) -> str:
         return "not approved"
     who = "the operator" if facts.approved_by == "control" else facts.approved_by
     if facts.not_before is not None and facts.approved_at <= facts.not_before:
-        margin = _seconds(facts.not_before - facts.approved_at)
+        margin = seconds(facts.not_before - facts.approved_at)
         return f"approved by {who} {margin} before NotBefore"
     return f"approved by {who} after NotBefore"
-
-
-def grade(
-    data: ReactionData,
-    *,
-    now: float,
-    since: float | None = None,
-    stale_after: float = DEFAULT_STALE_AFTER,
-    deleted: Collection[str] = (),
-) -> ReactionReport:
-    """The verdict on ``data`` at ``now``; ``deleted`` VMs are not said to stop polling."""
-    by_event: dict[str, dict[str, VmReaction]] = {}
-    for reaction in data.vms:
-        by_event.setdefault(reaction.event_id, {})[reaction.vm] = reaction
-    polls = {p.vm: p for p in data.polls}
-    facts = sorted(
-        (f for f in data.events if since is None or (f.created_at or 0.0) >= since),
-        key=lambda f: (f.created_at or 0.0, f.id),
-    )
-    events = [_event_verdict(f, by_event.get(f.id, {}), polls) for f in facts]
-    stopped = sorted(
-        (
-            PollVerdict(
-                vm=p.vm, first_poll=p.first_poll, last_poll=p.last_poll,
-                silent_for=now - p.last_poll, api_version=p.api_version,
-            )
-            for p in data.polls
-            if p.last_poll is not None and now - p.last_poll > stale_after and p.vm not in deleted
-        ),
-        key=lambda p: p.vm,
-    )  # fmt: skip
-    strays = [
-        UnlistedApproval(event_id=e.id, vm=v.vm, at=v.approved_at)
-        for e in events
-        for v in e.vms
-        if not v.listed
-    ]
-    totals = {key: 0 for key in ("ok", "warn", "fail", "pending", "info")}
-    for event in events:
-        totals[event.verdict] += 1
-    detection = _stats(
-        v.detected_after
-        for e in events
-        for v in e.vms
-        if v.listed and v.detected_after is not None and v.verdict != "no-notice"
-    )
-    approval = _stats(
-        v.approved_after for e in events for v in e.vms if v.approved_after is not None
-    )
-    return ReactionReport(
-        generated_at=now, since=since, stale_after=stale_after, totals=totals, events=events,
-        stopped_polling=stopped, unlisted_approvals=strays, detection=detection,
-        approval=approval,
-    )  # fmt: skip

@@ -46,6 +46,7 @@ REQUIRED_TABLES = (
     "reaction_events",
     "reaction_vms",
     "reaction_polls",
+    "reaction_operations",
 )
 
 

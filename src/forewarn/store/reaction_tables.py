@@ -1,8 +1,10 @@
 """Reaction tables, shared by both stores: their SQL (per dialect) and row conversions.
 Their schema is migration 0003 (``forewarn.store.schema`` gives SQLite its words).
 
-Three tables: ``reaction_events`` (what happened to each event), ``reaction_vms`` (what
-each VM did about each event) and ``reaction_polls`` (each VM's first and last poll).
+Four tables: ``reaction_events`` (what happened to each event), ``reaction_vms`` (what
+each VM did about each event), ``reaction_polls`` (each VM's first and last poll) and
+``reaction_operations`` (each operation's VMs, those it hit with no notice included;
+migration 0004).
 Every write is a merge, so that the front-ends of a scaled-out fleet, each writing what
 it saw, never overwrite one another: an event keeps the first value known of each
 column, a VM its earliest sighting and approval and its latest poll.
@@ -15,13 +17,21 @@ from typing import Any
 
 import msgspec
 
-from forewarn.rehearsal.facts import EventFacts, ReactionData, VmPolls, VmReaction
+from forewarn.rehearsal.facts import (
+    EventFacts,
+    OperationFacts,
+    ReactionData,
+    VmPolls,
+    VmReaction,
+)
 from forewarn.store.schema import Dialect, mark
 
 __all__ = [
     "REACTION_TABLES",
     "event_rows",
     "events_from_rows",
+    "operation_rows",
+    "operations_from_rows",
     "poll_rows",
     "polls_from_rows",
     "select_sql",
@@ -30,7 +40,7 @@ __all__ = [
     "vms_from_rows",
 ]
 
-REACTION_TABLES = ("reaction_events", "reaction_vms", "reaction_polls")
+REACTION_TABLES = ("reaction_events", "reaction_vms", "reaction_polls", "reaction_operations")
 
 _EVENT_COLUMNS = (
     "id", "operation_id", "kind", "scope_id", "event_type", "source", "resources",
@@ -42,6 +52,11 @@ _VM_COLUMNS = (
     "last_poll_before_start",
 )  # fmt: skip
 _POLL_COLUMNS = ("vm", "first_poll", "last_poll", "api_version")
+_OPERATION_COLUMNS = (
+    "id", "kind", "target", "rollout_id", "rollout_scope", "batch", "batches", "vms",
+    "unnotified", "event_ids", "created_at", "not_before", "started_at", "ended_at",
+)  # fmt: skip
+_OPERATION_LISTS = ("vms", "unnotified", "event_ids")
 
 
 def _least(dialect: Dialect, old: str, new: str) -> str:
@@ -81,7 +96,10 @@ def upsert_sql(dialect: Dialect) -> dict[str, str]:
         f"api_version = CASE WHEN {p}.last_poll IS NULL OR excluded.last_poll >= {p}.last_poll"
         f" THEN COALESCE(excluded.api_version, {p}.api_version) ELSE {p}.api_version END",
     ])  # fmt: skip
+    o = "reaction_operations"
+    ops = ", ".join(f"{c} = COALESCE({o}.{c}, excluded.{c})" for c in _OPERATION_COLUMNS[1:])
     return {
+        "operations": _insert(o, _OPERATION_COLUMNS, "id", dialect) + f" DO UPDATE SET {ops}",
         "events": _insert(t, _EVENT_COLUMNS, "id", dialect) + f" DO UPDATE SET {events}",
         "vms": _insert(v, _VM_COLUMNS, "event_id, vm", dialect) + f" DO UPDATE SET {vms}",
         "polls": _insert(p, _POLL_COLUMNS, "vm", dialect) + f" DO UPDATE SET {polls}",
@@ -100,6 +118,8 @@ def select_sql(dialect: Dialect) -> dict[str, str]:
         "vms": f"SELECT {', '.join(_VM_COLUMNS)} FROM reaction_vms WHERE event_id IN"
         f" (SELECT id FROM reaction_events WHERE {since}) ORDER BY event_id, vm",
         "polls": f"SELECT {', '.join(_POLL_COLUMNS)} FROM reaction_polls ORDER BY vm",
+        "operations": f"SELECT {', '.join(_OPERATION_COLUMNS)} FROM reaction_operations"
+        f" WHERE {since} ORDER BY created_at, id",
     }
 
 
@@ -168,3 +188,33 @@ def polls_from_rows(rows: Sequence[Sequence[Any]]) -> list[VmPolls]:
         VmPolls(vm=vm, first_poll=_float(first), last_poll=_float(last), api_version=version)
         for vm, first, last, version in rows
     ]
+
+
+def _names(value: tuple[str, ...] | None) -> str | None:
+    return None if value is None else msgspec.json.encode(value).decode()
+
+
+def operation_rows(data: ReactionData) -> list[tuple[Any, ...]]:
+    """``data``'s operations as rows of ``reaction_operations`` (name lists as JSON)."""
+    return [
+        (o.id, o.kind, o.target, o.rollout_id, o.rollout_scope, o.batch, o.batches,
+         _names(o.vms), _names(o.unnotified), _names(o.event_ids), o.created_at,
+         o.not_before, o.started_at, o.ended_at)
+        for o in data.operations
+    ]  # fmt: skip
+
+
+def operations_from_rows(rows: Sequence[Sequence[Any]]) -> list[OperationFacts]:
+    """Rows of ``reaction_operations`` back as facts."""
+    out = []
+    for row in rows:
+        values = dict(zip(_OPERATION_COLUMNS, row, strict=True))
+        for name in _OPERATION_LISTS:
+            raw = values[name]
+            values[name] = None if raw is None else tuple(msgspec.json.decode(raw, type=list[str]))
+        for name in ("created_at", "not_before", "started_at", "ended_at"):
+            values[name] = _float(values[name])
+        for name in ("batch", "batches"):
+            values[name] = None if values[name] is None else int(values[name])
+        out.append(OperationFacts(**values))
+    return out

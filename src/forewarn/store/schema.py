@@ -21,7 +21,7 @@ __all__ = ["SQLITE_MIGRATIONS", "SQLITE_SCHEMA", "Dialect", "mark", "migrations"
 Dialect = Literal["sqlite", "postgresql"]
 
 #: The migrations whose tables the SQLite store holds too (0002 is the scale-out's alone).
-SQLITE_MIGRATIONS = (1, 3)
+SQLITE_MIGRATIONS = (1, 3, 4)
 
 _MIGRATION_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
 

@@ -108,20 +108,23 @@ class SqlStore(ABC):
             (sql["events"], rx.event_rows(data)),
             (sql["vms"], rx.vm_rows(data)),
             (sql["polls"], rx.poll_rows(data)),
+            (sql["operations"], rx.operation_rows(data)),
         ])  # fmt: skip
 
     def reactions(self, since: float | None = None) -> ReactionData:
         """Events created at or after ``since``, the reactions to them, every VM's polls."""
         sql = _REACTION_SELECTS[self.dialect]
-        events, vms, polls = self._read_together([
+        events, vms, polls, operations = self._read_together([
             (sql["events"], (since, since)),
             (sql["vms"], (since, since)),
             (sql["polls"], ()),
+            (sql["operations"], (since, since)),
         ])  # fmt: skip
         return ReactionData(
             events=rx.events_from_rows(events),
             vms=rx.vms_from_rows(vms),
             polls=rx.polls_from_rows(polls),
+            operations=rx.operations_from_rows(operations),
         )
 
     def polls(self) -> list[VmPolls]:

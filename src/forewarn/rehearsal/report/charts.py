@@ -30,7 +30,7 @@ _TICKS = (0, 1, 2, 5, 10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 8
 _BINS = (0, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 86400)
 
 _SEVERITY = {"missed": 0, "unlisted": 1, "waiting": 2, "unseen": 3, "detected": 4,
-             "no-notice": 5, "approved": 6}  # fmt: skip
+             "created-started": 5, "approved": 6}  # fmt: skip
 
 
 def duration(seconds: float) -> str:

@@ -6,10 +6,13 @@ import time
 from functools import cache
 
 import jinja2
+import msgspec
 
 from forewarn import __version__
-from forewarn.rehearsal.report.charts import duration, histogram, timeline
-from forewarn.rehearsal.verdicts import ReactionReport
+from forewarn.rehearsal.grading import ReactionReport
+from forewarn.rehearsal.report.charts import Timeline, duration, histogram, timeline
+from forewarn.rehearsal.rollups import OPERATION_VERDICTS, OperationRollup
+from forewarn.rehearsal.verdicts import EventVerdict
 
 __all__ = ["render_report"]
 
@@ -45,9 +48,34 @@ def _duration(seconds: float | None) -> str:
     return "-" if seconds is None else duration(max(0.0, seconds))
 
 
+def _operation_timeline(
+    op: OperationRollup, events: dict[str, EventVerdict], now: float
+) -> Timeline | None:
+    """One timeline for an operation: its events' VMs on the first event's axis (a
+    rollout's later batches further right), worst lanes first."""
+    mine = sorted((events[i] for i in op.events if i in events), key=lambda e: e.created_at or 0)
+    if not mine:
+        return None
+    first = mine[0]
+    started = [e.started_at for e in mine if e.started_at is not None]
+    ended = [e.ended_at for e in mine if e.ended_at is not None]
+    merged = msgspec.structs.replace(
+        first,
+        id=op.id,
+        vms=[v for e in mine for v in e.vms],
+        started_at=min(started, default=None),
+        ended_at=max(ended, default=None) if op.ended_at is not None else None,
+    )
+    return timeline(merged, now)
+
+
 def render_report(report: ReactionReport, *, title: str = "forewarn rehearsal report") -> str:
-    """The whole report page."""
-    charts = {e.id: timeline(e, report.generated_at) for e in report.events}
+    """The whole report page: a summary that fits a screen, then collapsed drill-down
+    (one timeline per operation, every event, every VM)."""
+    events = {e.id: e for e in report.events}
+    charts = {o.id: _operation_timeline(o, events, report.generated_at) for o in report.operations}
+    kinds = sorted({o.kind for o in report.operations if o.kind})
+    scopes = sorted({s.scope for o in report.operations for s in o.scopes})
     return (
         _environment()
         .get_template("report.html.j2")
@@ -56,6 +84,9 @@ def render_report(report: ReactionReport, *, title: str = "forewarn rehearsal re
             title=title,
             version=__version__,
             timelines=charts,
+            operation_verdicts=OPERATION_VERDICTS,
+            kinds=kinds,
+            scopes=scopes,
             detection=histogram(report.detection),
             approval=histogram(report.approval),
         )

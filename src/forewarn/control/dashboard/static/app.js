@@ -586,27 +586,76 @@
     verdictTimer = setTimeout(() => { verdictTimer = null; refreshVerdicts(); }, 800);
   }
 
-  async function refreshVerdicts() {
-    if ($("#app").hidden) return;
-    let report;
-    try { report = await api("GET", "/api/v1/reactions"); } catch (e) { return; }
-    state.verdicts = report;
-    const rows = report.events.slice(-50).reverse().map((e) => `<tr data-event="${esc(e.id)}" data-verdict="${esc(e.verdict)}">`
+  // Rows drawn per table at most; the rest are counted ("showing N of M"), never
+  // dropped silently, and the filters reach every one.
+  const CAP = 100;
+
+  function matches(verdict, texts) {
+    const want = $("#verdict-filter").value;
+    const text = $("#op-filter").value.trim().toLowerCase();
+    if (want && verdict !== want) return false;
+    return !text || texts.some((t) => (t || "").toLowerCase().includes(text));
+  }
+
+  function shownLine(shown, total, what) {
+    if (!total) return "";
+    const word = total === 1 ? what.replace(/s\b/, "") : what;
+    return shown < total ? `showing ${shown} of ${total} ${word} (filter to find the rest)`
+                         : `${total} ${word}`;
+  }
+
+  function paintVerdicts() {
+    const report = state.verdicts;
+    if (!report) return;
+    const ops = (report.operations || []).filter((o) => matches(o.verdict,
+      [o.kind, o.target, o.progress, ...o.scopes.map((s) => s.scope)]));
+    $("#operations tbody").innerHTML = ops.slice(0, CAP).map((o) => `<tr data-operation="${esc(o.id)}" data-verdict="${esc(o.verdict)}">`
+      + `<td><span class="badge v-${esc(o.verdict)}">${esc(o.verdict)}</span></td>`
+      + `<td>${esc(o.kind || "?")}</td><td>${esc(o.target || "")}</td>`
+      + `<td class="progress">${esc(o.progress)}</td></tr>`).join("");
+    $("#op-shown").textContent = shownLine(Math.min(ops.length, CAP), ops.length,
+      (report.operations || []).length === ops.length ? "operations" : `operations matching (of ${(report.operations || []).length})`);
+    const ot = report.operation_totals || {};
+    $("#op-totals").textContent = (report.operations || []).length
+      ? ["no-notice", "fail", "warn", "pending", "ok", "info"].map((k) => `${ot[k] || 0} ${k}`).join(" · ") : "";
+    const hit = report.no_notice || [];
+    $("#no-notice").hidden = !hit.length;
+    $("#no-notice").textContent = hit.length
+      ? `Hit with no notice (Scheduled Events off in their scope): ${hit.length} VM${hit.length === 1 ? "" : "s"}: `
+        + hit.slice(0, 30).join(", ") + (hit.length > 30 ? ` and ${hit.length - 30} more` : "")
+      : "";
+    const events = report.events.slice().reverse().filter((e) => matches(e.verdict,
+      [e.kind, e.scope, e.type, e.id, e.summary, ...e.resources]));
+    const rows = events.slice(0, CAP).map((e) => `<tr data-event="${esc(e.id)}" data-verdict="${esc(e.verdict)}">`
       + `<td><span class="badge v-${esc(e.verdict)}">${esc(e.verdict)}</span></td>`
       + `<td><code title="${esc(e.id)}">${esc(e.id.slice(0, 8))}</code> ${esc(e.type || "")} · ${esc(e.scope || "")}</td>`
       + `<td>${e.created_at ? esc(clockText(e.created_at)) : "—"}</td>`
       + `<td class="summary">${esc(e.summary)}</td></tr>`);
     $("#verdicts tbody").innerHTML = rows.join("");
+    $("#verdicts-shown").textContent = shownLine(Math.min(events.length, CAP), events.length, "events");
     $("#no-verdicts").hidden = report.events.length > 0;
     const t = report.totals;
     $("#verdict-totals").textContent = report.events.length
       ? `${t.ok} ok · ${t.warn} warn · ${t.fail} fail · ${t.pending} pending · ${t.info} info` : "";
     const silent = report.stopped_polling;
-    $("#silent").textContent = silent.length
-      ? `Stopped polling (silent > ${report.stale_after} s): ${silent.slice(0, 20).map((p) => p.vm).join(", ")}`
-        + (silent.length > 20 ? ` and ${silent.length - 20} more` : "")
-      : "";
+    const never = report.never_polled || [];
+    const parts = [];
+    if (never.length) parts.push(`Never polled (${never.length}): ${never.slice(0, 20).join(", ")}`
+      + (never.length > 20 ? ` and ${never.length - 20} more` : ""));
+    if (silent.length) parts.push(`Stopped polling (silent > ${report.stale_after} s, ${silent.length}): `
+      + silent.slice(0, 20).map((p) => p.vm).join(", ") + (silent.length > 20 ? ` and ${silent.length - 20} more` : ""));
+    $("#silent").textContent = parts.join(" · ");
   }
+
+  async function refreshVerdicts() {
+    if ($("#app").hidden) return;
+    let report;
+    try { report = await api("GET", "/api/v1/reactions"); } catch (e) { return; }
+    state.verdicts = report;
+    paintVerdicts();
+  }
+  $("#verdict-filter").addEventListener("change", paintVerdicts);
+  $("#op-filter").addEventListener("input", paintVerdicts);
 
   // --------------------------------------------------------------------- clock
   function tickClock() {

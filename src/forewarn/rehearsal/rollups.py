@@ -1,0 +1,296 @@
+"""Roll-ups of a rehearsal: per operation and per VM, named rather than counted.
+
+A rolling rollout is many operations (one per update domain) and a host update one
+operation with an event per scope; an operator reads either as one thing ("update domain
+3 of 5, 38 of 40 approved, 2 never saw it: web-17, web-33"). Each VM is read the other
+way: what it saw and did over the whole rehearsal, and when it first failed. VMs hit
+with no notice (Scheduled Events off in their scope) have no event: they come from the
+operation facts, and rank first, as the worst a rehearsal can reveal.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+import msgspec
+
+from forewarn.rehearsal.facts import OperationFacts
+from forewarn.rehearsal.verdicts import EventVerdict, seconds
+
+__all__ = [
+    "OPERATION_VERDICTS",
+    "OperationRollup",
+    "ScopeLine",
+    "VmRollup",
+    "names",
+    "natural",
+    "operation_rollups",
+    "polling_states",
+    "vm_rollups",
+]
+
+#: Operation verdicts, worst first.
+OPERATION_VERDICTS = ("no-notice", "fail", "warn", "pending", "ok", "info")
+
+#: A VM's verdict in a roll-up, worst first (its worst over the events it was in).
+_VM_ORDER = ("no-notice", "missed", "unlisted", "detected", "waiting", "approved",
+             "created-started", "unseen")  # fmt: skip
+_VM_RANK = {v: i for i, v in enumerate(_VM_ORDER)}
+_FAILED = frozenset({"no-notice", "missed"})
+
+
+def natural(name: str) -> list[str | int]:
+    """A sort key that puts web-2 before web-10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def names(vms: Iterable[str], limit: int = 5) -> str:
+    """Names, the first ``limit`` of them then how many more: 'a, b and 3 more'."""
+    listed = list(vms)
+    shown = ", ".join(listed[:limit])
+    return shown + (f" and {len(listed) - limit} more" if len(listed) > limit else "")
+
+
+class ScopeLine(msgspec.Struct, kw_only=True):
+    """One scope an operation touched: its verdict and what happened there."""
+
+    scope: str
+    verdict: str
+    vms: int
+    summary: str
+
+
+class OperationRollup(msgspec.Struct, kw_only=True):
+    """One operation as an operator reads it (a rollout's batches together).
+
+    ``verdict``: no-notice | fail | warn | pending | ok | info; ``progress``: one line,
+    VMs named; the name lists are complete (the line shortens them). ``approved``: VMs
+    whose event was approved by a VM it lists (itself or a peer); ``not_approved``: VMs
+    that saw an event nobody it lists approved."""
+
+    id: str
+    kind: str | None
+    target: str | None
+    verdict: str
+    progress: str
+    created_at: float | None
+    started_at: float | None
+    ended_at: float | None
+    batch: int | None
+    batches: int | None
+    vms: int
+    approved: int
+    no_notice: list[str]
+    missed: list[str]
+    not_approved: list[str]
+    not_polling: list[str]
+    scopes: list[ScopeLine]
+    operations: list[str]
+    events: list[str]
+
+
+class VmRollup(msgspec.Struct, kw_only=True):
+    """One VM over the rehearsal: its worst verdict, when it first failed, each event."""
+
+    vm: str
+    scope: str | None
+    verdict: str
+    first_failed_at: float | None
+    events: int
+    saw: int
+    approved: int
+    missed: int
+    no_notice: int
+    polling: str
+    lines: list[str]
+
+
+def _group_key(op_id: str | None, rollouts: Mapping[str, str]) -> str | None:
+    return None if op_id is None else rollouts.get(op_id, op_id)
+
+
+def _worst(verdicts: Iterable[str], order: tuple[str, ...]) -> str | None:
+    ranked = [v for v in verdicts if v in order]
+    return min(ranked, key=order.index) if ranked else None
+
+
+def operation_rollups(
+    events: list[EventVerdict],
+    operations: list[OperationFacts],
+    scope_of: Mapping[str, str],
+    not_polling: Mapping[str, str],
+) -> list[OperationRollup]:
+    """Every operation (a rollout as one), worst first, then newest first."""
+    rollouts = {o.id: o.rollout_id for o in operations if o.rollout_id is not None}
+    groups: dict[str, tuple[list[OperationFacts], list[EventVerdict]]] = {}
+    for op in sorted(operations, key=lambda o: (o.created_at or 0.0, o.id)):
+        groups.setdefault(op.rollout_id or op.id, ([], []))[0].append(op)
+    for event in events:
+        key = _group_key(event.operation_id, rollouts) or event.id
+        groups.setdefault(key, ([], []))[1].append(event)
+    out = [_rollup(key, ops, evs, scope_of, not_polling) for key, (ops, evs) in groups.items()]
+    out.sort(key=lambda r: -(r.created_at or 0.0))
+    out.sort(key=lambda r: OPERATION_VERDICTS.index(r.verdict))
+    return out
+
+
+def _rollup(
+    key: str,
+    ops: list[OperationFacts],
+    events: list[EventVerdict],
+    scope_of: Mapping[str, str],
+    not_polling: Mapping[str, str],
+) -> OperationRollup:
+    first = ops[0] if ops else None
+    vm_verdicts: dict[str, str] = {}
+    for event in events:
+        peer_approved = event.approved_by in event.resources
+        for v in event.vms:
+            if v.listed:
+                # A VM that saw an event another VM it lists approved did its part.
+                verdict = v.verdict
+                if verdict == "detected":
+                    pending = event.status == "scheduled"
+                    verdict = "approved" if peer_approved else ("waiting" if pending else verdict)
+                known = vm_verdicts.get(v.vm)
+                if known is None or _VM_RANK.get(verdict, 99) < _VM_RANK.get(known, 99):
+                    vm_verdicts[v.vm] = verdict
+    no_notice = sorted({vm for op in ops for vm in op.unnotified or ()}, key=natural)
+    for vm in no_notice:
+        vm_verdicts[vm] = "no-notice"
+    missed = sorted((vm for vm, v in vm_verdicts.items() if v == "missed"), key=natural)
+    approved = sum(1 for v in vm_verdicts.values() if v == "approved")
+    not_approved = sorted((vm for vm, v in vm_verdicts.items() if v == "detected"), key=natural)
+    silent = sorted((vm for vm in vm_verdicts if vm in not_polling), key=natural)
+    named = {*no_notice, *missed, *not_approved}
+    verdict = "no-notice" if no_notice else (
+        _worst((e.verdict for e in events), OPERATION_VERDICTS) or "info"
+    )  # fmt: skip
+    batch = max((o.batch for o in ops if o.batch is not None), default=None)
+    batches = next((o.batches for o in ops if o.batches is not None), None)
+    scopes = _scope_lines(events, no_notice, scope_of)
+    parts = []
+    if batch is not None and batches is not None:
+        parts.append(f"update domain {batch + 1} of {batches}")
+    elif len(scopes) > 1:
+        parts.append(f"{len(scopes)} scopes")
+    total = len(vm_verdicts)
+    if total:
+        parts.append(f"{approved} of {total} approved")
+    for label, group in (
+        ("got no notice", no_notice), ("never saw it", missed),
+        ("saw it but did not approve", not_approved),
+        ("stopped or never polled", [vm for vm in silent if vm not in named]),
+    ):  # fmt: skip
+        if group:
+            parts.append(f"{len(group)} {label}: {names(group)}")
+    if not total and not events:
+        parts.append("no VM affected")
+    created = [t for t in [*(o.created_at for o in ops), *(e.created_at for e in events)] if t]
+    started = [t for t in [*(o.started_at for o in ops), *(e.started_at for e in events)] if t]
+    ended = [t for t in [*(o.ended_at for o in ops), *(e.ended_at for e in events)] if t]
+    live = any(e.status in ("scheduled", "started") for e in events) or any(
+        o.ended_at is None for o in ops
+    )
+    return OperationRollup(
+        id=key,
+        kind=(first.kind if first else None) or next((e.kind for e in events if e.kind), None),
+        target=(first.rollout_scope or first.target) if first else None,
+        verdict=verdict,
+        progress=", ".join(parts),
+        created_at=min(created, default=None),
+        started_at=min(started, default=None),
+        ended_at=None if live else max(ended, default=None),
+        batch=batch,
+        batches=batches,
+        vms=total,
+        approved=approved,
+        no_notice=no_notice,
+        missed=missed,
+        not_approved=not_approved,
+        not_polling=silent,
+        scopes=scopes,
+        operations=[o.id for o in ops],
+        events=[e.id for e in events],
+    )
+
+
+def _scope_lines(
+    events: list[EventVerdict], no_notice: list[str], scope_of: Mapping[str, str]
+) -> list[ScopeLine]:
+    by_scope: dict[str, list[EventVerdict]] = {}
+    for event in events:
+        by_scope.setdefault(event.scope or "?", []).append(event)
+    silent: dict[str, list[str]] = {}
+    for vm in no_notice:
+        silent.setdefault(scope_of.get(vm, "?"), []).append(vm)
+    lines = []
+    for scope in sorted(set(by_scope) | set(silent)):
+        evs = by_scope.get(scope, [])
+        hit = silent.get(scope, [])
+        vms = len({v.vm for e in evs for v in e.vms if v.listed}) + len(hit)
+        if hit:
+            summary = f"{len(hit)} VMs hit with no notice (Scheduled Events off): {names(hit)}"
+            lines.append(ScopeLine(scope=scope, verdict="no-notice", vms=vms, summary=summary))
+            continue
+        verdict = _worst((e.verdict for e in evs), OPERATION_VERDICTS) or "info"
+        worst = next(e for e in evs if e.verdict == verdict)
+        summary = worst.summary if len(evs) == 1 else f"{len(evs)} events; {worst.summary}"
+        lines.append(ScopeLine(scope=scope, verdict=verdict, vms=vms, summary=summary))
+    lines.sort(key=lambda s: (OPERATION_VERDICTS.index(s.verdict), s.scope))
+    return lines
+
+
+def vm_rollups(
+    events: list[EventVerdict],
+    operations: list[OperationFacts],
+    scope_of: Mapping[str, str],
+    not_polling: Mapping[str, str],
+) -> list[VmRollup]:
+    """Every VM an event listed or an operation hit, and every VM not polling: the VMs
+    that failed first (earliest failure first), then the others by verdict and name."""
+    lines: dict[str, list[tuple[float, str, str]]] = {}
+    failed_at: dict[str, float] = {}
+
+    def note(vm: str, at: float | None, verdict: str, line: str) -> None:
+        lines.setdefault(vm, []).append((at or 0.0, verdict, line))
+        if verdict in _FAILED and at is not None:
+            failed_at[vm] = min(at, failed_at.get(vm, at))
+
+    for op in operations:
+        for vm in op.unnotified or ():
+            at = op.started_at or op.created_at
+            note(vm, at, "no-notice", f"{op.kind}: hit with no notice (Scheduled Events off)")
+    for e in events:
+        what = f"{e.type} of {e.scope} ({e.kind or 'operation'})"
+        for v in e.vms:
+            at = e.started_at if v.verdict == "missed" else (v.first_seen or e.created_at)
+            note(v.vm, at, v.verdict, f"{what}: {v.verdict}, {v.note}")
+    for vm in not_polling:
+        lines.setdefault(vm, [])
+    out = []
+    for vm, entries in lines.items():
+        entries.sort(key=lambda x: x[0])
+        verdicts = [v for _, v, _ in entries]
+        worst = _worst(verdicts, _VM_ORDER) or "none"
+        out.append(
+            VmRollup(
+                vm=vm, scope=scope_of.get(vm), verdict=worst, first_failed_at=failed_at.get(vm),
+                events=sum(1 for v in verdicts if v != "no-notice"),
+                saw=sum(1 for v in verdicts if v in ("approved", "detected")),
+                approved=verdicts.count("approved"), missed=verdicts.count("missed"),
+                no_notice=verdicts.count("no-notice"),
+                polling=not_polling.get(vm, "polling"), lines=[line for *_, line in entries],
+            )
+        )  # fmt: skip
+    out.sort(key=lambda r: (_VM_RANK.get(r.verdict, 99), natural(r.vm)))
+    out.sort(key=lambda r: r.first_failed_at if r.first_failed_at is not None else float("inf"))
+    return out
+
+
+def polling_states(never: Iterable[str], stopped: Mapping[str, float]) -> dict[str, str]:
+    """Each VM not polling, said once: 'never polled' or 'stopped polling 3 min ago'."""
+    out = {vm: "never polled" for vm in never}
+    out.update({vm: f"stopped polling {seconds(ago)} ago" for vm, ago in stopped.items()})
+    return out

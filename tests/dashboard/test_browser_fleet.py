@@ -1,0 +1,111 @@
+"""The dashboard of the 1,000-VM example fleet in Chromium: what a user sees first.
+
+A real ``forewarn serve`` on a virtual clock; every VM of ``api`` but api-5 and api-10
+polls (so its Scheduled Events are on), ``cache`` never asks. A rolling reboot of
+``cache`` hits its 48 VMs with no notice; one of ``api`` is missed by api-5 and api-10.
+The page must lead with the operations, no-notice first, naming VMs, filter them, and
+say how many rows it shows.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from forewarn.fleet import build_topology, load_fleet_file
+from tests.serverproc import ServerProcess
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = os.environ.get("FOREWARN_CHROMIUM", "/usr/bin/chromium")
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)"
+)
+THOUSAND = Path(__file__).resolve().parents[2] / "src/forewarn/fleet/fleets/thousand.yaml"
+JSON = {"Content-Type": "application/json"}
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    with sync_api.sync_playwright() as playwright:
+        args = ["--no-sandbox"] if os.geteuid() == 0 else []
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+        yield launched
+        launched.close()
+
+
+def _poll_all(server: ServerProcess, addresses: list[str]) -> None:
+    for address in addresses:
+        transport = httpx.HTTPTransport(local_address=address)
+        with httpx.Client(transport=transport, timeout=10, trust_env=False) as client:
+            response = client.get(
+                server.imds_url + "/metadata/scheduledevents",
+                params={"api-version": "2020-07-01"},
+                headers={"Metadata": "true"},
+            )
+            assert response.status_code == 200
+
+
+def test_operations_lead_no_notice_first_named_and_filtered(
+    browser: object, start_server: Callable[..., ServerProcess]
+) -> None:
+    server = start_server(["--fleet", str(THOUSAND), "--clock", "virtual", "--rate-limit", "0"])
+    topology = build_topology(load_fleet_file(THOUSAND))
+    pollers = [vm.address for name, vm in topology.vms.items()
+               if vm.scope_id == "api" and name not in ("api-5", "api-10")]  # fmt: skip
+    _poll_all(server, pollers)
+
+    def control(path: str, body: dict[str, object]) -> dict[str, object]:
+        response = server.control("POST", path, headers=JSON, json=body)
+        assert response.status_code in (200, 201), response.text
+        out: dict[str, object] = response.json()
+        return out
+
+    control("/api/v1/operations", {"kind": "platform-reboot", "scope": "cache"})
+    control("/api/v1/operations", {"kind": "platform-reboot", "scope": "api"})
+    control("/api/v1/clock/advance", {"seconds": 2})
+    _poll_all(server, pollers[:40])
+    control("/api/v1/clock/advance", {"seconds": 20 * 60})
+
+    page = browser.new_page(viewport={"width": 1280, "height": 800})  # type: ignore[attr-defined]
+    page.goto(server.control_url + "/")
+    page.wait_for_selector("body[data-ready]", timeout=30_000)
+    page.wait_for_selector("#operations tbody tr", timeout=30_000)
+    rows = page.locator("#operations tbody tr")
+    first = rows.nth(0)
+    assert first.get_attribute("data-verdict") == "no-notice"
+    assert "cache" in first.inner_text()
+    # Three of its four update domains so far (one every 10 min), each VM named.
+    assert re.search(
+        r"update domain 3 of 4, 0 of 36 approved, 36 got no notice: cache-0, cache-1, "
+        r"cache-2, cache-4, cache-5 and 31 more", first.inner_text()
+    )
+    api = page.locator("#operations tbody tr[data-verdict=fail]")
+    assert "never saw it: api-5, api-10" in api.first.inner_text()
+    banner = page.locator("#no-notice")
+    assert banner.is_visible() and "36 VMs: cache-0, cache-1" in banner.inner_text()
+    # It leads: the operations sit above the fleet, within the first screen.
+    top = page.evaluate("document.querySelector('#operations').getBoundingClientRect().top")
+    fleet = page.evaluate("document.querySelector('#fleet').getBoundingClientRect().top")
+    assert top < 800 and top < fleet
+    # Never capped silently: the events table says how many it shows.
+    total = int(page.evaluate("document.querySelectorAll('#verdicts tbody tr').length"))
+    assert total > 0 and str(total) in page.inner_text("#verdicts-shown")
+    # Filters: by verdict, then by text.
+    page.select_option("#verdict-filter", "fail")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#operations tbody tr')].every("
+        "r => r.dataset.verdict === 'fail')"
+    )
+    assert page.locator("#operations tbody tr").count() >= 1
+    page.select_option("#verdict-filter", "")
+    page.fill("#op-filter", "cache")
+    page.wait_for_function("document.querySelectorAll('#operations tbody tr').length === 1")
+    assert "of 2" in page.inner_text("#op-shown")
+    page.fill("#op-filter", "")
+    page.wait_for_function("document.querySelectorAll('#operations tbody tr').length === 2")

@@ -11,6 +11,7 @@ import click
 from forewarn import __version__
 from forewarn.agent.cli import agent
 from forewarn.cli.control import COMMANDS as CONTROL_COMMANDS
+from forewarn.cli.drills import fault, reset
 from forewarn.cli.errors import OneLineErrors
 from forewarn.cli.fleet import fleet
 from forewarn.cli.replay import replay
@@ -62,6 +63,8 @@ main.add_command(serve)
 main.add_command(status)  # who leads a scaled-out fleet
 main.add_command(agent)
 main.add_command(fleet)  # write and check fleet files
+fleet.add_command(reset)  # ... and reset a running server's fleet for the next drill
+main.add_command(fault)  # make the metadata endpoint fail like the real one
 main.add_command(replay)  # serve recorded documents again
 main.add_command(scenario)  # play platform behaviour against a server
 main.add_command(report)  # how the fleet reacted: a verdict per event and VM

@@ -272,12 +272,14 @@ def _as_json(run: Run) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _play(ctx: click.Context, found: Scenario, target: str | None, as_json: bool) -> None:
+def _play(
+    ctx: click.Context, found: Scenario, target: str | None, as_json: bool, reset: bool = False
+) -> None:
     console = Console(stderr=as_json, color_system=None if not sys.stdout.isatty() else "auto")
     control = Control(_Transport(ctx))
     with _Progress(console, len(found.steps)) as progress:
         try:
-            run = Runner(control, target=target, reporter=progress).run(found)
+            run = Runner(control, target=target, reporter=progress, reset=reset).run(found)
         except ScenarioError as exc:
             fail(str(exc), UNPLAYABLE)
     if as_json:
@@ -291,14 +293,19 @@ def _play(ctx: click.Context, found: Scenario, target: str | None, as_json: bool
 @click.argument("name_or_file")
 @click.option("--target", default=None, help="What $target means (a VM, host or scope).")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@click.option(
+    "--reset", is_flag=True, help="Reset the fleet first (forewarn fleet reset): a fresh drill."
+)
 @click.pass_context
-def run(ctx: click.Context, name_or_file: str, target: str | None, as_json: bool) -> None:
+def run(
+    ctx: click.Context, name_or_file: str, target: str | None, as_json: bool, reset: bool
+) -> None:
     """Play NAME_OR_FILE against the running server (`forewarn scenario list`: names).
 
     Exit code 0 when every expectation held, 1 when one did not, 2 when the scenario
     could not be played.
     """
-    _play(ctx, _load(name_or_file), target, as_json)
+    _play(ctx, _load(name_or_file), target, as_json, reset)
 
 
 def _rates(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:

@@ -17,6 +17,7 @@ from starlette.responses import Response
 from forewarn.control.json_views import json_error
 from forewarn.fabric import Fabric
 from forewarn.rehearsal import ReactionTracker
+from forewarn.rehearsal.coping import MissedEvent, coping
 from forewarn.rehearsal.report import render_report
 from forewarn.rehearsal.verdicts import DEFAULT_STALE_AFTER, ReactionReport, grade
 
@@ -52,9 +53,17 @@ class ReactionRoutes:
         data = await self.tracker.facts(since)
         fabric = self.fabric
         deleted = [name for name in fabric.topology.vms if fabric.is_deleted(name)]
-        return grade(
+        report = grade(
             data, now=fabric.clock.now(), since=since, stale_after=stale_after, deleted=deleted
         )
+        if self.tracker.fault_tallies:  # how each VM coped with injected endpoint faults
+            missed = (
+                MissedEvent(vm=v.vm, event_id=e.id, created_at=e.created_at,
+                            started_at=e.started_at)
+                for e in report.events for v in e.vms if v.verdict == "missed"
+            )  # fmt: skip
+            report.faults = coping(self.tracker.fault_tallies, fabric.last_requests, missed)
+        return report
 
     async def _report(self, request: Request) -> ReactionReport | Response:
         try:

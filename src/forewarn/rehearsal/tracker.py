@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from forewarn.contract import ApiVersion, EventStatus
 from forewarn.fabric import Changes, Clock, EventRecord, Fabric, ScopeView, StoreUnavailable
 from forewarn.fleet.topology import Topology
+from forewarn.rehearsal.coping import FaultTally
 from forewarn.rehearsal.facts import EventFacts, ReactionData, ReactionStore, VmPolls, VmReaction
 
 __all__ = ["FLUSH_SECONDS", "POLL_PERSIST_SECONDS", "ReactionTracker", "track_reactions"]
@@ -94,6 +95,8 @@ class ReactionTracker:
         self._events: dict[str, EventFacts] = {}
         self._vms: dict[tuple[str, str], VmReaction] = {}
         self._flushing: asyncio.Lock | None = None
+        #: Requests an injected endpoint fault answered, per VM (memory only).
+        self.fault_tallies: dict[str, FaultTally] = {}
 
     # ------------------------------------------------------------- recording
 
@@ -127,6 +130,14 @@ class ReactionTracker:
             else:
                 reaction.first_seen = now
             self._note(reaction)
+
+    def faulted(self, vm: str, kind: str) -> None:
+        """An injected endpoint fault answered (or delayed) a request of ``vm``."""
+        now = self._now()
+        tally = self.fault_tallies.get(vm)
+        if tally is None:
+            tally = self.fault_tallies[vm] = FaultTally(first=now, last=now)
+        tally.add(kind, now)
 
     def approved(self, vm: str, event_ids: Sequence[str]) -> None:
         """``vm`` approved ``event_ids`` (validated: each is visible to it)."""

@@ -15,6 +15,7 @@ from collections.abc import Collection, Iterable
 import msgspec
 
 from forewarn.contract import EventType, lookup_version
+from forewarn.rehearsal.coping import VmCoping
 from forewarn.rehearsal.facts import EventFacts, ReactionData, VmPolls, VmReaction
 
 __all__ = [
@@ -125,6 +126,8 @@ class ReactionReport(msgspec.Struct, kw_only=True):
     unlisted_approvals: list[UnlistedApproval]
     detection: LatencyStats
     approval: LatencyStats
+    #: How each VM coped with injected endpoint faults (``coping.py``), filled by the caller.
+    faults: list[VmCoping] = []
 
 
 def _stats(values: Iterable[float]) -> LatencyStats:

@@ -80,6 +80,11 @@ class Control:
         out: dict[str, Any] = self.call("GET", "/api/v1/clock")
         return out
 
+    def reset(self) -> dict[str, Any]:
+        """Reset the fleet for a new drill (``POST /api/v1/fleet/reset``)."""
+        out: dict[str, Any] = self.call("POST", "/api/v1/fleet/reset", json={})
+        return out
+
     def advance(self, seconds: float) -> dict[str, Any]:
         out: dict[str, Any] = self.call(
             "POST", "/api/v1/clock/advance", json={"seconds": max(0.0, seconds)}

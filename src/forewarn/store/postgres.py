@@ -375,12 +375,18 @@ class PostgresStore:
         self._pool.close()
 
 
+#: What ``forewarn fleet reset`` empties.
+_RESET_TABLES = ("operations", "events", "rollouts", "deleted_vms")
+
+
 def _statements(batch: Sequence[Changes]) -> list[tuple[str, list[tuple[Any, ...]]]]:
     """Every row ``batch`` writes, grouped per statement in the order they must run."""
     enc = msgspec.json.encode
     out: list[tuple[str, list[tuple[Any, ...]]]] = []
     for changes in batch:
         clock = changes.clock_position
+        if changes.reset:  # forewarn fleet reset: history and scope counters stay
+            out += [(f"DELETE FROM {table}", [()]) for table in _RESET_TABLES]
         out += [
             (_upsert("operations"), [(r.id, enc(r)) for r in changes.operations]),
             (_upsert("events"), [(r.id, enc(r)) for r in changes.events]),

@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 
+#: What ``forewarn fleet reset`` empties.
+_RESET_TABLES = ("operations", "events", "rollouts", "deleted_vms")
 _TABLES = ("meta", "operations", "events", "rollouts", "scopes", "deleted_vms", "history")
 
 _SCHEMA = """
@@ -221,6 +223,9 @@ class SQLiteStore:
     @staticmethod
     def _write(db: sqlite3.Connection, changes: Changes) -> None:
         enc = msgspec.json.encode
+        if changes.reset:  # forewarn fleet reset: history and scope counters stay
+            for table in _RESET_TABLES:
+                db.execute(f"DELETE FROM {table}")
         db.executemany(_upsert("operations"), _pairs(changes.operations, enc))
         db.executemany(_upsert("events"), _pairs(changes.events, enc))
         db.executemany("DELETE FROM events WHERE id = ?", [(i,) for i in changes.removed_events])

@@ -86,6 +86,19 @@ def test_scenario_run_reset_flag_and_file_key(
     assert played.code == 0, played.stdout + played.stderr
 
 
+def test_faulted_requests_show_in_the_report(cli: Cli, server: ServerProcess) -> None:
+    assert cli("fault", "add", "status", "--status", "503", "--vm", "web-0").code == 0
+    web0 = server.control("GET", "/api/v1/vms").json()[0]
+    assert web0["name"] == "web-0"
+    for _ in range(3):
+        assert server.imds(vm_address=web0["address"]).status_code == 503
+    assert cli("fault", "clear").code == 0
+    assert server.imds(vm_address=web0["address"]).status_code == 200
+    out = cli("report").stdout
+    assert "Endpoint faults and how each VM coped" in out
+    assert "3 faulted requests (3 status)" in out and "asked again after" in out
+
+
 def test_fault_commands(cli: Cli) -> None:
     assert "no fault injected" in cli("fault", "list").stdout
     added = cli("fault", "add", "status", "--status", "410", "--vm", "web-0", "--for", "70")

@@ -80,7 +80,8 @@ def coping(
         span = tally.last - tally.first
         interval = span / (requests - 1) if requests > 1 else None
         last_poll = last_requests.get(vm)
-        after = None if last_poll is None or last_poll <= tally.last else last_poll - tally.last
+        # A frozen virtual clock puts both at one instant: a request then counts as after.
+        after = None if last_poll is None or last_poll < tally.last else last_poll - tally.last
         lost = [e.event_id for e in missed_by_vm.get(vm, []) if _overlaps(e, tally)]
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(tally.kinds.items()))
         line = f"{requests} faulted requests ({kinds})"

@@ -392,3 +392,26 @@ def test_a_closed_store_refuses_reactions(open_store: Callable[[], Any]) -> None
     store.close()
     with pytest.raises(StoreUnavailable):
         store.save_reactions(ReactionData(polls=[VmPolls(vm="a", last_poll=T0)]))
+
+
+def test_a_reset_is_durable_and_incarnations_never_go_back(open_store: Callable[[], Any]) -> None:
+    """``forewarn fleet reset`` on either store: after a restart, no event, operation or
+    rollout, every VM back, the history kept, each incarnation one higher than before."""
+    clock = Clock.virtual(start=T0)
+    fabric = make_fabric(store=open_store(), clock=clock, enablement="always")
+    _busy(fabric)
+    assert fabric.is_deleted("workers_1") and fabric.events() and fabric.rollouts()
+    before = {sid: fabric.view(sid).incarnation for sid in fabric.topology.scopes}
+    history = len(fabric.history(limit=1_000_000))
+    detail = fabric.reset()
+    assert detail["restored_vms"] == ["workers_1"]
+    again = make_fabric(store=open_store(), clock=clock, enablement="always")
+    assert again.events() == [] and again.operations() == [] and again.rollouts() == []
+    assert not again.is_deleted("workers_1")
+    assert {sid: again.view(sid).incarnation for sid in again.topology.scopes} == {
+        sid: n + 1 for sid, n in before.items()
+    }
+    entries = again.history(limit=1_000_000)
+    assert len(entries) == history + 1 and entries[-1].kind == "fleet.reset"
+    op = again.submit(OperationRequest(kind="spot-eviction", vms=("workers_1",)))
+    assert op.vms == ("workers_1",)  # the restored VM can be evicted again

@@ -39,7 +39,7 @@ COMMANDS: dict[str, LazyCommand] = {
     # write and check fleet files
     "fleet": LazyCommand(
         "forewarn.cli.fleet:fleet",
-        "Write and check fleet files (no server needed).",
+        "Write and check fleet files (no server needed); reset a running server's fleet.",
         extra=_SERVER,
     ),
     # serve recorded documents again
@@ -58,8 +58,9 @@ COMMANDS: dict[str, LazyCommand] = {
     # how the fleet reacted: a verdict per event and VM
     "report": LazyCommand(
         "forewarn.cli.report:report",
-        "How the fleet reacted to each event: who saw it when, who approved it before "
-        "NotBefore, who missed it, who stopped polling, and approvals by VMs not listed.",
+        "How the fleet reacted: each operation rolled up (VMs hit with no notice first), "
+        "the VMs that failed first, each event (who saw it when, who approved it before "
+        "NotBefore, who missed it), who never or no longer polls, approvals by VMs not listed.",
         extra=_SERVER,
     ),
     "trigger": LazyCommand(
@@ -94,6 +95,12 @@ COMMANDS: dict[str, LazyCommand] = {
     "history": LazyCommand(
         "forewarn.cli.control:history",
         "The append-only history of every transition, newest last.",
+    ),
+    # make the metadata endpoint fail like the real one
+    "fault": LazyCommand(
+        "forewarn.cli.drills:fault",
+        "Make the metadata endpoint fail like the real one: error statuses, latency, "
+        "time-outs, connection resets, a co-tenant eating the rate budget.",
     ),
     "watch": LazyCommand(
         "forewarn.vmcli:watch",

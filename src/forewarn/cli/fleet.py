@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 import msgspec
 
+from forewarn.cli.drills import reset
 from forewarn.cli.errors import fail
 from forewarn.cli.output import Column, print_json, table
 from forewarn.fleet import FleetError, Topology, build_topology, load_fleet_file
@@ -24,7 +25,7 @@ __all__ = ["FleetSummary", "ScopeSummary", "fleet"]
 
 @click.group()
 def fleet() -> None:
-    """Write and check fleet files (no server needed)."""
+    """Write and check fleet files (no server needed); reset a running server's fleet."""
 
 
 class ScopeSummary(msgspec.Struct):
@@ -177,3 +178,6 @@ def schema(output: str) -> None:
         Path(output).write_text(text, encoding="utf-8")
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
+
+
+fleet.add_command(reset)  # ... and reset a running server's fleet for the next drill

@@ -178,6 +178,7 @@ def _print(data: dict[str, Any], wide: bool, everything: bool) -> None:
         columns = [Column("VM"), Column("event", "key"), Column("at")]
         title, rows = _capped("Approved events that do not list them", rows, everything)
         table(title, columns, rows, wide=wide)
+    _print_faults(data, wide)
     for name in ("detection", "approval"):
         stats = data[name]
         if stats["count"]:
@@ -185,6 +186,15 @@ def _print(data: dict[str, Any], wide: bool, everything: bool) -> None:
                 f"{name} latency: {stats['count']} values, median {_seconds(stats['median'])}, "
                 f"p90 {_seconds(stats['p90'])}, max {_seconds(stats['max'])}"
             )
+
+
+def _print_faults(data: dict[str, Any], wide: bool) -> None:
+    """How each VM coped with injected endpoint faults (``forewarn fault``), if any."""
+    faults = data.get("faults") or []
+    if faults:
+        rows = [[f["vm"], f["note"], ", ".join(f["missed"]) or "-"] for f in faults]
+        columns = [Column("VM"), Column("how it coped", "list"), Column("missed", "list")]
+        table("Endpoint faults and how each VM coped", columns, rows, wide=wide)
 
 
 @click.command()

@@ -253,11 +253,14 @@ def _play(
     target: str | None,
     as_json: bool,
     junit_file: Path | None = None,
+    reset: bool = False,
 ) -> None:
     console = Console(stderr=as_json, color_system=None if not sys.stdout.isatty() else "auto")
     with _Progress(console, len(found.steps)) as progress:
         try:
-            run = Runner(control_client(ctx), target=target, reporter=progress).run(found)
+            run = Runner(
+                control_client(ctx), target=target, reporter=progress, reset=reset
+            ).run(found)
         except (ScenarioError, ControlError) as exc:  # no server there, a broken file…
             fail(str(exc), UNPLAYABLE)
     if junit_file is not None:
@@ -295,6 +298,9 @@ def _cases(run: Run) -> list[Case]:
     default=None,
     help="Also write JUnit XML: a test case per expectation (and per refused step).",
 )
+@click.option(
+    "--reset", is_flag=True, help="Reset the fleet first (forewarn fleet reset): a fresh drill."
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -302,13 +308,14 @@ def run(
     target: str | None,
     as_json: bool,
     junit_file: Path | None,
+    reset: bool,
 ) -> None:
     """Play NAME_OR_FILE against the running server (`forewarn scenario list`: names).
 
     Exit code 0 when every expectation held, 1 when one did not, 2 when the scenario
     could not be played.
     """
-    _play(ctx, _load(name_or_file), target, as_json, junit_file)
+    _play(ctx, _load(name_or_file), target, as_json, junit_file, reset)
 
 
 def _rates(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:

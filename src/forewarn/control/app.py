@@ -27,6 +27,7 @@ from forewarn import __version__
 from forewarn.contract import SUPPORTED_VERSIONS, lookup_version
 from forewarn.control.body_limit import BodyLimit
 from forewarn.control.dashboard import DashboardRoutes, ScenarioHook, is_public, wants_page
+from forewarn.control.drill_routes import DrillRoutes
 from forewarn.control.json_views import (
     crash,
     ended_out,
@@ -59,6 +60,7 @@ from forewarn.fabric import (
 )
 from forewarn.fleet import UnknownName
 from forewarn.imds import DocumentCache
+from forewarn.imds.faults import FaultBook
 from forewarn.rehearsal import ReactionTracker
 
 __all__ = ["ControlApp"]
@@ -175,6 +177,7 @@ class ControlApp:
     runs inside the access guard (a scaled-out fleet forwards changes to its leader).
     ``reactions`` is the tracker the endpoint records into: with it the app serves the
     rehearsal report (``/api/v1/reactions``, ``/api/v1/report``), without it not.
+    ``faults`` are the endpoint's injected faults (``/api/v1/faults``).
     """
 
     def __init__(
@@ -187,6 +190,7 @@ class ControlApp:
         middleware: Iterable[Middleware] = (),
         scenarios: ScenarioHook | None = None,
         reactions: ReactionTracker | None = None,
+        faults: FaultBook | None = None,
     ) -> None:
         self.fabric = fabric
         # the page at / and its stream
@@ -221,6 +225,14 @@ class ControlApp:
             r("/api/v1/scenarios/runs", post=self.dashboard.scenario_run),
             r("/dashboard/{name}", get=self.dashboard.static),
         ]
+        # Repeatable drills: reset the fleet; the endpoint's injected faults (when given).
+        drills = DrillRoutes(fabric, faults or FaultBook(fabric.clock), _body)
+        routes += [
+            r("/api/v1/fleet/reset", post=drills.reset),
+            r("/api/v1/faults", get=drills.list_faults, post=drills.add_fault,
+              delete=drills.clear_faults),
+            r("/api/v1/faults/{fault_id}", delete=drills.clear_fault),
+        ]  # fmt: skip
         self.reactions = None if reactions is None else ReactionRoutes(fabric, reactions)
         if self.reactions is not None:  # the rehearsal report
             routes.append(r("/api/v1/reactions", get=self.reactions.reactions))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from forewarn.contract import SUPPORTED_VERSIONS
+from forewarn.control.drill_routes import drill_paths
 from forewarn.control.schemas import schema_components
 
 __all__ = ["openapi_document"]
@@ -283,6 +284,7 @@ def openapi_document(version: str, *, token: bool = False, report: bool = True) 
     if not report:
         for path in REPORT_PATHS:
             del paths[path]
+    paths.update(drill_paths(_op, _ref, _json))
     _finish(paths, token)
     return {
         "openapi": "3.1.0",

@@ -17,6 +17,7 @@ from starlette.responses import Response
 from forewarn.control.json_views import json_error
 from forewarn.fabric import Fabric
 from forewarn.rehearsal import ReactionTracker
+from forewarn.rehearsal.coping import MissedEvent, coping
 from forewarn.rehearsal.grading import ReactionReport, grade
 from forewarn.rehearsal.report import render_report
 from forewarn.rehearsal.verdicts import DEFAULT_STALE_AFTER
@@ -57,7 +58,7 @@ class ReactionRoutes:
         vms = fabric.topology.vms
         deleted = [name for name in vms if fabric.is_deleted(name)]
         scope_of = {name: vm.scope_id for name, vm in vms.items()}
-        return grade(
+        report = grade(
             data,
             now=fabric.clock.now(),
             since=since,
@@ -65,6 +66,14 @@ class ReactionRoutes:
             deleted=deleted,
             scope_of=scope_of,
         )
+        if self.tracker.fault_tallies:  # how each VM coped with injected endpoint faults
+            missed = (
+                MissedEvent(vm=v.vm, event_id=e.id, created_at=e.created_at,
+                            started_at=e.started_at)
+                for e in report.events for v in e.vms if v.verdict == "missed"
+            )  # fmt: skip
+            report.faults = coping(self.tracker.fault_tallies, fabric.last_requests, missed)
+        return report
 
     async def _report(self, request: Request) -> ReactionReport | Response:
         try:

@@ -6,6 +6,8 @@ from typing import Annotated, Any
 
 import msgspec
 
+from forewarn.control.drill_routes import SCHEMAS as DRILL_SCHEMAS
+from forewarn.control.drill_routes import fault_body_rules
 from forewarn.fabric import OperationKind
 from forewarn.rehearsal.grading import ReactionReport
 
@@ -152,9 +154,11 @@ def schema_components() -> dict[str, Any]:
         [
             *(OperationBody, AdvanceBody, ActionBody, ErrorOut, EventOut, OperationOut),
             *(VmOut, ClockOut, ReactionReport, ScenarioRunBody),
+            *DRILL_SCHEMAS,  # reset and endpoint faults
         ],
         ref_template="#/components/schemas/{name}",
     )
+    fault_body_rules(components["FaultBody"])
     # Exactly one target: the one named, every other one absent or null.
     components["OperationBody"]["oneOf"] = [
         {

@@ -169,6 +169,11 @@ class ControlClient:
         out: dict[str, Any] = self._json("POST", "/clock/advance", json={"seconds": seconds})
         return out
 
+    def reset(self) -> dict[str, Any]:
+        """Reset the fleet for a new drill: VMs back, events and operations cleared."""
+        out: dict[str, Any] = self._json("POST", "/fleet/reset", json={})
+        return out
+
     def topology(self) -> dict[str, Any]:
         """Scopes and their VMs."""
         out: dict[str, Any] = self._json("GET", "/topology")

@@ -341,6 +341,16 @@ class Fabric:
         self._commit(tx)
         return event
 
+    def reset(self) -> dict[str, Any]:
+        """Start the next drill from a fresh fleet (``rules.reset_fleet``): events,
+        operations and rollouts gone, deleted VMs back, history kept with a
+        ``fleet.reset`` entry, every scope's incarnation one higher. Returns what went."""
+        self.catch_up()
+        tx = self._tx()
+        detail = rules.reset_fleet(tx)
+        self._commit(tx)
+        return detail
+
     # ------------------------------------------------------------------- time
 
     def advance(self, seconds: float) -> float:

@@ -112,12 +112,14 @@ class Pipeline:
             event = self.work.events.get(event_id)
             if event is not None:
                 touched.add(event.scope_id)
+        if changes.reset:  # every VM gets a new document, even one that looks the same
+            touched = set(self.topology.scopes)
         new_states = {s.scope_id: s for s in changes.scopes}
         self.work.apply(changes)
         views: dict[str, ScopeView] = {}
         for scope_id in touched:
             rendered = self.work.rendered(scope_id)
-            if rendered == self._rendered[scope_id]:
+            if rendered == self._rendered[scope_id] and not changes.reset:
                 continue
             base = new_states.get(scope_id, self.work.scopes[scope_id])
             state = ScopeState(
@@ -192,6 +194,9 @@ class Pipeline:
         self._generation += 1
         self._journal.discard_queued()
         self.work.restore(self.published, [c.changes for c in failed])
+        if any(c.changes.reset for c in failed):  # every live operation needs its timer
+            for op in self.work.active.values():
+                self.timers.track(op)
         for commit in failed:
             for scope_id in commit.views:
                 self._rendered[scope_id] = self.views[scope_id].events

@@ -152,11 +152,13 @@ class Changes(msgspec.Struct, kw_only=True):
     deleted_vms: list[str] = []
     history: list[HistoryEntry] = []
     clock_position: float | None = None
+    reset: bool = False
 
     def empty(self) -> bool:
         """True when nothing would be written."""
         return not (
-            self.operations
+            self.reset
+            or self.operations
             or self.events
             or self.removed_events
             or self.rollouts

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
@@ -39,6 +40,7 @@ __all__ = [
     "finish_operation",
     "relayed_ids",
     "remove_events",
+    "reset_fleet",
     "seal",
     "settle_operation",
     "start_if_approved",
@@ -389,6 +391,28 @@ def drop_event(p: Platform, tx: Tx, event: EventRecord, kind: str) -> None:
         start_if_approved(tx, op)
 
 
+# ----------------------------------------------------------------------- reset
+
+
+def reset_fleet(tx: Tx) -> dict[str, Any]:
+    """Back to a fresh fleet for the next drill: every event disappears (the scope
+    documents change, so the pipeline gives each a higher incarnation), operations and
+    rollouts are forgotten, deleted VMs are back. The history stays, with one entry
+    that says what went; returns that entry's detail."""
+    state = tx.state
+    tx.reset = True
+    tx.removed.update(state.events)
+    detail: dict[str, Any] = {
+        "events": len(state.events),
+        "operations": len(state.operations),
+        "live_operations": len(state.active),
+        "rollouts": len(state.rollouts),
+        "restored_vms": sorted(state.deleted),
+    }
+    tx.log("fleet.reset", detail=detail)
+    return detail
+
+
 # --------------------------------------------------------------------- sealing
 
 
@@ -400,6 +424,7 @@ def seal(p: Platform, tx: Tx, clock_position: float | None = None) -> Changes:
     for rollout_id in dict.fromkeys(tx.finished_rollout_batches):
         _advance_rollout(p, tx, rollout_id)
     return Changes(
+        reset=tx.reset,
         operations=list(tx.operations.values()),
         events=list(tx.events.values()),
         removed_events=list(tx.removed),

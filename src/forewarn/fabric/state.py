@@ -69,6 +69,8 @@ class FabricState:
 
     def apply(self, changes: Changes) -> None:
         """Move forward by one committed (or about to be committed) change."""
+        if changes.reset:
+            self._clear()
         for op in changes.operations:
             self._put_operation(op)
         for event in changes.events:
@@ -84,6 +86,11 @@ class FabricState:
 
     def restore(self, source: FabricState, changes: Iterable[Changes]) -> None:
         """Put every record that ``changes`` touched back to its value in ``source``."""
+        changes = list(changes)
+        if any(change.reset for change in changes):  # it touched everything
+            self._clear()
+            self.apply(source.as_changes())
+            return
         for change in changes:
             for op in change.operations:
                 old_op = source.operations.get(op.id)
@@ -109,6 +116,29 @@ class FabricState:
             for name in change.deleted_vms:
                 if name not in source.deleted:
                     self.deleted.discard(name)
+
+    def _clear(self) -> None:
+        """Forget every operation, event, rollout and deleted VM (scope counters stay)."""
+        self.operations.clear()
+        self.active.clear()
+        self.user_ops.clear()
+        for ops in self.scope_user_ops.values():
+            ops.clear()
+        self.events.clear()
+        for events in self.by_scope.values():
+            events.clear()
+        self.rollouts.clear()
+        self.deleted.clear()
+
+    def as_changes(self) -> Changes:
+        """This whole state as one change (``restore`` after a failed reset)."""
+        return Changes(
+            operations=list(self.operations.values()),
+            events=list(self.events.values()),
+            rollouts=list(self.rollouts.values()),
+            scopes=list(self.scopes.values()),
+            deleted_vms=list(self.deleted),
+        )
 
     def _put_operation(self, op: OperationRecord) -> None:
         self.operations[op.id] = op

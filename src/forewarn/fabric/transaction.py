@@ -39,6 +39,8 @@ class Tx:
     deleted_vms: list[str] = field(default_factory=list)
     finished_rollout_batches: list[str] = field(default_factory=list)
     history: list[HistoryEntry] = field(default_factory=list)
+    #: Drop every operation, event, rollout and deleted VM first (``rules.reset_fleet``).
+    reset: bool = False
 
     def current(self, event_id: str) -> EventRecord | None:
         """An event as this transition leaves it (None: removed, or never was)."""

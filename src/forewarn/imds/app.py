@@ -60,6 +60,8 @@ class ImdsApp:
                 body=body,
             )
             reply = await resolve(self.endpoint.handle(request))  # ``wait`` resolved
+        if reply.status < 0:  # an injected fault: ASGI cannot drop the connection itself
+            raise ConnectionResetError("injected endpoint fault: no answer")
         if reply.delay > 0:
             await asyncio.sleep(reply.delay)
         headers = [(b"content-type", reply.content_type), *reply.headers]

@@ -23,6 +23,7 @@ import asyncio
 import logging
 import math
 import socket
+import struct
 from collections import deque
 from dataclasses import dataclass, field, replace
 
@@ -38,7 +39,7 @@ from forewarn.imds.framing import (
     DateHeader,
     Encoder,
 )
-from forewarn.imds.messages import Handler, Reply, Request
+from forewarn.imds.messages import RESET, Handler, Reply, Request
 
 __all__ = [
     "IDLE_TIMEOUT",
@@ -423,6 +424,9 @@ class Connection(asyncio.Protocol):
         if reply.wait is not None:
             self._await(reply, head, close)
             return
+        if reply.status < 0:  # an injected fault: no answer at all
+            self._hang_up(reply.status == RESET)
+            return
         if head:
             reply = replace(reply, body=b"")  # a HEAD answer never has a body
         if reply.delay > 0:
@@ -458,6 +462,22 @@ class Connection(asyncio.Protocol):
         self._deliver(settled(future), head, close)
         if not self._held:
             self._continue()
+
+    def _hang_up(self, reset: bool) -> None:
+        """Drop the connection unanswered: a FIN, or with ``reset`` an RST."""
+        transport = self._transport
+        if transport is None or self._closing:
+            return
+        self._closing = self._last = True
+        self._shared.deadlines.discard(self)
+        self._queue.clear()
+        self._pending = None
+        sock = transport.get_extra_info("socket")
+        if reset and sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            transport.abort()
+        else:
+            transport.close()
 
     def _fail(self, reply: Reply) -> None:
         """Answer ``reply`` in order, then close; nothing more is read."""

@@ -12,7 +12,7 @@ operations.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote_plus
@@ -38,6 +38,7 @@ from forewarn.contract.limits import RATE_LIMIT
 from forewarn.fabric import EventNotVisible, Fabric, ScopeView, StoreUnavailable, monotonic
 from forewarn.fleet import VM
 from forewarn.imds.cache import DocumentCache
+from forewarn.imds.faults import FaultBook
 from forewarn.imds.identity import VmResolver
 from forewarn.imds.instance import INSTANCE_VERSIONS, instance_document
 from forewarn.imds.messages import TEXT, Reply, Request
@@ -202,6 +203,12 @@ def _not_tracked(vm: str, view: ScopeView, version: ApiVersion) -> None:
     """Served documents go unrecorded: no reaction tracker was given."""
 
 
+async def _later(wait: Awaitable[Reply], latency: float) -> Reply:
+    """A deferred reply, ``latency`` seconds later than it would be sent."""
+    reply = await wait
+    return replace(reply, delay=reply.delay + latency)
+
+
 class Endpoint:
     """The metadata service of one fabric."""
 
@@ -213,10 +220,13 @@ class Endpoint:
         on_response: Callable[[str, int], None] | None = None,
         recorder: DocumentRecorder | None = None,
         reactions: ReactionTracker | None = None,
+        faults: FaultBook | None = None,
     ) -> None:
         """``on_response(route, status)`` sees every reply; route is a known path or "other".
         ``recorder`` is told every document served (``forewarn serve --record``);
-        ``reactions`` too, to record who saw what when (the rehearsal report)."""
+        ``reactions`` too, to record who saw what when (the rehearsal report), and every
+        faulted request. ``faults`` are the injected faults (default: a book of its own,
+        empty: the faithful endpoint)."""
         self.fabric = fabric
         self.settings = settings or ImdsSettings()
         self._resolver = VmResolver(fabric.topology)
@@ -229,6 +239,14 @@ class Endpoint:
         # Who saw what when: one slot store a poll (a no-op call without a tracker).
         self._served = _not_tracked if reactions is None else reactions.served
         self._targets: dict[tuple[str, bytes], _Target] = {}
+        if faults is None:
+            faults = FaultBook(
+                fabric.clock,
+                rate_limit=rate,
+                on_hit=None if reactions is None else reactions.faulted,
+            )
+        #: Injected faults (``faults.py``); while none is live, a request reads one flag.
+        self.faults = faults
 
     def handle(self, request: Request) -> Reply:
         """Answer one request (never raises for anything a client can send)."""
@@ -239,7 +257,10 @@ class Endpoint:
             if len(self._targets) < TARGET_CACHE_SIZE:
                 self._targets[key] = target
         try:
-            reply = self._handle(target, request)
+            if self.faults.active:
+                reply = self._faulted(target, request)
+            else:
+                reply = self._handle(target, request)
         except _Abort as abort:
             reply = abort.reply
         except Exception:  # a server fault: clients retry 500 (and only 500) with back-off
@@ -248,6 +269,25 @@ class Endpoint:
         if self._on_response is not None:
             self._on_response(target.route or "other", reply.status)
         return reply
+
+    def _faulted(self, target: _Target, request: Request) -> Reply:
+        """A request while faults are injected: the fault's answer, or the usual one
+        (late, for a latency fault). A faulted request never reaches the platform."""
+        vm = None
+        if target.route is not None:
+            vm = self._resolver.resolve(request.client, request.local_port)
+        hit = None if vm is None or self.fabric.is_deleted(vm.name) else self.faults.hit(vm)
+        if hit is None:
+            return self._handle(target, request)
+        if hit.reply is not None:
+            return hit.reply
+        try:
+            reply = self._handle(target, request)
+        except _Abort as abort:
+            reply = abort.reply
+        if reply.wait is not None:
+            return replace(reply, wait=_later(reply.wait, hit.latency))
+        return replace(reply, delay=reply.delay + hit.latency)
 
     def _handle(self, target: _Target, request: Request) -> Reply:
         route = target.route

@@ -6,12 +6,17 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["JSON", "TEXT", "Handler", "Headers", "Reply", "Request"]
+__all__ = ["HANG_UP", "JSON", "RESET", "TEXT", "Handler", "Headers", "Reply", "Request"]
 
 Headers = tuple[tuple[bytes, bytes], ...]
 
 JSON = b"application/json; charset=utf-8"
 TEXT = b"text/plain; charset=utf-8"
+
+#: Statuses of replies that are no answer (injected faults, ``faults.py``): close the
+#: connection unanswered, or reset it. They always come through ``Reply.wait``.
+HANG_UP = -1
+RESET = -2
 
 
 @dataclass(slots=True)

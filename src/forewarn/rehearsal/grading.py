@@ -12,6 +12,7 @@ from collections.abc import Collection, Mapping
 
 import msgspec
 
+from forewarn.rehearsal.coping import VmCoping
 from forewarn.rehearsal.facts import ReactionData, VmReaction
 from forewarn.rehearsal.rollups import (
     OPERATION_VERDICTS,
@@ -60,6 +61,8 @@ class ReactionReport(msgspec.Struct, kw_only=True):
     unlisted_approvals: list[UnlistedApproval]
     detection: LatencyStats
     approval: LatencyStats
+    #: How each VM coped with injected endpoint faults (``coping.py``), filled by the caller.
+    faults: list[VmCoping] = []
 
 
 def grade(

@@ -36,6 +36,7 @@ from forewarn.fabric import (
     StoreUnavailable,
 )
 from forewarn.fleet.topology import Topology
+from forewarn.rehearsal.coping import FaultTally
 from forewarn.rehearsal.facts import (
     EventFacts,
     OperationFacts,
@@ -113,6 +114,8 @@ class ReactionTracker:
         #: Live rollouts as last published (a batch's operation is placed in its rollout).
         self._rollouts: dict[str, RolloutRecord] = {}
         self._flushing: asyncio.Lock | None = None
+        #: Requests an injected endpoint fault answered, per VM (memory only).
+        self.fault_tallies: dict[str, FaultTally] = {}
 
     # ------------------------------------------------------------- recording
 
@@ -146,6 +149,14 @@ class ReactionTracker:
             else:
                 reaction.first_seen = now
             self._note(reaction)
+
+    def faulted(self, vm: str, kind: str) -> None:
+        """An injected endpoint fault answered (or delayed) a request of ``vm``."""
+        now = self._now()
+        tally = self.fault_tallies.get(vm)
+        if tally is None:
+            tally = self.fault_tallies[vm] = FaultTally(first=now, last=now)
+        tally.add(kind, now)
 
     def approved(self, vm: str, event_ids: Sequence[str]) -> None:
         """``vm`` approved ``event_ids`` (validated: each is visible to it)."""

@@ -166,6 +166,9 @@ class ScenarioSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=Tru
     settle: Annotated[
         bool, _doc("After the steps, wait until every operation it started has ended.")
     ] = True
+    reset: Annotated[
+        bool, _doc("Start from a reset fleet (forewarn fleet reset): every VM back, no event.")
+    ] = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +235,8 @@ class Scenario:
     weather: Weather | None
     settle: bool
     source: str = ""
+    #: Reset the fleet before the first step (``reset: true``, ``scenario run --reset``).
+    reset: bool = False
     names: frozenset[str] = field(default_factory=frozenset)
 
 
@@ -411,6 +416,7 @@ def compile_scenario(spec: ScenarioSpec, name: str, source: str = "") -> Scenari
         expectations=expectations,
         weather=weather,
         settle=spec.settle,
+        reset=spec.reset,
         source=source,
         names=frozenset(names),
     )

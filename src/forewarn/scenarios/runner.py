@@ -68,9 +68,12 @@ class Runner:
         reporter: Reporter | None = None,
         on_tick: Callable[[float], None] | None = None,
         poll: float = POLL,
+        reset: bool = False,
     ) -> None:
         self.control = control
         self.target = target
+        #: Reset the fleet before playing, whatever the scenario says (``--reset``).
+        self.reset = reset
         self.reporter: Reporter = reporter or NullReporter()
         self.on_tick = on_tick
         self.poll = poll
@@ -81,6 +84,8 @@ class Runner:
 
     def run(self, scenario: Scenario) -> Run:
         """Play ``scenario`` to its end; ScenarioError when it cannot be played at all."""
+        if self.reset or scenario.reset:
+            self.control.reset()  # before the fleet is read: every VM is back
         return _Play(self, scenario).play()
 
 

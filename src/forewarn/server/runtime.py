@@ -253,6 +253,7 @@ def build_runtime(
         middleware=forwarding,
         scenarios=None if scenarios is None else scenarios(config.control_token),
         reactions=reactions,
+        faults=endpoint.faults,
     )
     return Runtime(
         config, clock, store, topology, fabric, endpoint, control, registry, cluster, recorder,

@@ -70,6 +70,10 @@ def clock_sql(dialect: Dialect) -> str:
     )
 
 
+#: What ``forewarn fleet reset`` empties.
+RESET_TABLES = ("operations", "events", "rollouts", "deleted_vms")
+
+
 def change_statements(batch: Sequence[Changes], dialect: Dialect) -> Rows:
     """Every row ``batch`` writes, grouped per statement in the order they must run
     (encoded before anything is written: a bad record writes nothing)."""
@@ -78,6 +82,8 @@ def change_statements(batch: Sequence[Changes], dialect: Dialect) -> Rows:
     out: Rows = []
     for changes in batch:
         clock = changes.clock_position
+        if changes.reset:  # forewarn fleet reset: history and scope counters stay
+            out += [(f"DELETE FROM {table}", [()]) for table in RESET_TABLES]
         out += [
             (_upsert("operations", dialect), [(r.id, enc(r)) for r in changes.operations]),
             (_upsert("events", dialect), [(r.id, enc(r)) for r in changes.events]),

@@ -1,0 +1,259 @@
+"""Routes for repeatable drills: reset the fleet, inject endpoint faults.
+
+``POST /api/v1/fleet/reset`` starts the next drill from a fresh fleet (``Fabric.reset``).
+``/api/v1/faults`` creates (POST), lists (GET) and clears (DELETE) the endpoint's
+injected faults (``imds/faults.py``); ``DELETE /api/v1/faults/{id}`` clears one. They
+follow the API's rules (JSON bodies, token, Host and Origin checks: ``app.py``), and a
+body that is not right gets a 400 saying why, with nothing changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal, TypeVar
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+
+from forewarn.fabric import Conflict, Fabric, InvalidOperation, NotFoundError
+from forewarn.imds.faults import FAULT_STATUSES, MAX_FAULTS, Fault, FaultBook, FaultKind
+
+__all__ = [
+    "DrillRoutes",
+    "EmptyBody",
+    "FaultBody",
+    "FaultOut",
+    "ResetBody",
+    "ResetOut",
+    "drill_paths",
+    "fault_body_rules",
+]
+
+T = TypeVar("T")
+BodyReader = Callable[[Request, type[Any]], Awaitable[Any]]
+
+#: The longest window, and the latest start, a fault may be given (platform seconds).
+MAX_WINDOW = 30 * 86400.0
+MAX_LATENCY = 300.0
+MAX_RATE = 1000.0
+
+Seconds = Annotated[float, msgspec.Meta(ge=0, le=MAX_WINDOW)]
+Window = Annotated[float, msgspec.Meta(gt=0, le=MAX_WINDOW)]
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+
+
+class ResetBody(msgspec.Struct, forbid_unknown_fields=True):
+    """A reset takes no options: ``{}`` (an empty body is accepted too)."""
+
+
+class EmptyBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Clearing faults takes no options: ``{}`` (an empty body is accepted too)."""
+
+
+class ResetOut(msgspec.Struct, kw_only=True):
+    """What a reset dropped, and each scope's new incarnation."""
+
+    at: float
+    events: int
+    operations: int
+    live_operations: int
+    rollouts: int
+    restored_vms: list[str]
+    incarnations: dict[str, int]
+
+
+class FaultBody(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Inject an endpoint fault: on ``vm``, on ``scope``, or (neither) on the whole fleet;
+    from ``after_seconds`` for ``duration_seconds`` of platform time (none: until cleared);
+    on a ``share`` of the requests. ``status`` (410, 429, 500 or 503) is for ``status``
+    faults, ``latency_seconds`` (real) for ``latency``, ``rate`` (requests/s the
+    co-tenant makes, out of the VM's 5) for ``cotenant``."""
+
+    kind: Literal["status", "latency", "timeout", "reset", "cotenant"]
+    vm: Name | None = None
+    scope: Name | None = None
+    status: Literal[410, 429, 500, 503] | None = None
+    after_seconds: Seconds = 0.0
+    duration_seconds: Window | None = None
+    share: Annotated[float, msgspec.Meta(gt=0, le=1)] = 1.0
+    latency_seconds: Annotated[float, msgspec.Meta(gt=0, le=MAX_LATENCY)] | None = None
+    rate: Annotated[float, msgspec.Meta(gt=0, le=MAX_RATE)] | None = None
+
+
+class FaultOut(msgspec.Struct, kw_only=True):
+    """An injected fault, with how many requests it hit so far."""
+
+    id: str
+    kind: str
+    vm: str | None
+    scope: str | None
+    status: int | None
+    starts_at: float
+    ends_at: float | None
+    share: float
+    latency_seconds: float | None
+    rate: float | None
+    hits: int
+
+
+def _fault_out(fault: Fault) -> FaultOut:
+    kind = fault.kind
+    return FaultOut(
+        id=fault.id, kind=kind.value, vm=fault.vm, scope=fault.scope, status=fault.status,
+        starts_at=fault.starts, ends_at=fault.ends, share=fault.share,
+        latency_seconds=fault.latency if kind is FaultKind.LATENCY else None,
+        rate=fault.rate if kind is FaultKind.COTENANT else None, hits=fault.hits,
+    )  # fmt: skip
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    return Response(msgspec.json.encode(data), status, media_type="application/json")
+
+
+def _check(body: FaultBody) -> None:
+    """The rules a schema cannot say alone; InvalidOperation (400) names the one broken."""
+    if body.vm is not None and body.scope is not None:
+        raise InvalidOperation("give vm or scope (or neither, for the whole fleet), not both")
+    needs = {"status": "status", "latency": "latency_seconds", "cotenant": "rate"}
+    for kind, name in needs.items():
+        given = getattr(body, name) is not None
+        if given and body.kind != kind:
+            raise InvalidOperation(f"{name} is only for {kind} faults, not {body.kind}")
+        if not given and body.kind == kind:
+            raise InvalidOperation(f"a {kind} fault needs {name}")
+    if body.kind == "cotenant" and body.share != 1.0:
+        raise InvalidOperation("a co-tenant polls all the time: share is not for cotenant")
+
+
+class DrillRoutes:
+    """Handlers of the reset and fault routes over one fabric and its endpoint's faults."""
+
+    def __init__(self, fabric: Fabric, faults: FaultBook, read_body: BodyReader) -> None:
+        self.fabric = fabric
+        self.faults = faults
+        self._read_body = read_body
+
+    async def _no_options(self, request: Request, kind: type[Any] = EmptyBody) -> None:
+        if (await request.body()).strip():
+            await self._read_body(request, kind)  # ``{}``: anything else is a 400
+
+    async def reset(self, request: Request) -> Response:
+        await self._no_options(request, ResetBody)
+        fabric = self.fabric
+        detail = fabric.reset()
+        await fabric.durable()  # answered once written: a restart shows the reset fleet
+        incarnations = {sid: fabric.view(sid).incarnation for sid in fabric.topology.scopes}
+        return _json(
+            ResetOut(
+                at=fabric.clock.now(),
+                events=int(detail["events"]),
+                operations=int(detail["operations"]),
+                live_operations=int(detail["live_operations"]),
+                rollouts=int(detail["rollouts"]),
+                restored_vms=list(detail["restored_vms"]),
+                incarnations=incarnations,
+            )
+        )
+
+    async def list_faults(self, request: Request) -> Response:
+        return _json([_fault_out(f) for f in self.faults.faults()])
+
+    async def add_fault(self, request: Request) -> Response:
+        body: FaultBody = await self._read_body(request, FaultBody)
+        _check(body)
+        topology = self.fabric.topology
+        vm = None if body.vm is None else topology.vm(body.vm).name  # unknown: 404
+        if body.scope is not None and body.scope not in topology.scopes:
+            raise NotFoundError(f"no scope named {body.scope!r}")
+        try:
+            fault = self.faults.add(
+                FaultKind(body.kind), vm=vm, scope=body.scope, status=body.status,
+                after=body.after_seconds, duration=body.duration_seconds, share=body.share,
+                latency=body.latency_seconds or 0.0, rate=body.rate or 0.0,
+            )  # fmt: skip
+        except ValueError as exc:  # too many faults at once: clear some, then retry
+            raise Conflict(str(exc)) from None
+        return _json(_fault_out(fault), 201)
+
+    async def clear_faults(self, request: Request) -> Response:
+        await self._no_options(request)
+        return _json([_fault_out(f) for f in self.faults.clear()])
+
+    async def clear_fault(self, request: Request) -> Response:
+        await self._no_options(request)
+        fault_id = request.path_params["fault_id"]
+        fault = self.faults.remove(fault_id)
+        if fault is None:
+            shown = fault_id if len(fault_id) <= 64 else fault_id[:64] + "..."
+            raise NotFoundError(f"no fault with id {shown!r} (it may have ended)")
+        return _json(_fault_out(fault))
+
+
+_FAULT_ID = {"name": "fault_id", "in": "path", "required": True, "schema": {"type": "string"}}
+
+
+def drill_paths(op: Callable[..., dict[str, Any]], ref: Callable[[str], dict[str, Any]],
+                json: Callable[..., dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    """The OpenAPI paths of these routes (``openapi.py``'s helpers passed in)."""
+    faults = {"type": "array", "items": ref("FaultOut")}
+    not_json = {"415": json(ref("ErrorOut"), "Not sent as application/json")}
+    return {
+        "/api/v1/fleet/reset": {
+            "post": op(
+                "Reset the fleet: events, operations and rollouts gone, deleted VMs back, "
+                "history kept (a fleet.reset entry), every scope's incarnation one higher",
+                {"200": json(ref("ResetOut"))},
+                body="ResetBody",
+            )
+        },
+        "/api/v1/faults": {
+            "get": op("Injected endpoint faults not over yet", {"200": json(faults)}),
+            "post": op(
+                f"Inject an endpoint fault (at most {MAX_FAULTS} at once, else 409); statuses "
+                + ", ".join(str(s) for s in FAULT_STATUSES),
+                {"201": json(ref("FaultOut"))},
+                body="FaultBody",
+            ),
+            "delete": op(
+                "Clear every injected fault", {"200": json(faults), **not_json}, body="EmptyBody"
+            ),
+        },
+        "/api/v1/faults/{fault_id}": {
+            "delete": op(
+                "Clear one injected fault",
+                {"200": json(ref("FaultOut")), **not_json},
+                body="EmptyBody",
+                params=[_FAULT_ID],
+            )
+        },
+    }
+
+
+SCHEMAS = (ResetBody, EmptyBody, ResetOut, FaultBody, FaultOut)
+
+#: What each kind needs: (the field it needs, the fields only other kinds take).
+_NEEDS = {"status": "status", "latency": "latency_seconds", "cotenant": "rate"}
+
+
+def fault_body_rules(schema: dict[str, Any]) -> None:
+    """The rules of ``_check`` in the JSON Schema of ``FaultBody``: exactly what the
+    server accepts (one ``oneOf`` branch per kind; vm and scope never both)."""
+    branches = []
+    for kind in ("status", "latency", "timeout", "reset", "cotenant"):
+        properties: dict[str, Any] = {"kind": {"const": kind}}
+        required = ["kind"]
+        for other_kind, name in _NEEDS.items():
+            if other_kind == kind:
+                required.append(name)
+                properties[name] = {"not": {"type": "null"}}
+            else:
+                properties[name] = {"type": "null"}
+        if kind == "cotenant":
+            properties["share"] = {"const": 1}
+        branches.append({"required": required, "properties": properties})
+    schema["oneOf"] = branches
+    schema["not"] = {
+        "required": ["vm", "scope"],
+        "properties": {"vm": {"type": "string"}, "scope": {"type": "string"}},
+    }

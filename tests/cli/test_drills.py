@@ -1,0 +1,121 @@
+"""Repeatable drills from the command line, against a real server: ``fleet reset``,
+``scenario run --reset`` (and ``reset: true`` in a scenario file), ``fault add|list|clear``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.cli.conftest import VIRTUAL, Cli, run_cli
+from tests.serverproc import ServerProcess
+
+SPOTS = ["workers_0", "workers_1", "workers_2", "workers_3"]
+
+
+def evict_all(cli: Cli) -> None:
+    """Evict every Spot VM still there."""
+    for vm in SPOTS:
+        result = cli("trigger", "spot-eviction", vm)
+        assert result.code == 0 or "has been deleted" in result.stderr, result.stderr
+    assert cli("advance", "3600").code == 0
+
+
+def test_spot_eviction_passes_again_after_a_reset_and_a_restart_keeps_it(
+    start_server: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    server = start_server(VIRTUAL)
+
+    def cli(*args: str) -> object:
+        return run_cli(args, server.control_url)
+
+    evict_all(cli)  # type: ignore[arg-type]
+    failed = run_cli(["scenario", "run", "spot-eviction"], server.control_url)
+    assert failed.code != 0 and "no live Spot VM" in failed.stdout + failed.stderr
+
+    out = run_cli(["fleet", "reset"], server.control_url)
+    assert out.code == 0, out.stderr
+    assert "4 VM(s) back: workers_0, workers_1, workers_2, workers_3" in out.stdout
+    played = run_cli(["scenario", "run", "spot-eviction"], server.control_url)
+    assert played.code == 0, played.stdout + played.stderr
+
+    history = json.loads(run_cli(["history", "--json"], server.control_url).stdout)
+    assert "fleet.reset" in [h["kind"] for h in history]
+    vms = server.control("GET", "/api/v1/vms").json()
+    scopes = server.control("GET", "/api/v1/topology").json()["scopes"]
+    incarnations = {s["id"]: s["incarnation"] for s in scopes}
+    # reset once more, then a restart on the same database shows the reset state
+    assert run_cli(["fleet", "reset", "--json"], server.control_url).code == 0
+    server.stop()
+    again = ServerProcess(server.db, VIRTUAL).start(timeout=90)
+    try:
+        assert again.control("GET", "/api/v1/events").json() == []
+        assert again.control("GET", "/api/v1/operations").json() == []
+        after = again.control("GET", "/api/v1/vms").json()
+        assert {v["name"] for v in after if v["status"] == "running"} >= set(SPOTS)
+        assert len(after) == len(vms)
+        scopes = again.control("GET", "/api/v1/topology").json()["scopes"]
+        for scope in scopes:  # one higher than before the second reset: never back
+            assert scope["incarnation"] == incarnations[scope["id"]] + 1
+    finally:
+        again.stop()
+
+
+def test_scenario_run_reset_flag_and_file_key(
+    start_server: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    server = start_server(VIRTUAL)
+
+    def cli(*args: str) -> object:
+        return run_cli(args, server.control_url)
+
+    evict_all(cli)  # type: ignore[arg-type]
+    played = run_cli(["scenario", "run", "spot-eviction", "--reset"], server.control_url)
+    assert played.code == 0, played.stdout + played.stderr
+
+    evict_all(cli)  # type: ignore[arg-type]
+    drill = tmp_path / "drill.yaml"
+    drill.write_text(
+        "reset: true\n"
+        "steps:\n"
+        "  - {do: spot-eviction, on: workers_0, as: evict}\n"
+        "  - {wait: ended, for: evict, within: 30m}\n"
+        "expect: [{vm: workers_0, status: deleted}, {operation: evict, state: completed}]\n"
+    )
+    played = run_cli(["scenario", "run", str(drill)], server.control_url)
+    assert played.code == 0, played.stdout + played.stderr
+
+
+def test_faulted_requests_show_in_the_report(cli: Cli, server: ServerProcess) -> None:
+    assert cli("fault", "add", "status", "--status", "503", "--vm", "web-0").code == 0
+    web0 = server.control("GET", "/api/v1/vms").json()[0]
+    assert web0["name"] == "web-0"
+    for _ in range(3):
+        assert server.imds(vm_address=web0["address"]).status_code == 503
+    assert cli("fault", "clear").code == 0
+    assert server.imds(vm_address=web0["address"]).status_code == 200
+    out = cli("report").stdout
+    assert "Endpoint faults and how each VM coped" in out
+    assert "3 faulted requests (3 status)" in out and "asked again after" in out
+
+
+def test_fault_commands(cli: Cli) -> None:
+    assert "no fault injected" in cli("fault", "list").stdout
+    added = cli("fault", "add", "status", "--status", "410", "--vm", "web-0", "--for", "70")
+    assert added.code == 0, added.stderr
+    assert added.stdout.startswith("fault-1: status vm web-0 HTTP 410 70 s")
+    assert cli("fault", "add", "latency", "--latency", "2", "--share", "0.5").code == 0
+    listed = json.loads(cli("fault", "list", "--json").stdout)
+    assert [f["kind"] for f in listed] == ["status", "latency"]
+    table = cli("fault", "list").stdout
+    assert "fault-1" in table and "HTTP 410" in table and "+2.0 s" in table
+
+    cli("fault", "add", "status", "--status", "418").assert_one_error_line("418")
+    cli("fault", "add", "status").assert_one_error_line("needs status")
+    cli("fault", "add", "reset", "--vm", "nope").assert_one_error_line("nope")
+    cli("fault", "add", "timeout", "--for", "-3").assert_one_error_line("duration_seconds")
+    cli("fault", "clear", "fault-99").assert_one_error_line("fault-99")
+
+    assert cli("fault", "clear", "fault-1").stdout.strip() == "cleared fault-1"
+    assert cli("fault", "clear").stdout.strip() == "cleared 1 fault(s)"
+    assert json.loads(cli("fault", "list", "--json").stdout) == []

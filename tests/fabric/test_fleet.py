@@ -305,7 +305,9 @@ def _set(**extra: Any) -> dict[str, Any]:
         ),
         pytest.param({"scopes": [_app(vms=0)]}, r"at least one VM", id="empty-scope"),
         pytest.param(
-            {"scopes": [_set(placement_groups=3)]}, r"set/pg2.*no VM", id="empty-placement-group"
+            {"scopes": [_set(placement_groups=3)]},
+            r"3 placement groups for 2 VMs",
+            id="empty-placement-group",
         ),
         pytest.param(
             {"scopes": [_app(placement_groups=2)]},

@@ -66,7 +66,8 @@ def _load(path: Path) -> None:
         ),
         pytest.param(
             "scopes:\n  - {kind: scale_set, name: s, vms: 2, placement_groups: 3}\n",
-            "placement group 's/pg2' would hold no VM - at `$.scopes[0].placement_groups`",
+            "scope 's' asks for 3 placement groups for 2 VMs; each group holds at least one VM"
+            " - at `$.scopes[0].placement_groups`",
             id="placement-group",
         ),
         pytest.param(

@@ -35,6 +35,7 @@ from forewarn.control.json_views import (
     http_error,
     json_error,
     operation_out,
+    shorten,
 )
 from forewarn.control.openapi import openapi_document
 from forewarn.control.rehearsal_routes import ReactionRoutes
@@ -158,9 +159,39 @@ def _int_param(request: Request, name: str, default: int) -> int:
     return number
 
 
-def _route(path: str, **handlers: Handler) -> Route:
-    """One route per path, so that a 405 names every method the path serves."""
-    by_method = {method.upper(): _guard(handler) for method, handler in handlers.items()}
+def _query_names(doc: dict[str, Any], path: str, method: str) -> frozenset[str] | None:
+    """The query parameters the OpenAPI document gives ``method`` on ``path`` (None: the
+    path is not in it, e.g. the dashboard's files)."""
+    operation = doc["paths"].get(path, {}).get(method)
+    if operation is None:
+        return None
+    params = operation.get("parameters", [])
+    return frozenset(p["name"] for p in params if p.get("in") == "query")
+
+
+def _only_documented_query(handler: Handler, names: frozenset[str] | None) -> Handler:
+    """A misspelt query parameter (``?limt=5``) is a 400 naming it, never silently ignored."""
+    if names is None:
+        return handler
+
+    async def checked(request: Request) -> Response:
+        unknown = [name for name in request.query_params if name not in names]
+        if unknown:
+            takes = ", ".join(sorted(names)) or "no query parameters"
+            raise _BadRequest(f"unknown query parameter {shorten(unknown[0], 100)!r} "
+                              f"(this route takes: {takes})")  # fmt: skip
+        return await handler(request)
+
+    return checked
+
+
+def _route(doc: dict[str, Any], path: str, **handlers: Handler) -> Route:
+    """One route per path, so that a 405 names every method the path serves; query
+    parameters are the ones ``doc`` (the OpenAPI document) gives each method."""
+    by_method = {
+        method.upper(): _guard(_only_documented_query(handler, _query_names(doc, path, method)))
+        for method, handler in handlers.items()
+    }
 
     async def endpoint(request: Request) -> Response:
         method = "GET" if request.method == "HEAD" else request.method
@@ -197,11 +228,13 @@ class ControlApp:
         self.dashboard = DashboardRoutes(fabric, scenarios, reactions)
         self.registry = registry or CollectorRegistry()
         report = reactions is not None
-        self._openapi = msgspec.json.encode(
-            openapi_document(__version__, token=bool(token), report=report)
-        )
+        doc = openapi_document(__version__, token=bool(token), report=report)
+        self._openapi = msgspec.json.encode(doc)
         self._documents = DocumentCache()  # the endpoint's rendering, not a second copy
-        r = _route
+
+        def r(path: str, **handlers: Handler) -> Route:
+            return _route(doc, path, **handlers)
+
         routes = [
             r("/", get=self.index),
             r("/healthz", get=self.health),

@@ -25,6 +25,7 @@ import os
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -38,6 +39,7 @@ from forewarn.store import reaction_tables as rx
 from forewarn.store.errors import StoreError
 from forewarn.store.fileguard import FileGuard, FileReplaced
 from forewarn.store.integrity import find_damage, is_damage, rescue_copy, restore_hint
+from forewarn.store.marker import refuse_missing, write_marker
 from forewarn.store.platform_tables import (
     Rows,
     change_statements,
@@ -69,11 +71,14 @@ def _connect(path: str) -> sqlite3.Connection:
 
 
 class SQLiteStore(SqlStore):
-    """A ``forewarn.fabric.Store`` on one SQLite file (or ``:memory:`` for tests)."""
+    """A ``forewarn.fabric.Store`` on one SQLite file (or ``:memory:`` for tests).
+
+    A file whose marker (``<db>.id``) outlived it is not silently made anew: that takes
+    ``new_db`` (``forewarn.store.marker``)."""
 
     dialect = "sqlite"
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, new_db: bool = False) -> None:
         self.path = self.where = str(path)
         self._memory = self.path == ":memory:" or self.path.startswith("file:")
         if not self._memory:
@@ -83,6 +88,12 @@ class SQLiteStore(SqlStore):
                     f"cannot open database {self.path}: directory {folder} does not exist"
                 )
         self._lock = _exclusive_lock(self.path)
+        if not self._memory:
+            try:
+                refuse_missing(self.path, new_db=new_db)
+            except StoreError:
+                self._release_lock()
+                raise
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._broken: StoreUnavailable | None = None
@@ -97,6 +108,8 @@ class SQLiteStore(SqlStore):
             self._release_lock()
             raise
         self._guard = None if self._memory else FileGuard(self.path)
+        if not self._memory:
+            write_marker(self.path, self._identity())
 
     # ---------------------------------------------------------------- opening
 
@@ -127,6 +140,15 @@ class SQLiteStore(SqlStore):
             raise StoreError(f"database {self.path} is damaged: {'; '.join(problems)}")
         if any(t not in tables for t in rx.REACTION_TABLES):  # made by an older forewarn
             self._db.executescript("BEGIN;" + SQLITE_SCHEMA + "COMMIT;")
+
+    def _identity(self) -> str:
+        """This database's id (kept in ``meta``; given to a database made before ids)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'id'").fetchone()
+        if row is not None:
+            return str(row[0])
+        db_id = uuid.uuid4().hex
+        _set_meta(self._db, "id", db_id)
+        return db_id
 
     def load(self) -> Snapshot:
         """Everything the engine needs to resume."""

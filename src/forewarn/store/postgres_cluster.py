@@ -24,7 +24,7 @@ import psycopg_pool
 from psycopg import conninfo
 
 from forewarn.fabric import Changes, StoreUnavailable
-from forewarn.store.postgres import CHANGES_CHANNEL, PostgresStore
+from forewarn.store.postgres import CHANGES_CHANNEL, WRITE_TIMEOUT, PostgresStore
 from forewarn.store.postgres_schema import LEADER_LOCK, display_url
 
 __all__ = [
@@ -230,16 +230,20 @@ class ClusterTables:
         self.store = store
 
     @contextlib.contextmanager
-    def _tx(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
-        """A pooled connection in a transaction; failures are ``StoreUnavailable``."""
+    def _tx(self, timeout: float | None = None) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        """A pooled connection in a transaction (waiting at most ``timeout`` s for one,
+        else the store's write time-out); failures are ``StoreUnavailable``."""
+        wait = WRITE_TIMEOUT if timeout is None else timeout
         try:
-            with self.store.connection() as conn, conn.transaction():
+            with self.store.connection(wait) as conn, conn.transaction():
                 yield conn
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise _unavailable(self.store.where, exc) from None
 
-    def _run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._tx() as conn:
+    def _run(
+        self, sql: str, args: Sequence[Any] = (), timeout: float | None = None
+    ) -> list[tuple[Any, ...]]:
+        with self._tx(timeout) as conn:
             cur = conn.execute(sql, args)
             return cur.fetchall() if cur.description else []
 
@@ -310,11 +314,12 @@ class ClusterTables:
 
     # ------------------------------------------------------------ everyone
 
-    def leader(self) -> LeaderRow:
-        """The leader row."""
+    def leader(self, timeout: float | None = None) -> LeaderRow:
+        """The leader row (``StoreUnavailable`` after ``timeout`` s without a connection)."""
         rows = self._run(
             "SELECT epoch, head, holder, control_url, extract(epoch from since)::float8"
-            " FROM leader WHERE id = 1"
+            " FROM leader WHERE id = 1",
+            timeout=timeout,
         )
         epoch, head, holder, url, since = rows[0]
         return LeaderRow(int(epoch), int(head), holder, url, since)
@@ -346,7 +351,7 @@ class ClusterTables:
         """Forget this process (a clean stop)."""
         self._run("DELETE FROM members WHERE id = %s", (member_id,))
 
-    def members(self, fresh_seconds: float = 10.0) -> list[Member]:
+    def members(self, fresh_seconds: float = 10.0, timeout: float | None = None) -> list[Member]:
         """Processes heard from within ``fresh_seconds``, oldest first."""
         rows = self._run(
             "SELECT id, host, pid, control_url, role, applied_seq, lag_seconds,"
@@ -354,6 +359,7 @@ class ClusterTables:
             " extract(epoch from now() - seen_at)::float8 FROM members"
             " WHERE seen_at > now() - make_interval(secs => %s) ORDER BY started_at, id",
             (fresh_seconds,),
+            timeout=timeout,
         )
         return [
             Member(str(i), str(h), int(p), u, str(r), int(a), lag, float(s), float(ago))

@@ -57,6 +57,9 @@ HEARTBEAT_SECONDS = 1.0
 LOG_KEEP_ROWS = 10_000
 LOG_KEEP_SECONDS = 600.0
 PRUNE_SECONDS = 60.0
+#: The longest a request waits for a connection to read who leads (the control API
+#: answers 503 after that, rather than hold its caller while the database is away).
+LOOKUP_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,8 @@ class Cluster:
         return self.store.head if self.leading else self.replicator.applied
 
     def healthy(self) -> bool:
-        """False while a follower's change feed is down (its views go stale)."""
+        """False while a follower's change feed is down (its views go stale), and from
+        the moment a leader finds it no longer leads (until it follows again)."""
         return self.leading or self.replicator.connected
 
     def lag(self) -> float | None:
@@ -135,7 +139,7 @@ class Cluster:
         at, url = self._leader_cache
         if url is not None and time.monotonic() - at < 1.0:
             return url
-        row = await asyncio.to_thread(self.tables.leader)
+        row = await asyncio.to_thread(self.tables.leader, LOOKUP_SECONDS)
         self._leader_cache = (time.monotonic(), row.control_url)
         return row.control_url
 
@@ -150,9 +154,10 @@ class Cluster:
         return await self.replicator.wait_applied(seq, timeout)
 
     async def status(self) -> ClusterStatus:
-        """This process and the fleet, from the database."""
-        row = await asyncio.to_thread(self.tables.leader)
-        members = await asyncio.to_thread(self.tables.members)
+        """This process and the fleet, from the database (``StoreUnavailable`` when it
+        cannot be read within about a second)."""
+        row = await asyncio.to_thread(self.tables.leader, LOOKUP_SECONDS)
+        members = await asyncio.to_thread(self.tables.members, 10.0, LOOKUP_SECONDS)
         return ClusterStatus(
             member=self.member,
             role="leader" if self.leading else "follower",
@@ -246,14 +251,14 @@ class Cluster:
             log.warning("no longer leading the fleet", epoch=epoch)
 
     async def _step_down(self, session: LeaderSession) -> None:
+        was_leading = self.epoch is not None
+        self.epoch = None  # not the leader from now on: /healthz and forwarding say so
         for task in self._leader_tasks:
             task.cancel()
         for task in self._leader_tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._leader_tasks = []
-        was_leading = self.epoch is not None
-        self.epoch = None
         self.fabric.follow(self.relay)
         if self._journal is not None:
             await asyncio.to_thread(self._journal.close)  # fails (fenced) or lands

@@ -67,6 +67,12 @@ class Replicator:
 
     async def run(self, *, reload_first: bool) -> None:
         """Follow the log; ``reload_first``: start from a fresh snapshot."""
+        try:
+            await self._follow(reload_first)
+        finally:  # stopped (this process leads now): no longer kept current
+            self.connected = False
+
+    async def _follow(self, reload_first: bool) -> None:
         reload = reload_first
         while True:
             feed: ChangeFeed | None = None

@@ -24,7 +24,12 @@ import psycopg_pool
 from psycopg import conninfo
 
 from forewarn.fabric import Changes, StoreUnavailable
-from forewarn.store.postgres import CHANGES_CHANNEL, WRITE_TIMEOUT, PostgresStore
+from forewarn.store.postgres import (
+    APPLICATION_PREFIX,
+    CHANGES_CHANNEL,
+    WRITE_TIMEOUT,
+    PostgresStore,
+)
 from forewarn.store.postgres_schema import LEADER_LOCK, display_url
 
 __all__ = [
@@ -55,10 +60,12 @@ def _unavailable(where: str, exc: BaseException) -> StoreUnavailable:
     return StoreUnavailable(f"database {where}: {reason}")
 
 
-def _session(url: str) -> psycopg.Connection[tuple[Any, ...]]:
+def _session(url: str, name: str | None = None) -> psycopg.Connection[tuple[Any, ...]]:
+    """A connection of its own (``name``: its ``application_name``)."""
     where = display_url(url)
+    named = {} if name is None else {"application_name": name}
     try:
-        info = conninfo.make_conninfo(url, connect_timeout=5, **_KEEPALIVES)
+        info = conninfo.make_conninfo(url, connect_timeout=5, **_KEEPALIVES, **named)
         conn = psycopg.connect(info, autocommit=True)
         # The server drops a dead client's session (and its lock) as soon, too.
         conn.execute("SET tcp_keepalives_idle = 5")
@@ -83,8 +90,9 @@ class LeaderRow:
 class LeaderSession:
     """The session whose advisory lock makes its process the leader."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, name: str | None = None) -> None:
         self.url = url
+        self.name = name
         self.where = display_url(url)
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
 
@@ -92,7 +100,7 @@ class LeaderSession:
         """True when this session holds (or just took) the leader lock."""
         try:
             if self._conn is None or self._conn.closed:
-                self._conn = _session(self.url)
+                self._conn = _session(self.url, self.name)
             row = self._conn.execute("SELECT pg_try_advisory_lock(%s)", (LEADER_LOCK,)).fetchone()
         except psycopg.Error as exc:
             self.close()
@@ -148,9 +156,9 @@ class LogEntry:
 class ChangeFeed:
     """LISTENs for new changes (or relayed requests), and reads the change log."""
 
-    def __init__(self, url: str, channel: str = CHANGES_CHANNEL) -> None:
+    def __init__(self, url: str, channel: str = CHANGES_CHANNEL, name: str | None = None) -> None:
         self.where = display_url(url)
-        self._conn = _session(url)
+        self._conn = _session(url, name)
         try:
             self._conn.execute(f"LISTEN {channel}")
         except psycopg.Error as exc:
@@ -346,6 +354,21 @@ class ClusterTables:
                 started_at,
             ),
         )
+
+    def depose_stale_leader(self, stale_seconds: float) -> str | None:
+        """End every session of a leader not heard from in ``stale_seconds`` (frozen, or
+        cut off): that frees the leader lock, and aborts a write it had in flight, which
+        would otherwise hold the leader row. Its later writes fail on the epoch (the new
+        leader takes a new one). Returns the member deposed, if any."""
+        rows = self._run(
+            "SELECT l.holder, count(pg_terminate_backend(a.pid)) FROM leader l"
+            " JOIN members m ON m.id = l.holder"
+            " JOIN pg_stat_activity a ON a.application_name = left(%s || l.holder, 63)"
+            " WHERE l.id = 1 AND m.seen_at < now() - make_interval(secs => %s)"
+            " GROUP BY l.holder",
+            (APPLICATION_PREFIX, stale_seconds),
+        )
+        return str(rows[0][0]) if rows and rows[0][1] else None
 
     def leave(self, member_id: str) -> None:
         """Forget this process (a clean stop)."""

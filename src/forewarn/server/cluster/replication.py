@@ -23,7 +23,7 @@ import structlog
 
 from forewarn.fabric import Fabric, StoreUnavailable
 from forewarn.store import StoreError
-from forewarn.store.postgres import PostgresStore
+from forewarn.store.postgres import CHANGES_CHANNEL, PostgresStore
 from forewarn.store.postgres_cluster import ChangeFeed, LogEntry
 
 __all__ = ["Replicator", "close_later"]
@@ -77,7 +77,9 @@ class Replicator:
         while True:
             feed: ChangeFeed | None = None
             try:
-                feed = await asyncio.to_thread(ChangeFeed, self.store.url)
+                feed = await asyncio.to_thread(
+                    ChangeFeed, self.store.url, CHANGES_CHANNEL, self.store.session_name
+                )
                 self.connected = True
                 if reload:
                     await self._reload()

@@ -255,6 +255,15 @@ class ClusterTables:
             cur = conn.execute(sql, args)
             return cur.fetchall() if cur.description else []
 
+    def _read(self, sql: str, args: Sequence[Any], timeout: float | None) -> list[tuple[Any, ...]]:
+        """``_run`` for a query that changes nothing, tried twice: a pooled connection the
+        database ended while it was away fails once (and leaves the pool), not every
+        caller after the database is back."""
+        try:
+            return self._run(sql, args, timeout)
+        except StoreUnavailable:
+            return self._run(sql, args, timeout)
+
     # ---------------------------------------------------------- follower side
 
     def record_approval(self, vm: str, event_ids: Sequence[str], front_end: str) -> int:
@@ -324,10 +333,11 @@ class ClusterTables:
 
     def leader(self, timeout: float | None = None) -> LeaderRow:
         """The leader row (``StoreUnavailable`` after ``timeout`` s without a connection)."""
-        rows = self._run(
+        rows = self._read(
             "SELECT epoch, head, holder, control_url, extract(epoch from since)::float8"
             " FROM leader WHERE id = 1",
-            timeout=timeout,
+            (),
+            timeout,
         )
         epoch, head, holder, url, since = rows[0]
         return LeaderRow(int(epoch), int(head), holder, url, since)
@@ -376,13 +386,13 @@ class ClusterTables:
 
     def members(self, fresh_seconds: float = 10.0, timeout: float | None = None) -> list[Member]:
         """Processes heard from within ``fresh_seconds``, oldest first."""
-        rows = self._run(
+        rows = self._read(
             "SELECT id, host, pid, control_url, role, applied_seq, lag_seconds,"
             " extract(epoch from started_at)::float8,"
             " extract(epoch from now() - seen_at)::float8 FROM members"
             " WHERE seen_at > now() - make_interval(secs => %s) ORDER BY started_at, id",
             (fresh_seconds,),
-            timeout=timeout,
+            timeout,
         )
         return [
             Member(str(i), str(h), int(p), u, str(r), int(a), lag, float(s), float(ago))

@@ -75,6 +75,13 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
 )
 @click.option("--db", default="forewarn.db", help="SQLite database (state survives restarts).")
 @click.option(
+    "--new-db",
+    is_flag=True,
+    default=False,
+    help="Start a new, empty --db where one was deleted (its marker <db>.id remains); "
+    "without it, such a start is refused.",
+)
+@click.option(
     "--store",
     default=None,
     metavar="postgresql://...",

@@ -51,6 +51,8 @@ class ServeConfig:
 
     fleet: str | None = None
     db: str = "forewarn.db"
+    #: Start a new, empty ``db`` where its marker (``<db>.id``) says one was deleted.
+    new_db: bool = False
     #: A PostgreSQL URL: the fleet's state is shared by every process serving it (instead
     #: of ``db``); one of them leads, the others follow.
     store: str | None = None
@@ -114,6 +116,8 @@ class ServeConfig:
             )
         if self.workers < 1 or self.workers > 64:
             raise ConfigError("--workers must be 1 to 64")
+        if self.new_db and self.store is not None:
+            raise ConfigError("--new-db is for an SQLite --db, not --store")
         if self.workers > 1 and self.store is None:
             raise ConfigError("--workers needs --store postgresql://...: workers share its state")
         if self.workers > 1 and self.record is not None:

@@ -41,6 +41,7 @@ from forewarn.imds.recorder import DocumentRecorder
 from forewarn.rehearsal import ReactionStore, ReactionTracker, track_reactions
 from forewarn.server.config import ServeConfig
 from forewarn.store import SQLiteStore, StoreError, ThreadedJournal
+from forewarn.store.marker import refuse_missing
 
 if TYPE_CHECKING:
     from forewarn.server.cluster.leadership import Cluster
@@ -120,7 +121,9 @@ def prepare(config: ServeConfig) -> Prepared:
     if config.store is not None:
         store = _open_postgres(config.store)  # shared: its tables are made once, by anyone
     elif config.db == ":memory:" or os.path.exists(config.db):
-        store = SQLiteStore(config.db)
+        store = SQLiteStore(config.db, new_db=config.new_db)
+    else:  # a database that was here and is gone is not silently made anew
+        refuse_missing(config.db, new_db=config.new_db)
     try:
         stored = store.stored_fleet() if store is not None else None
         spec = choose_fleet(given, stored, config.where)
@@ -199,7 +202,7 @@ def build_runtime(
     player (the CLI gives one: the scenario engine sits beside this layer).
     """
     prepared = prepared or prepare(config)
-    store = prepared.store or SQLiteStore(config.db)
+    store = prepared.store or SQLiteStore(config.db, new_db=config.new_db)
     clustered = config.store is not None
     try:
         config = remembered(config, store.stored_settings())

@@ -9,6 +9,7 @@ import contextlib
 import resource
 import signal
 import sys
+import time
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -22,10 +23,15 @@ from forewarn.server.arm_listener import start_arm
 from forewarn.server.heap import HeapKeeper, freeze_startup_heap
 from forewarn.server.listeners import Listeners
 from forewarn.server.runtime import Runtime
+from forewarn.store import SQLiteStore
 
 __all__ = ["run_server"]
 
 log = structlog.get_logger("forewarn")
+
+#: How often the SQLite file is checked for damaged pages (at least; a check that takes
+#: long is run less often, so that checking never takes more than 1/20 of the time).
+PAGE_CHECK_SECONDS = 5.0
 
 
 class _QuietServer(uvicorn.Server):
@@ -84,6 +90,7 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
     )
     endpoint_server = await serve_endpoint(runtime.endpoint, listeners.imds)
     arm = await start_arm(runtime)  # the ARM listener, when --arm-bind is given
+    pages_task = asyncio.create_task(_check_pages(runtime), name="forewarn-page-check")
     heap_task = asyncio.create_task(  # freezes the fleet's connections once they are in
         HeapKeeper(lambda: endpoint_server.connections).run(), name="forewarn-heap"
     )
@@ -108,6 +115,7 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
             with contextlib.suppress(asyncio.CancelledError):
                 await scheduler_task
         heap_task.cancel()
+        pages_task.cancel()
         if reactions_task is not None:
             reactions_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -117,6 +125,23 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
         with contextlib.suppress(StoreUnavailable):
             await runtime.fabric.durable()  # what was accepted is written before we go
         log.info("stopped", db=runtime.config.where, store_error=_store_error(runtime))
+
+
+async def _check_pages(runtime: Runtime) -> None:
+    """Look for damaged pages in the SQLite file now and then, off the loop: once one is
+    found, the store refuses writes, and a probe write makes the fabric (and so
+    ``/healthz``) say so at once rather than at the next change."""
+    store = runtime.store
+    if not isinstance(store, SQLiteStore):
+        return
+    while True:
+        await asyncio.sleep(PAGE_CHECK_SECONDS)
+        started = time.monotonic()
+        error = await asyncio.to_thread(store.check_pages)
+        if error is not None:
+            runtime.fabric.probe_store()
+            return
+        await asyncio.sleep(20 * (time.monotonic() - started))
 
 
 def _store_error(runtime: Runtime) -> str | None:

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import secrets
+import socket
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -36,7 +39,7 @@ from forewarn.store.platform_tables import Rows, change_statements, load_snapsho
 from forewarn.store.postgres_schema import connect, display_url, migrate
 from forewarn.store.sql_store import Query, SqlStore
 
-__all__ = ["CHANGES_CHANNEL", "Deposed", "PostgresStore"]
+__all__ = ["APPLICATION_PREFIX", "CHANGES_CHANNEL", "Deposed", "PostgresStore", "session_name"]
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +47,19 @@ log = logging.getLogger(__name__)
 #: NOTIFY channel of the change log (payload: the new head).
 CHANGES_CHANNEL = "forewarn_changes"
 
+#: Every session of a process is named this followed by its member id (cut, as
+#: PostgreSQL does, to 63 bytes), so that the sessions of a frozen leader can be found.
+APPLICATION_PREFIX = "forewarn "
+
 #: How long a write waits for a pooled connection before it fails (off the event loop).
 WRITE_TIMEOUT = 5.0
 
 _ENCODE_LOG = msgspec.msgpack.Encoder()
+
+
+def session_name(member: str) -> str:
+    """The ``application_name`` of every session of the process ``member``."""
+    return (APPLICATION_PREFIX + member).encode()[:63].decode(errors="ignore")
 
 
 class Deposed(StoreUnavailable):
@@ -70,13 +82,16 @@ class PostgresStore(SqlStore):
     def __init__(self, url: str, *, pool_size: int = 4) -> None:
         self.url = url
         self.where = display_url(url)
+        #: This process among those sharing the database (its sessions carry it).
+        self.member = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        self.session_name = session_name(self.member)
         with connect(url) as conn:
             self.schema_version = migrate(conn, self.where)
         self._pool = psycopg_pool.ConnectionPool(
             url,
             min_size=1,
             max_size=pool_size,
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, "application_name": self.session_name},
             open=False,
             name="forewarn-store",
         )

@@ -24,7 +24,12 @@ import psycopg_pool
 from psycopg import conninfo
 
 from forewarn.fabric import Changes, StoreUnavailable
-from forewarn.store.postgres import CHANGES_CHANNEL, PostgresStore
+from forewarn.store.postgres import (
+    APPLICATION_PREFIX,
+    CHANGES_CHANNEL,
+    WRITE_TIMEOUT,
+    PostgresStore,
+)
 from forewarn.store.postgres_schema import LEADER_LOCK, display_url
 
 __all__ = [
@@ -55,10 +60,12 @@ def _unavailable(where: str, exc: BaseException) -> StoreUnavailable:
     return StoreUnavailable(f"database {where}: {reason}")
 
 
-def _session(url: str) -> psycopg.Connection[tuple[Any, ...]]:
+def _session(url: str, name: str | None = None) -> psycopg.Connection[tuple[Any, ...]]:
+    """A connection of its own (``name``: its ``application_name``)."""
     where = display_url(url)
+    named = {} if name is None else {"application_name": name}
     try:
-        info = conninfo.make_conninfo(url, connect_timeout=5, **_KEEPALIVES)
+        info = conninfo.make_conninfo(url, connect_timeout=5, **_KEEPALIVES, **named)
         conn = psycopg.connect(info, autocommit=True)
         # The server drops a dead client's session (and its lock) as soon, too.
         conn.execute("SET tcp_keepalives_idle = 5")
@@ -83,8 +90,9 @@ class LeaderRow:
 class LeaderSession:
     """The session whose advisory lock makes its process the leader."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, name: str | None = None) -> None:
         self.url = url
+        self.name = name
         self.where = display_url(url)
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
 
@@ -92,7 +100,7 @@ class LeaderSession:
         """True when this session holds (or just took) the leader lock."""
         try:
             if self._conn is None or self._conn.closed:
-                self._conn = _session(self.url)
+                self._conn = _session(self.url, self.name)
             row = self._conn.execute("SELECT pg_try_advisory_lock(%s)", (LEADER_LOCK,)).fetchone()
         except psycopg.Error as exc:
             self.close()
@@ -148,9 +156,9 @@ class LogEntry:
 class ChangeFeed:
     """LISTENs for new changes (or relayed requests), and reads the change log."""
 
-    def __init__(self, url: str, channel: str = CHANGES_CHANNEL) -> None:
+    def __init__(self, url: str, channel: str = CHANGES_CHANNEL, name: str | None = None) -> None:
         self.where = display_url(url)
-        self._conn = _session(url)
+        self._conn = _session(url, name)
         try:
             self._conn.execute(f"LISTEN {channel}")
         except psycopg.Error as exc:
@@ -230,18 +238,31 @@ class ClusterTables:
         self.store = store
 
     @contextlib.contextmanager
-    def _tx(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
-        """A pooled connection in a transaction; failures are ``StoreUnavailable``."""
+    def _tx(self, timeout: float | None = None) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        """A pooled connection in a transaction (waiting at most ``timeout`` s for one,
+        else the store's write time-out); failures are ``StoreUnavailable``."""
+        wait = WRITE_TIMEOUT if timeout is None else timeout
         try:
-            with self.store.connection() as conn, conn.transaction():
+            with self.store.connection(wait) as conn, conn.transaction():
                 yield conn
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise _unavailable(self.store.where, exc) from None
 
-    def _run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._tx() as conn:
+    def _run(
+        self, sql: str, args: Sequence[Any] = (), timeout: float | None = None
+    ) -> list[tuple[Any, ...]]:
+        with self._tx(timeout) as conn:
             cur = conn.execute(sql, args)
             return cur.fetchall() if cur.description else []
+
+    def _read(self, sql: str, args: Sequence[Any], timeout: float | None) -> list[tuple[Any, ...]]:
+        """``_run`` for a query that changes nothing, tried twice: a pooled connection the
+        database ended while it was away fails once (and leaves the pool), not every
+        caller after the database is back."""
+        try:
+            return self._run(sql, args, timeout)
+        except StoreUnavailable:
+            return self._run(sql, args, timeout)
 
     # ---------------------------------------------------------- follower side
 
@@ -310,11 +331,13 @@ class ClusterTables:
 
     # ------------------------------------------------------------ everyone
 
-    def leader(self) -> LeaderRow:
-        """The leader row."""
-        rows = self._run(
+    def leader(self, timeout: float | None = None) -> LeaderRow:
+        """The leader row (``StoreUnavailable`` after ``timeout`` s without a connection)."""
+        rows = self._read(
             "SELECT epoch, head, holder, control_url, extract(epoch from since)::float8"
-            " FROM leader WHERE id = 1"
+            " FROM leader WHERE id = 1",
+            (),
+            timeout,
         )
         epoch, head, holder, url, since = rows[0]
         return LeaderRow(int(epoch), int(head), holder, url, since)
@@ -342,18 +365,34 @@ class ClusterTables:
             ),
         )
 
+    def depose_stale_leader(self, stale_seconds: float) -> str | None:
+        """End every session of a leader not heard from in ``stale_seconds`` (frozen, or
+        cut off): that frees the leader lock, and aborts a write it had in flight, which
+        would otherwise hold the leader row. Its later writes fail on the epoch (the new
+        leader takes a new one). Returns the member deposed, if any."""
+        rows = self._run(
+            "SELECT l.holder, count(pg_terminate_backend(a.pid)) FROM leader l"
+            " JOIN members m ON m.id = l.holder"
+            " JOIN pg_stat_activity a ON a.application_name = left(%s || l.holder, 63)"
+            " WHERE l.id = 1 AND m.seen_at < now() - make_interval(secs => %s)"
+            " GROUP BY l.holder",
+            (APPLICATION_PREFIX, stale_seconds),
+        )
+        return str(rows[0][0]) if rows and rows[0][1] else None
+
     def leave(self, member_id: str) -> None:
         """Forget this process (a clean stop)."""
         self._run("DELETE FROM members WHERE id = %s", (member_id,))
 
-    def members(self, fresh_seconds: float = 10.0) -> list[Member]:
+    def members(self, fresh_seconds: float = 10.0, timeout: float | None = None) -> list[Member]:
         """Processes heard from within ``fresh_seconds``, oldest first."""
-        rows = self._run(
+        rows = self._read(
             "SELECT id, host, pid, control_url, role, applied_seq, lag_seconds,"
             " extract(epoch from started_at)::float8,"
             " extract(epoch from now() - seen_at)::float8 FROM members"
             " WHERE seen_at > now() - make_interval(secs => %s) ORDER BY started_at, id",
             (fresh_seconds,),
+            timeout,
         )
         return [
             Member(str(i), str(h), int(p), u, str(r), int(a), lag, float(s), float(ago))

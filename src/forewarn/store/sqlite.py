@@ -11,7 +11,10 @@ A write that fails raises ``StoreUnavailable`` and leaves the file as it was. If
 database or its log is deleted or replaced under the server, the store refuses every
 later write (``permanent``), first saving what it still can: the committed log is
 checkpointed into the database file if that file is intact, and a copy of the whole
-state is written next to it (``<db>.rescued-<time>``).
+state is written next to it (``<db>.rescued-<time>``). Damaged pages (found by a write
+or read that SQLite calls "malformed", or by ``check_pages``, which the server runs every
+few seconds) are handled alike: every later write is refused, and what the file still
+holds is copied out (``forewarn.store.integrity``), with the log saying how to restore it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import os
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -34,6 +38,8 @@ from forewarn.fabric import (
 from forewarn.store import reaction_tables as rx
 from forewarn.store.errors import StoreError
 from forewarn.store.fileguard import FileGuard, FileReplaced
+from forewarn.store.integrity import find_damage, is_damage, rescue_copy, restore_hint
+from forewarn.store.marker import refuse_missing, write_marker
 from forewarn.store.platform_tables import (
     Rows,
     change_statements,
@@ -65,11 +71,14 @@ def _connect(path: str) -> sqlite3.Connection:
 
 
 class SQLiteStore(SqlStore):
-    """A ``forewarn.fabric.Store`` on one SQLite file (or ``:memory:`` for tests)."""
+    """A ``forewarn.fabric.Store`` on one SQLite file (or ``:memory:`` for tests).
+
+    A file whose marker (``<db>.id``) outlived it is not silently made anew: that takes
+    ``new_db`` (``forewarn.store.marker``)."""
 
     dialect = "sqlite"
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, new_db: bool = False) -> None:
         self.path = self.where = str(path)
         self._memory = self.path == ":memory:" or self.path.startswith("file:")
         if not self._memory:
@@ -79,6 +88,12 @@ class SQLiteStore(SqlStore):
                     f"cannot open database {self.path}: directory {folder} does not exist"
                 )
         self._lock = _exclusive_lock(self.path)
+        if not self._memory:
+            try:
+                refuse_missing(self.path, new_db=new_db)
+            except StoreError:
+                self._release_lock()
+                raise
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._broken: StoreUnavailable | None = None
@@ -93,6 +108,8 @@ class SQLiteStore(SqlStore):
             self._release_lock()
             raise
         self._guard = None if self._memory else FileGuard(self.path)
+        if not self._memory:
+            write_marker(self.path, self._identity())
 
     # ---------------------------------------------------------------- opening
 
@@ -124,6 +141,15 @@ class SQLiteStore(SqlStore):
         if any(t not in tables for t in rx.REACTION_TABLES):  # made by an older forewarn
             self._db.executescript("BEGIN;" + SQLITE_SCHEMA + "COMMIT;")
 
+    def _identity(self) -> str:
+        """This database's id (kept in ``meta``; given to a database made before ids)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'id'").fetchone()
+        if row is not None:
+            return str(row[0])
+        db_id = uuid.uuid4().hex
+        _set_meta(self._db, "id", db_id)
+        return db_id
+
     def load(self) -> Snapshot:
         """Everything the engine needs to resume."""
         return load_snapshot(self._db.execute, key="rowid", order="rowid", where=self.path)
@@ -152,6 +178,8 @@ class SQLiteStore(SqlStore):
                 db.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._rollback()
+                if is_damage(exc):
+                    raise self._damaged(str(exc)) from None
                 raise StoreUnavailable(f"cannot write database {self.path}: {exc}") from None
             except BaseException:
                 self._rollback()
@@ -191,23 +219,60 @@ class SQLiteStore(SqlStore):
                 notes.append(f"committed changes were checkpointed into {self.path}")
             except sqlite3.Error as exc:
                 notes.append(f"checkpoint failed: {exc}")
+        notes.append(self._rescue()[1])
+        return "; ".join(notes)
+
+    def _rescue(self) -> tuple[str | None, str]:
+        """Copy what the open database still holds beside it: the copy's path (None when
+        none could be written) and a note saying what it holds."""
         rescue = f"{self.path}.rescued-{int(time.time())}"
         try:
-            self._db.execute("VACUUM INTO ?", (rescue,))
-            notes.append(f"a copy of the state is in {rescue}")
+            return rescue, rescue_copy(self._db, rescue)
         except sqlite3.Error as exc:
-            notes.append(f"no rescue copy could be written: {exc}")
-        return "; ".join(notes)
+            return None, f"no rescue copy could be written: {exc}"
+
+    # ------------------------------------------------------------------ damage
+
+    def check_pages(self) -> StoreUnavailable | None:
+        """Look for damaged pages (SQLite's ``quick_check``, off the writer's connection);
+        once any is found, every later write is refused (the error says why and how to
+        restore). Returns that error, or None while the file is whole."""
+        if self._memory or self._broken is not None:
+            return self._broken
+        damage = find_damage(self.path)
+        if damage is None:
+            return None
+        with self._write_lock:
+            return self._damaged(damage)
+
+    def _damaged(self, what: str) -> StoreUnavailable:
+        """Refuse every write from now on, keeping a copy of what can still be read."""
+        if self._broken is not None:
+            return self._broken
+        rescue, note = self._rescue()
+        hint = "" if rescue is None else f"; {restore_hint(self.path, rescue)}"
+        self._broken = StoreUnavailable(
+            f"database {self.path} is damaged ({what}); refusing every write from now on; "
+            f"{note}{hint}",
+            permanent=True,
+        )
+        log.error("%s", self._broken)
+        return self._broken
 
     # ------------------------------------------------------------------- reads
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._read_lock:
-            return self._reader.execute(sql, args).fetchall()
+        return self._read_together([(sql, args)])[0]
 
     def _read_together(self, queries: Sequence[Query]) -> list[list[tuple[Any, ...]]]:
-        with self._read_lock:
-            return [self._reader.execute(sql, args).fetchall() for sql, args in queries]
+        try:
+            with self._read_lock:
+                return [self._reader.execute(sql, args).fetchall() for sql, args in queries]
+        except sqlite3.Error as exc:
+            if not is_damage(exc):
+                raise
+            with self._write_lock:
+                raise self._damaged(str(exc)) from None
 
     def _write(self, sql: str, args: Sequence[Any]) -> None:
         with self._write_lock:

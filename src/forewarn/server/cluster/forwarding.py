@@ -9,8 +9,10 @@ follower answers only once its own views include that change (bounded), so a cal
 that triggers an operation here and then reads here sees it.
 
 A follower whose replication is down answers ``/healthz`` with 503 (its views are going
-stale). It also serves ``GET /api/v1/cluster``: this process, the leader, and every live member
-with its replication lag (what ``forewarn status`` prints).
+stale), as does a leader from the moment it finds it no longer leads. When the database
+cannot be reached, the cluster status and changes sent to a follower are 503 with the
+reason, within about a second. It also serves ``GET /api/v1/cluster``: this process, the
+leader, and every live member with its replication lag (what ``forewarn status`` prints).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import httpx
 import msgspec
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from forewarn.fabric import StoreUnavailable
 from forewarn.server.cluster.leadership import Cluster
 
 __all__ = ["FORWARDED_HEADER", "SEQ_HEADER", "LeaderForwarding"]
@@ -74,7 +77,13 @@ class LeaderForwarding:
             message = f"{method} is not allowed on {CLUSTER_PATH}; allowed: GET, HEAD"
             await _json(send, 405, {"error": message})
             return
-        await _json(send, 200, await self.cluster.status())
+        try:
+            status = await self.cluster.status()
+        except StoreUnavailable as exc:
+            reason = f"the fleet's state cannot be read now: {exc}"
+            await _json(send, 503, {"error": reason, "member": self.cluster.member})
+            return
+        await _json(send, 200, status)
 
     def _stamped(self, send: Send) -> Send:
         """The leader's answer, with the log head that includes its change."""
@@ -92,7 +101,11 @@ class LeaderForwarding:
         if any(k == FORWARDED_HEADER for k, _ in scope["headers"]):
             await _json(send, 503, {"error": "the fleet's leadership is changing; retry"})
             return
-        url = await self.cluster.leader_url()
+        try:
+            url = await self.cluster.leader_url()
+        except StoreUnavailable as exc:
+            await _json(send, 503, {"error": f"cannot find the fleet's leader now: {exc}"})
+            return
         if not url:
             await _json(send, 503, {"error": "no process leads the fleet yet; retry"})
             return

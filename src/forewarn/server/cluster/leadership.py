@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import secrets
-import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -57,6 +54,11 @@ HEARTBEAT_SECONDS = 1.0
 LOG_KEEP_ROWS = 10_000
 LOG_KEEP_SECONDS = 600.0
 PRUNE_SECONDS = 60.0
+#: A leader not heard from for this long is deposed (its sessions ended) by a follower.
+STALE_LEADER_SECONDS = 5.0
+#: The longest a request waits for a connection to read who leads (the control API
+#: answers 503 after that, rather than hold its caller while the database is away).
+LOOKUP_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ class Cluster:
         self.clock = clock
         self.tables = ClusterTables(store)
         self.control_url = control_url
-        self.member = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        self.member = store.member
         self.started_at = time.time()
         self.metrics = metrics
         self._on_written = on_written
@@ -105,6 +107,7 @@ class Cluster:
         self._following: asyncio.Task[None] | None = None
         self._journal: ThreadedJournal | None = None
         self._leader_cache: tuple[float, str | None] = (0.0, None)
+        self._last_stale_check = 0.0
         self._stopping = False
         fabric.follow(self.relay)
 
@@ -121,7 +124,8 @@ class Cluster:
         return self.store.head if self.leading else self.replicator.applied
 
     def healthy(self) -> bool:
-        """False while a follower's change feed is down (its views go stale)."""
+        """False while a follower's change feed is down (its views go stale), and from
+        the moment a leader finds it no longer leads (until it follows again)."""
         return self.leading or self.replicator.connected
 
     def lag(self) -> float | None:
@@ -135,7 +139,7 @@ class Cluster:
         at, url = self._leader_cache
         if url is not None and time.monotonic() - at < 1.0:
             return url
-        row = await asyncio.to_thread(self.tables.leader)
+        row = await asyncio.to_thread(self.tables.leader, LOOKUP_SECONDS)
         self._leader_cache = (time.monotonic(), row.control_url)
         return row.control_url
 
@@ -150,9 +154,10 @@ class Cluster:
         return await self.replicator.wait_applied(seq, timeout)
 
     async def status(self) -> ClusterStatus:
-        """This process and the fleet, from the database."""
-        row = await asyncio.to_thread(self.tables.leader)
-        members = await asyncio.to_thread(self.tables.members)
+        """This process and the fleet, from the database (``StoreUnavailable`` when it
+        cannot be read within about a second)."""
+        row = await asyncio.to_thread(self.tables.leader, LOOKUP_SECONDS)
+        members = await asyncio.to_thread(self.tables.members, 10.0, LOOKUP_SECONDS)
         return ClusterStatus(
             member=self.member,
             role="leader" if self.leading else "follower",
@@ -198,7 +203,7 @@ class Cluster:
             await asyncio.to_thread(self.tables.leave, self.member)
 
     async def _elect(self) -> None:
-        session = LeaderSession(self.store.url)
+        session = LeaderSession(self.store.url, self.store.session_name)
         try:
             while True:
                 try:
@@ -206,7 +211,9 @@ class Cluster:
                 except StoreUnavailable as exc:
                     log.warning("leader election failed; retrying", reason=str(exc))
                     won = False
-                if won:
+                if not won:
+                    await self._depose_if_frozen()
+                else:
                     try:
                         await self._lead(session)
                     except (StoreUnavailable, StoreError) as exc:
@@ -218,6 +225,25 @@ class Cluster:
                 await asyncio.sleep(ELECTION_SECONDS)
         finally:
             session.close()
+
+    async def _depose_if_frozen(self) -> None:
+        """A leader that stopped reporting (SIGSTOP, a machine that froze) still holds
+        the lock, its session kept alive by its kernel: end its sessions, so that this
+        process or another can take over; its writes are fenced by the new epoch."""
+        now = time.monotonic()
+        if now - self._last_stale_check < HEARTBEAT_SECONDS:
+            return
+        self._last_stale_check = now
+        try:
+            deposed = await asyncio.to_thread(self.tables.depose_stale_leader, STALE_LEADER_SECONDS)
+        except StoreUnavailable as exc:
+            log.warning("checking the leader's heartbeat failed", reason=str(exc))
+            return
+        if deposed is not None:
+            log.warning(
+                "the leader stopped reporting; its sessions were ended",
+                leader=deposed, silent_for=f">{STALE_LEADER_SECONDS:g} s",
+            )  # fmt: skip
 
     async def _lead(self, session: LeaderSession) -> None:
         if self._following is not None:
@@ -246,14 +272,14 @@ class Cluster:
             log.warning("no longer leading the fleet", epoch=epoch)
 
     async def _step_down(self, session: LeaderSession) -> None:
+        was_leading = self.epoch is not None
+        self.epoch = None  # not the leader from now on: /healthz and forwarding say so
         for task in self._leader_tasks:
             task.cancel()
         for task in self._leader_tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._leader_tasks = []
-        was_leading = self.epoch is not None
-        self.epoch = None
         self.fabric.follow(self.relay)
         if self._journal is not None:
             await asyncio.to_thread(self._journal.close)  # fails (fenced) or lands
@@ -273,7 +299,9 @@ class Cluster:
         while True:
             try:
                 if feed is None:
-                    feed = await asyncio.to_thread(ChangeFeed, self.store.url, REQUESTS_CHANNEL)
+                    feed = await asyncio.to_thread(
+                        ChangeFeed, self.store.url, REQUESTS_CHANNEL, self.store.session_name
+                    )
                 handled = await apply_requests(self.fabric, self.tables)
                 self.metrics.applied_requests.inc(handled)
                 if not handled:

@@ -23,7 +23,7 @@ import structlog
 
 from forewarn.fabric import Fabric, StoreUnavailable
 from forewarn.store import StoreError
-from forewarn.store.postgres import PostgresStore
+from forewarn.store.postgres import CHANGES_CHANNEL, PostgresStore
 from forewarn.store.postgres_cluster import ChangeFeed, LogEntry
 
 __all__ = ["Replicator", "close_later"]
@@ -67,11 +67,19 @@ class Replicator:
 
     async def run(self, *, reload_first: bool) -> None:
         """Follow the log; ``reload_first``: start from a fresh snapshot."""
+        try:
+            await self._follow(reload_first)
+        finally:  # stopped (this process leads now): no longer kept current
+            self.connected = False
+
+    async def _follow(self, reload_first: bool) -> None:
         reload = reload_first
         while True:
             feed: ChangeFeed | None = None
             try:
-                feed = await asyncio.to_thread(ChangeFeed, self.store.url)
+                feed = await asyncio.to_thread(
+                    ChangeFeed, self.store.url, CHANGES_CHANNEL, self.store.session_name
+                )
                 self.connected = True
                 if reload:
                     await self._reload()

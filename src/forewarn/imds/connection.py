@@ -15,7 +15,9 @@ write a pre-framed reply. Everything else exists so that one client cannot hurt 
 - a head over ``MAX_HEAD`` (431) or a body over ``MAX_BODY`` (413, refused as soon as its
   declared length is known, before any ``100 Continue``; for a chunked body, as soon as a
   chunk's size line says so) closes the connection, after a short lingering half-close so
-  that the client can read why.
+  that the client can read why;
+- when descriptors run short, the slowest requests and longest idle connections are
+  closed to keep room for new VMs (``shedding.py``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from forewarn.imds.framing import (
     Encoder,
 )
 from forewarn.imds.messages import RESET, Handler, Reply, Request
+from forewarn.imds.shedding import Room
 
 __all__ = [
     "IDLE_TIMEOUT",
@@ -92,6 +95,8 @@ class Shared:
     waits: set[asyncio.Future[Reply]] = field(default_factory=set)
     refusals: int = 0
     last_refusal_log: float = -math.inf
+    #: Sheds slow and idle connections when descriptors run short (None: never).
+    room: Room | None = None
 
     def refused(self, address: str) -> None:
         """Log refusals over the per-address cap, at most once a minute."""
@@ -177,6 +182,9 @@ class Connection(asyncio.Protocol):
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            room = shared.room
+            if room is not None and sock.fileno() >= room.threshold:
+                room.make(self, sock.fileno(), self._loop.time())
         # Until its first byte, a new connection is idle like a kept-alive one: load
         # generators and pools may open connections well before they ask anything.
         self.last_active = self._date.second
@@ -589,8 +597,17 @@ class Connection(asyncio.Protocol):
         if not (self._held or self._queue) and now - self.last_active > IDLE_TIMEOUT:
             self.close()
 
+    def shed_rank(self) -> tuple[int, float] | None:
+        """For ``Room``: a request under way nearest its deadline first, then the longest
+        idle; never a connection a reply is held for, nor one closing already."""
+        if self._closing or self._held or self._queue:
+            return None
+        if self._phase != _BETWEEN:
+            return (0, self._deadline)
+        return (1, self.last_active)
+
     def close(self) -> None:
-        """Close now (idle, or server shutdown)."""
+        """Close now (idle, server shutdown, or shed for room)."""
         if self._transport is not None and not self._lost:
             self._closing = self._last = True
             self._transport.close()

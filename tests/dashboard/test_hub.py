@@ -8,7 +8,7 @@ import asyncio
 import json
 
 from forewarn.control.dashboard import Hub
-from forewarn.control.dashboard.hub import BATCH_SECONDS, QUEUE_LIMIT, RELOAD
+from forewarn.control.dashboard.hub import BATCH_SECONDS, BROADCAST_SLICE, QUEUE_LIMIT, RELOAD
 from forewarn.fabric import Clock, Fabric, OperationRequest
 from forewarn.fleet import build_topology, demo_fleet
 from forewarn.store import SQLiteStore
@@ -132,4 +132,19 @@ async def test_a_reload_drops_the_changes_batched_before_it() -> None:
     assert kind == "change"
     assert change["operations"][0]["vms"] == ["web-1"]  # type: ignore[index]
     assert queue.empty()
+    hub.close()
+
+
+async def test_a_batch_wakes_a_slice_of_the_streams_per_turn_of_the_loop() -> None:
+    fabric = make_fabric()
+    hub = Hub(fabric)
+    queues = [hub.subscribe() for _ in range(BROADCAST_SLICE * 2 + 10)]
+    fabric.submit(OperationRequest(kind="user-reboot", vms=("web-0",)))
+    hub.flush()  # the batch goes out now: the first slice at once, the rest turn by turn
+    assert sum(not q.empty() for q in queues) == BROADCAST_SLICE
+    await asyncio.sleep(0)
+    assert sum(not q.empty() for q in queues) == BROADCAST_SLICE * 2
+    await asyncio.sleep(0)
+    assert all(_decode(q.get_nowait())[0] == "change" for q in queues)  # each one, once
+    assert all(q.empty() for q in queues)
     hub.close()

@@ -159,7 +159,7 @@ class DashboardRoutes:
         names = self.scenarios.names() if self.scenarios is not None else None
         return snapshot(self.fabric, polls=self.hub.polls(), history=history, scenarios=names)
 
-    async def _snapshot_message(self, since: int) -> bytes:
+    async def snapshot_event(self, since: int) -> bytes:
         """The ``snapshot`` event for a stream that subscribed (or was told to reload) when
         the hub had published ``since`` changes: built once for every stream asking at
         the same time (a reload asks for 300 at once), from a build begun no earlier."""
@@ -207,13 +207,13 @@ class DashboardRoutes:
         async def events() -> AsyncIterator[bytes]:
             held: list[Message] = []  # taken from the queue, for the next turn
             try:
-                yield b"retry: 1000\n\n" + await self._snapshot_message(since)
+                yield b"retry: 1000\n\n" + await self.snapshot_event(since)
                 while True:
                     message = held.pop() if held else await queue.get()
                     if message is None:
                         return
                     if message is RELOAD:
-                        message = await self._snapshot_message(self.hub.published)
+                        message = await self.snapshot_event(self.hub.published)
                     parts = [message]
                     while not queue.empty():  # behind: what is queued goes in one write
                         more = queue.get_nowait()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -28,9 +29,13 @@ def free_port() -> int:
 class ServerProcess:
     """``forewarn serve`` as a child process; ``start()`` waits until it answers."""
 
-    def __init__(self, db: Path, args: Sequence[str] = ()) -> None:
+    def __init__(
+        self, db: Path, args: Sequence[str] = (), *, open_files: int | None = None
+    ) -> None:
+        """``open_files``: the child's RLIMIT_NOFILE, soft and hard (None: inherited)."""
         self.db = db
         self.args = list(args)
+        self.open_files = open_files
         self.imds_port = free_port()
         self.control_port = free_port()
         self.proc: subprocess.Popen[str] | None = None
@@ -55,8 +60,19 @@ class ServerProcess:
 
     def start(self, timeout: float = 20.0) -> ServerProcess:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        limit = self.open_files
+
+        def limit_open_files() -> None:
+            if limit is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
         self.proc = subprocess.Popen(
-            self.command(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+            self.command(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            preexec_fn=limit_open_files if limit is not None else None,
         )
         deadline = time.monotonic() + timeout
         assert self.proc.stdout is not None

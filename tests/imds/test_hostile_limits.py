@@ -27,6 +27,7 @@ from tests.imds.rawhttp import (
     request,
     serve,
     served,
+    start_requests,
     web1,
 )
 
@@ -104,6 +105,46 @@ async def test_a_giant_chunk_is_refused_once_past_the_limit(
     await web1.send(b" " * (MAX_BODY + 1))
     await assert_refused_too_large(web1)
     assert imds.event(reboot_web0).approved_by is None
+
+
+CHUNKED = ("Transfer-Encoding", "chunked")
+
+
+@pytest.mark.parametrize(
+    "writes",
+    [
+        [post_head(CHUNKED) + b"ffffffffffffffff\r\n"],
+        [post_head(CHUNKED), b"ffffffffffffffff\r\n"],
+        [post_head(CHUNKED) + b"ffffffffffffffff\r\nsome data"],
+        [post_head(CHUNKED) + b"ffffffffffffffff;name=value\r\n"],
+        [post_head(CHUNKED) + b"ffffffff", b"ffffffff\r\n"],  # the size line split
+        [post_head(CHUNKED) + b"10\r\n" + b"x" * 16 + b"\r\n" + b"fff1\r\n"],
+        [post_head(CHUNKED) + b"fff0\r\n" + b"x" * 0xFFF0 + b"\r\n", b"11\r\n"],
+    ],
+    ids=["2^64-1", "2^64-1-apart", "2^64-1-with-data", "2^64-1-extension", "split",
+         "second-chunk", "second-chunk-apart"],
+)  # fmt: skip
+async def test_a_chunk_size_over_the_limit_is_refused_at_once(
+    imds: Imds, web1: Client, reboot_web0: str, writes: list[bytes]
+) -> None:
+    # The size line says the body will pass 64 KiB: 413 now (TIMEOUT, 5 s, is far below the
+    # 30 s body deadline that answered 408 before), without waiting for the data.
+    await web1.send(*writes, pause=0.05)
+    await assert_refused_too_large(web1)
+    assert imds.event(reboot_web0).approved_by is None
+
+
+async def test_a_chunk_within_the_limit_is_waited_for(
+    web1: Client, reboot_web0: str
+) -> None:
+    body = start_requests(reboot_web0)
+    body += b" " * (MAX_BODY - len(body))  # exactly the limit, in two chunks
+    size_line = b"%x\r\n" % (len(body) - 100)
+    await web1.send(post_head(CHUNKED) + b"64\r\n" + body[:100] + b"\r\n" + size_line)
+    await web1.assert_open()  # not refused: the chunk fits
+    await web1.send(body[100:] + b"\r\n0\r\n\r\n")
+    response = await web1.response()
+    assert (response.status, response.body) == (200, b"")
 
 
 async def test_refusal_lets_other_connections_of_the_vm_work(served: Served) -> None:

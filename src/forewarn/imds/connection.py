@@ -13,8 +13,11 @@ write a pre-framed reply. Everything else exists so that one client cannot hurt 
 - a request head must arrive whole within ``header_timeout`` and its body within
   ``body_timeout`` (a trickle of bytes does not reset them), else 408 and close;
 - a head over ``MAX_HEAD`` (431) or a body over ``MAX_BODY`` (413, refused as soon as its
-  declared length is known, before any ``100 Continue``) closes the connection, after a
-  short lingering half-close so that the client can read why.
+  declared length is known, before any ``100 Continue``; for a chunked body, as soon as a
+  chunk's size line says so) closes the connection, after a short lingering half-close so
+  that the client can read why;
+- when descriptors run short, the slowest requests and longest idle connections are
+  closed to keep room for new VMs (``shedding.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 import socket
 import struct
 from collections import deque
@@ -40,6 +44,7 @@ from forewarn.imds.framing import (
     Encoder,
 )
 from forewarn.imds.messages import RESET, Handler, Reply, Request
+from forewarn.imds.shedding import Room
 
 __all__ = [
     "IDLE_TIMEOUT",
@@ -65,6 +70,10 @@ REFUSAL_LOG_INTERVAL = 60.0
 
 # Phases of the request being read (``Connection._phase``).
 _BETWEEN, _HEAD, _BODY = 0, 1, 2
+#: ``_deadline_phase`` while a chunk's size is unread: the check after each read (which
+#: looks for a changed phase) then reads the size line; no other request pays for it.
+_CHUNK_OPEN = 3
+_HEX_DIGITS = re.compile(rb"[0-9A-Fa-f]*")
 
 
 @dataclass(eq=False, slots=True)
@@ -86,6 +95,8 @@ class Shared:
     waits: set[asyncio.Future[Reply]] = field(default_factory=set)
     refusals: int = 0
     last_refusal_log: float = -math.inf
+    #: Sheds slow and idle connections when descriptors run short (None: never).
+    room: Room | None = None
 
     def refused(self, address: str) -> None:
         """Log refusals over the per-address cap, at most once a minute."""
@@ -144,6 +155,9 @@ class Connection(asyncio.Protocol):
         # deadlines
         self._deadline = 0.0
         self._deadline_phase = _BETWEEN  # the phase the deadline was set for (-1: stale)
+        # the chunk being read: body bytes before it, the deadline phase it stands for
+        self._chunk_start = 0
+        self._phase_under_chunk = _BETWEEN
         self.last_active = 0.0
 
     # -- asyncio.Protocol
@@ -168,6 +182,9 @@ class Connection(asyncio.Protocol):
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            room = shared.room
+            if room is not None and sock.fileno() >= room.threshold:
+                room.make(self, sock.fileno(), self._loop.time())
         # Until its first byte, a new connection is idle like a kept-alive one: load
         # generators and pools may open connections well before they ask anything.
         self.last_active = self._date.second
@@ -212,7 +229,7 @@ class Connection(asyncio.Protocol):
         if self._phase == _HEAD and self._recv_head > MAX_HEAD and not self._last:
             self._fail(HEAD_TOO_LARGE)
         if self._phase != self._deadline_phase and not self._closing:
-            self._track()
+            self._track(data)
 
     def _received_more(self, data: bytes) -> None:
         if self._closing:
@@ -281,6 +298,18 @@ class Connection(asyncio.Protocol):
             return
         self._body.append(body)
 
+    def on_chunk_header(self) -> None:
+        """A chunk's size line was parsed (httptools does not say the size: see
+        ``_check_chunk``, run once the read is parsed, if the chunk is still open then)."""
+        if self._deadline_phase != _CHUNK_OPEN:
+            self._phase_under_chunk = self._deadline_phase
+            self._deadline_phase = _CHUNK_OPEN
+        self._chunk_start = self._body_size
+
+    def on_chunk_complete(self) -> None:
+        if self._deadline_phase == _CHUNK_OPEN:
+            self._deadline_phase = self._phase_under_chunk
+
     def on_message_complete(self) -> None:
         if self._last:
             return
@@ -337,7 +366,7 @@ class Connection(asyncio.Protocol):
                         self._loop.call_soon(self._continue)  # the others' turn first
                     return
         if self._phase != self._deadline_phase and not self._closing:
-            self._track()
+            self._track(data)
 
     def _parse(self, chunk: bytes | memoryview) -> None:
         rest: bytes | memoryview | None = chunk
@@ -512,8 +541,13 @@ class Connection(asyncio.Protocol):
         shared = self._shared
         return shared.header_timeout if phase == _HEAD else shared.body_timeout
 
-    def _track(self) -> None:
-        """Start, move or drop the deadline when the phase of the request changed."""
+    def _track(self, read: bytes | memoryview) -> None:
+        """Start, move or drop the deadline when the phase of the request changed; read
+        the size of a chunk left open by ``read`` (the bytes just parsed)."""
+        if self._deadline_phase == _CHUNK_OPEN:
+            self._deadline_phase = self._phase_under_chunk
+            if self._check_chunk(read) or self._phase == self._deadline_phase:
+                return
         phase = self._deadline_phase = self._phase
         if phase == _BETWEEN:
             self._deadline = 0.0
@@ -522,12 +556,35 @@ class Connection(asyncio.Protocol):
             self._deadline = self._loop.time() + self._timeout(phase)
             self._shared.deadlines.add(self)
 
+    def _check_chunk(self, read: bytes | memoryview) -> bool:
+        """413 at once (and True) when the open chunk's size takes the body past
+        ``MAX_BODY``, rather than waiting for bytes that would be refused anyway.
+
+        The parser has just read the chunk's size line and then the chunk's data so far,
+        the tail of ``read``: the line ends just before that data. When the line began in
+        an earlier read, the digits seen (if they are all the line shows) are its last
+        ones, so still a lower bound of the size.
+        """
+        end = len(read) - (self._body_size - self._chunk_start)
+        if end <= 0:
+            return False  # the size line was in an earlier read: the body deadline rules
+        line = bytes(read[max(0, end - 2 * SLICE) : end]).rstrip(b"\r\n")
+        start = line.rfind(b"\n") + 1
+        match = _HEX_DIGITS.match(line, start)
+        digits = match[0] if match else b""
+        if start == 0 and len(digits) != len(line):
+            return False  # an extension, and the digits before it unseen
+        if self._chunk_start + int(digits or b"0", 16) <= MAX_BODY:
+            return False
+        self._fail(TOO_LARGE)
+        return True
+
     def expire_if_late(self, now: float) -> None:
         """408 and close when the request's deadline passed while we were reading."""
         if not self._reading or self._closing or now < self._deadline:
             return
         if self._phase == _BETWEEN:
-            self._track()  # no request under way after all: nothing is late
+            self._track(b"")  # no request under way after all: nothing is late
         else:
             self._fail(TIMED_OUT)
 
@@ -540,8 +597,17 @@ class Connection(asyncio.Protocol):
         if not (self._held or self._queue) and now - self.last_active > IDLE_TIMEOUT:
             self.close()
 
+    def shed_rank(self) -> tuple[int, float] | None:
+        """For ``Room``: a request under way nearest its deadline first, then the longest
+        idle; never a connection a reply is held for, nor one closing already."""
+        if self._closing or self._held or self._queue:
+            return None
+        if self._phase != _BETWEEN:
+            return (0, self._deadline)
+        return (1, self.last_active)
+
     def close(self) -> None:
-        """Close now (idle, or server shutdown)."""
+        """Close now (idle, server shutdown, or shed for room)."""
         if self._transport is not None and not self._lost:
             self._closing = self._last = True
             self._transport.close()

@@ -20,6 +20,7 @@ from forewarn.imds.connection import IDLE_TIMEOUT, MAX_HEAD, Connection, Shared
 from forewarn.imds.endpoint import ImdsSettings
 from forewarn.imds.framing import DateHeader, Encoder
 from forewarn.imds.messages import Handler
+from forewarn.imds.shedding import Room, fd_threshold
 
 __all__ = ["IDLE_TIMEOUT", "MAX_HEAD", "EndpointServer", "per_address_cap", "serve_endpoint"]
 
@@ -51,6 +52,11 @@ class EndpointServer:
     def per_address_cap(self) -> int:
         """Connections allowed per client address."""
         return self._shared.per_address_cap
+
+    @property
+    def room(self) -> Room | None:
+        """What sheds connections when descriptors run short."""
+        return self._shared.room
 
     @property
     def connections(self) -> int:
@@ -107,6 +113,7 @@ async def serve_endpoint(
         body_timeout=settings.body_timeout,
         per_address_cap=per_address_cap(settings.max_connections_per_address),
     )
+    shared.room = Room(shared.live, fd_threshold())
     servers = [
         await loop.create_server(lambda: Connection(shared), sock=sock, backlog=4096)
         for sock in sockets

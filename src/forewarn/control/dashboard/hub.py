@@ -2,11 +2,19 @@
 
 One hub per control app. It listens to the fabric: each published change (a leader's
 own, or one a follower replicated from the leader) becomes one ``change`` message,
-encoded once and queued for every subscriber; a reload of the whole state (a follower
-that caught up, a new leader) makes every stream send a fresh snapshot. While anyone
-watches, a tick once a second carries the clock and the VMs whose last poll or state
-moved. In a scaled-out fleet a front-end sees only the polls it served itself, so the
-tick also merges the poll times every front-end wrote to the store (every few seconds).
+encoded once for every subscriber; a reload of the whole state (a follower that caught
+up, a new leader) makes every stream send a fresh snapshot (built once for all of them:
+``routes.py``). While anyone watches, a tick once a second carries the clock and the VMs
+whose last poll or state moved. In a scaled-out fleet a front-end sees only the polls it
+served itself, so the tick also merges the poll times every front-end wrote to the store
+(every few seconds).
+
+The control plane shares the metadata endpoint's event loop, and each message a stream
+sends costs a trip through the ASGI server. So messages are batched: at most one write
+per stream every ``BATCH_SECONDS``, whatever the change rate, the work per stream is one
+queue entry and one write per batch, and a batch wakes ``BROADCAST_SLICE`` streams per
+turn of the loop, so that VMs' requests are read in between (VMs' latency does not grow
+with the operator's open dashboards: ``bench/dashboard_streams.py``).
 
 A subscriber that does not keep up (its queue full) is dropped; its browser reconnects
 and starts again from a snapshot.
@@ -17,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +36,7 @@ from forewarn.control.dashboard.stream_messages import change_message
 from forewarn.fabric import Changes, Fabric, StoreUnavailable
 from forewarn.rehearsal import ReactionTracker
 
-__all__ = ["RELOAD", "Hub", "sse"]
+__all__ = ["BATCH_SECONDS", "RELOAD", "Hub", "Message", "sse"]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +44,10 @@ TICK_SECONDS = 1.0
 #: How often a follower reads the poll times other front-ends wrote.
 SHARED_POLLS_SECONDS = 5.0
 QUEUE_LIMIT = 2000
+#: At most one batch of messages per stream this often.
+BATCH_SECONDS = 0.1
+#: Streams handed a batch per turn of the loop (the endpoint reads between two turns).
+BROADCAST_SLICE = 25
 
 #: Queued for a subscriber when the whole state was replaced: send a snapshot.
 RELOAD = b"reload"
@@ -61,6 +74,13 @@ class Hub:
         self._sent_status: dict[str, str] = {}
         self._shared_polls: dict[str, float] = {}
         self._shared_at = 0.0
+        #: Changes and reloads published so far: a snapshot begun at this count or later
+        #: serves any stream that subscribed (or was told to reload) at it.
+        self.published = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._batch: list[bytes] = []
+        self._flush_at: asyncio.TimerHandle | None = None
+        self._last_flush = -math.inf
         fabric.on_publish(self._published)
         fabric.on_reload(self._reloaded)
 
@@ -75,8 +95,9 @@ class Hub:
         """A queue of encoded messages for one stream (``None`` ends it)."""
         queue: asyncio.Queue[Message] = asyncio.Queue(QUEUE_LIMIT)
         self._queues.add(queue)
+        self._loop = asyncio.get_running_loop()
         if self._ticker is None or self._ticker.done():
-            self._ticker = asyncio.get_running_loop().create_task(self._tick_forever())
+            self._ticker = self._loop.create_task(self._tick_forever())
         return queue
 
     def unsubscribe(self, queue: asyncio.Queue[Message]) -> None:
@@ -89,6 +110,10 @@ class Hub:
     def close(self) -> None:
         """End every stream (the server is stopping: open streams would hold it up)."""
         self._closed = True
+        self._batch.clear()
+        if self._flush_at is not None:
+            self._flush_at.cancel()
+            self._flush_at = None
         for queue in list(self._queues):
             self._end(queue)
         if self._ticker is not None:
@@ -101,25 +126,64 @@ class Hub:
         queue.put_nowait(None)
         self._queues.discard(queue)
 
+    def _send(self, message: bytes) -> None:
+        """Queue ``message`` for every stream with the next batch (a reload drops the
+        changes batched before it: the snapshot has them)."""
+        if not self._queues or self._loop is None:
+            return
+        if message is RELOAD:
+            self._batch.clear()
+        self._batch.append(message)
+        if self._flush_at is None:
+            wait = max(0.0, self._last_flush + BATCH_SECONDS - self._loop.time())
+            # Even at once, on the next turn of the loop: one transaction's changes go together.
+            self._flush_at = self._loop.call_later(wait, self.flush)
+
+    def flush(self) -> None:
+        """Hand every stream what is batched, now: a reload, then the rest as one message."""
+        if self._flush_at is not None:
+            self._flush_at.cancel()
+            self._flush_at = None
+        if self._loop is not None:
+            self._last_flush = self._loop.time()
+        batch, self._batch = self._batch, []
+        if batch and batch[0] is RELOAD:
+            self._broadcast(RELOAD)
+            del batch[0]
+        if batch:
+            self._broadcast(batch[0] if len(batch) == 1 else b"".join(batch))
+
     def _broadcast(self, message: bytes) -> None:
-        for queue in list(self._queues):
+        self._deliver(message, list(self._queues), 0)
+
+    def _deliver(self, message: bytes, queues: list[asyncio.Queue[Message]], start: int) -> None:
+        """Wake ``BROADCAST_SLICE`` streams per turn of the loop: 300 streams woken at once
+        would write 300 times before the loop reads the next VM's request."""
+        end = start + BROADCAST_SLICE
+        for queue in queues[start:end]:
+            if queue not in self._queues:
+                continue  # ended meanwhile
             try:
                 queue.put_nowait(message)
             except asyncio.QueueFull:  # too slow: start it over from a snapshot
                 log.warning("a dashboard stream fell behind; it is ended and will reconnect")
                 self._end(queue)
+        if end < len(queues) and self._loop is not None and not self._closed:
+            self._loop.call_soon(self._deliver, message, queues, end)
 
     # ----------------------------------------------------------------- sources
 
     def _published(self, changes: Changes) -> None:
+        self.published += 1
         if not self._queues:
             return
         message = change_message(self.fabric, changes)
         if message is not None:
-            self._broadcast(sse("change", message))
+            self._send(sse("change", message))
 
     def _reloaded(self) -> None:
-        self._broadcast(RELOAD)
+        self.published += 1
+        self._send(RELOAD)
 
     def polls(self) -> dict[str, float]:
         """Each VM's last poll as this process knows it (its own, merged with what the
@@ -166,6 +230,6 @@ class Hub:
                 with contextlib.suppress(Exception):
                     await self.refresh_shared_polls()
             try:
-                self._broadcast(sse("tick", self.tick_message()))
+                self._send(sse("tick", self.tick_message()))
             except Exception:  # never let one bad tick end live updates
                 log.exception("building a dashboard tick failed")

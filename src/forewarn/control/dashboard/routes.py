@@ -9,6 +9,7 @@ nothing from elsewhere.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from functools import cache
 from importlib import resources
@@ -20,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Scope
 
-from forewarn.control.dashboard.hub import RELOAD, Hub, sse
+from forewarn.control.dashboard.hub import RELOAD, Hub, Message, sse
 from forewarn.control.dashboard.stream_messages import snapshot
 from forewarn.control.json_views import json_error
 from forewarn.control.schemas import ScenarioRunBody
@@ -130,6 +131,9 @@ class DashboardRoutes:
         self.fabric = fabric
         self.hub = Hub(fabric, reactions)
         self.scenarios = scenarios
+        #: The snapshot message being built (or last built), and the hub's publish count
+        #: when it began: every stream that needs one meanwhile shares it.
+        self._building: tuple[int, asyncio.Future[bytes]] | None = None
 
     def close(self) -> None:
         """End every live stream (the server is stopping)."""
@@ -154,6 +158,19 @@ class DashboardRoutes:
         history = await run_in_threadpool(self.fabric.history, limit=HISTORY, newest=True)
         names = self.scenarios.names() if self.scenarios is not None else None
         return snapshot(self.fabric, polls=self.hub.polls(), history=history, scenarios=names)
+
+    async def snapshot_event(self, since: int) -> bytes:
+        """The ``snapshot`` event for a stream that subscribed (or was told to reload) when
+        the hub had published ``since`` changes: built once for every stream asking at
+        the same time (a reload asks for 300 at once), from a build begun no earlier."""
+        building = self._building
+        if building is None or building[0] < since:
+            future = asyncio.ensure_future(self._build_snapshot())
+            building = self._building = (self.hub.published, future)
+        return await asyncio.shield(building[1])  # a stream that ends cancels only itself
+
+    async def _build_snapshot(self) -> bytes:
+        return sse("snapshot", await self._snapshot())
 
     async def state(self, request: Request) -> Response:
         """Everything the page draws, once (the stream starts with the same)."""
@@ -185,18 +202,26 @@ class DashboardRoutes:
         if self.hub.closed:
             return json_error("the server is stopping", 503)
         queue = self.hub.subscribe()  # before the snapshot: no change falls in between
+        since = self.hub.published
 
         async def events() -> AsyncIterator[bytes]:
+            held: list[Message] = []  # taken from the queue, for the next turn
             try:
-                yield b"retry: 1000\n\n" + sse("snapshot", await self._snapshot())
+                yield b"retry: 1000\n\n" + await self.snapshot_event(since)
                 while True:
-                    message = await queue.get()
+                    message = held.pop() if held else await queue.get()
                     if message is None:
                         return
                     if message is RELOAD:
-                        yield sse("snapshot", await self._snapshot())
-                    else:
-                        yield message
+                        message = await self.snapshot_event(self.hub.published)
+                    parts = [message]
+                    while not queue.empty():  # behind: what is queued goes in one write
+                        more = queue.get_nowait()
+                        if more is None or more is RELOAD:
+                            held.append(more)
+                            break
+                        parts.append(more)
+                    yield parts[0] if len(parts) == 1 else b"".join(parts)
             finally:
                 self.hub.unsubscribe(queue)
 

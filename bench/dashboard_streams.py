@@ -1,0 +1,234 @@
+"""Open dashboard streams against the VMs' latency: the metadata endpoint and the control
+plane share one event loop, so an operator's browsers must not cost the VMs (issue 16).
+
+One command:
+
+    python bench/dashboard_streams.py [--streams 300] [--seconds 20] [--changes 10]
+                                      [--source SRC] [--json FILE]
+
+A real ``forewarn serve`` of the shipped 1,000-VM fleet (pinned to CPU 0 when taskset
+exists). Timed VMs (``--vms``, each from its own address, keep-alive) poll their document
+once a second, staggered, while operations are triggered through the control API at
+``--changes`` a second (user reboots round robin over the fleet; each makes an event and,
+later, its start and end). The same run is timed twice: with no dashboard stream open,
+then with ``--streams`` open ones (a child process, pinned to CPU 1, reads them all). It
+prints the polls' p50/p99 of each and the ratio; the goal is a ratio near 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from loadgen import (
+    LOAD_CPU,
+    control_call,
+    exit_on_sigterm,
+    forewarn_env,
+    free_port,
+    load_average,
+    pinned,
+    start_server,
+)
+
+FLEET = Path(__file__).resolve().parents[1] / "src/forewarn/fleet/fleets/thousand.yaml"
+TARGET = b"/metadata/scheduledevents?api-version=2020-07-01"
+REQUEST = b"GET " + TARGET + b" HTTP/1.1\r\nHost: 169.254.169.254\r\nMetadata: true\r\n\r\n"
+
+
+def vm_address(position: int) -> str:
+    """The automatic address of the VM at ``position`` of the fleet (README: The fleet)."""
+    return f"127.1.{position // 250}.{position % 250 + 1}"
+
+
+async def read_response(reader: asyncio.StreamReader) -> int:
+    """Read one response (framed by content-length); its status."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            await reader.readexactly(int(line.split(b":", 1)[1]))
+    return status
+
+
+async def poll_vm(port: int, position: int, offset: float, until: float, out: list[float]) -> int:
+    """Poll as the VM at ``position`` once a second until ``until``; append each latency
+    (ms) to ``out``; returns the number of failed polls."""
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", port, local_addr=(vm_address(position), 0)
+    )
+    failures = 0
+    loop = asyncio.get_running_loop()
+    next_at = loop.time() + offset
+    try:
+        while next_at < until:
+            await asyncio.sleep(max(0.0, next_at - loop.time()))
+            next_at += 1.0
+            started = time.perf_counter()
+            writer.write(REQUEST)
+            status = await read_response(reader)
+            out.append((time.perf_counter() - started) * 1000)
+            failures += status != 200
+    finally:
+        writer.close()
+    return failures
+
+
+async def drive_changes(port: int, names: list[str], rate: float, until: float) -> list[int]:
+    """Trigger a user reboot ``rate`` times a second, round robin over ``names``."""
+    loop = asyncio.get_running_loop()
+    statuses: list[int] = []
+    next_at = loop.time()
+    i = 0
+    while next_at < until:
+        await asyncio.sleep(max(0.0, next_at - loop.time()))
+        next_at += 1.0 / rate
+        body = {"kind": "user-reboot", "vms": [names[i % len(names)]]}
+        i += 1
+        status, _, _ = await asyncio.to_thread(
+            control_call, port, "POST", "/api/v1/operations", body
+        )
+        statuses.append(status)
+    return statuses
+
+
+async def timed_window(
+    args: argparse.Namespace, imds: int, control: int, window: int
+) -> dict[str, Any]:
+    """One window: its timed VMs polling, operations at the change rate on VMs of its own
+    (a VM with an event pending would refuse another: 409, and fewer changes)."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + args.seconds
+    names = [vm["name"] for vm in control_call(control, "GET", "/api/v1/vms")[1]]
+    latencies: list[float] = []
+    first_vm = window * args.vms
+    polls = [poll_vm(imds, first_vm + i, i / args.vms, until, latencies) for i in range(args.vms)]
+    per_window = int(args.changes * args.seconds) + 1
+    first_target = 2 * args.vms + window * per_window
+    targets = names[first_target : first_target + per_window]
+    if len(targets) < per_window:
+        raise SystemExit(f"the fleet is too small for {per_window} operations a window")
+    changes = drive_changes(control, targets, args.changes, until)
+    *failures, statuses = await asyncio.gather(*polls, changes)
+    cuts = statistics.quantiles(latencies, n=100)
+    return {
+        "polls": len(latencies),
+        "failed_polls": sum(failures),
+        "p50_ms": round(cuts[49], 2),
+        "p99_ms": round(cuts[98], 2),
+        "max_ms": round(max(latencies), 2),
+        "operations": {str(s): statuses.count(s) for s in sorted(set(statuses))},
+    }
+
+
+# ------------------------------------------------------------------ the streams' child
+
+
+async def hold_streams(port: int, count: int) -> None:
+    """Open ``count`` dashboard streams, say ``open`` once each has its snapshot, then
+    read and discard everything until stdin closes."""
+    ready = asyncio.Event()
+    started = 0
+
+    async def one() -> None:
+        nonlocal started
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /api/v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        await reader.readuntil(b"event: snapshot")
+        started += 1
+        if started == count:
+            ready.set()
+        while await reader.read(65536):
+            pass
+
+    tasks = [asyncio.create_task(one()) for _ in range(count)]
+    await ready.wait()
+    print("open", flush=True)
+    await asyncio.to_thread(sys.stdin.read)
+    for task in tasks:
+        task.cancel()
+
+
+# ------------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--streams", type=int, default=300)
+    parser.add_argument("--seconds", type=float, default=20.0, help="per window")
+    parser.add_argument("--changes", type=float, default=10.0, help="operations a second")
+    parser.add_argument("--vms", type=int, default=20, help="timed VMs, each once a second")
+    parser.add_argument("--fleet", type=Path, default=FLEET)
+    parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument(
+        "--source", type=Path, help="serve this src directory (e.g. of git archive COMMIT)"
+    )
+    parser.add_argument("--hold-streams", type=int, help=argparse.SUPPRESS)  # the child
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.hold_streams is not None:
+        asyncio.run(hold_streams(args.port, args.hold_streams))
+        return 0
+    exit_on_sigterm()
+    imds, control = free_port(), free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        command = [
+            sys.executable, "-m", "forewarn", "serve", "--fleet", str(args.fleet),
+            "--db", os.path.join(tmp, "bench.db"), "--time-scale", "60",
+            "--enablement", "always", "--imds-bind", f"127.0.0.1:{imds}",
+            "--control-bind", f"127.0.0.1:{control}", "--rate-limit", "0",
+        ]  # fmt: skip
+        log = Path(tmp) / "server.log"
+        with start_server(command, [imds, control], log, env=forewarn_env(args.source)):
+            quiet = asyncio.run(timed_window(args, imds, control, 0))
+            child = subprocess.Popen(
+                pinned(LOAD_CPU, [sys.executable, __file__, "--hold-streams",
+                                  str(args.streams), "--port", str(control)]),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                env=forewarn_env(None),
+            )  # fmt: skip
+            try:
+                assert child.stdout is not None and child.stdin is not None
+                if child.stdout.readline().strip() != "open":
+                    raise RuntimeError("the dashboard streams did not open")
+                watched = asyncio.run(timed_window(args, imds, control, 1))
+            finally:
+                if child.stdin is not None:
+                    child.stdin.close()
+                child.wait(timeout=30)
+    results = {
+        "streams": args.streams, "seconds": args.seconds, "changes_per_second": args.changes,
+        "timed_vms": args.vms, "no_streams": quiet, "with_streams": watched,
+        "p50_ratio": round(watched["p50_ms"] / quiet["p50_ms"], 2),
+        "p99_ratio": round(watched["p99_ms"] / quiet["p99_ms"], 2),
+        "load_average": load_average(),
+    }  # fmt: skip
+    for label, window in (("no streams", quiet), (f"{args.streams} streams", watched)):
+        print(
+            f"{label:>12}: p50 {window['p50_ms']:7.2f} ms  p99 {window['p99_ms']:7.2f} ms  "
+            f"max {window['max_ms']:7.2f} ms  ({window['polls']} polls, "
+            f"{window['failed_polls']} failed; operations {window['operations']})"
+        )
+    print(
+        f"ratio with/without streams: p50 {results['p50_ratio']:.2f}, "
+        f"p99 {results['p99_ratio']:.2f}; {args.changes:g} operations/s, {args.vms} timed VMs "
+        f"once a second, {args.seconds:g} s a window; load average {results['load_average']}"
+    )
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -28,6 +28,7 @@ from forewarn.client import (
     Document,
     DocumentChange,
     Event,
+    NotFoundError,
     ScheduledEventsClient,
     discover,
 )
@@ -36,6 +37,10 @@ from forewarn.contract import format_rfc1123
 __all__ = ["VM_COMMANDS", "discover_command", "watch", "with_endpoint_url"]
 
 CHANGE_LINES = 8
+#: What ``watch`` says, once, when the endpoint answers 404: this VM is gone.
+DELETED = (
+    "the platform deleted this VM (the endpoint answers 404: Preempt, Terminate or scale-in)"
+)
 
 
 def _client(url: str | None, source_address: str | None, api_version: str) -> ScheduledEventsClient:
@@ -248,6 +253,14 @@ class _View:
             self.changes.extend(f"{clock} {line.split(' ', 1)[1]}" for line in lines)
             return lines
 
+    def gone(self, now: datetime) -> str:
+        """The VM was deleted: one line, kept with the changes."""
+        line = f"{_iso(now)} {DELETED}"
+        with self.lock:
+            self.problem = DELETED
+            self.changes.append(f"{now.strftime('%H:%M:%S')} {DELETED}")
+        return line
+
     def render(self) -> RenderableType:
         """The live view, re-rendered a few times a second so countdowns move."""
         now = datetime.now(UTC)
@@ -288,15 +301,26 @@ def _identity(client: ScheduledEventsClient, as_vm: str | None) -> str | None:
 
 def _follow(
     client: ScheduledEventsClient, interval: float, on_change: Callable[[DocumentChange], object],
-    on_problem: Callable[[str], None],
+    on_problem: Callable[[str], None], on_deleted: Callable[[], object],
 ) -> None:  # fmt: skip
-    """Watch until interrupted; after the first document, errors are reported, not fatal."""
+    """Watch until interrupted; after the first document, errors are reported, not fatal.
+
+    A 404 means the platform deleted the VM: said once (``on_deleted``), then the watch
+    goes on quietly (a rehearsal's ``fleet reset`` brings the VM back)."""
     known: Document | None = None
+    deleted = False
     while True:
         try:
             for change in client.watch(interval, since=known):
-                known = change.document
+                known, deleted = change.document, False
                 on_change(change)
+        except NotFoundError:
+            if known is None:
+                raise click.ClickException(DELETED) from None
+            if not deleted:
+                deleted = True
+                on_deleted()
+            time.sleep(interval)
         except ClientError as exc:
             if known is None:
                 raise click.ClickException(str(exc)) from None
@@ -336,7 +360,7 @@ def watch(
                             view.problem = text
 
                     _follow(client, interval, lambda c: view.apply(c, datetime.now(UTC)),
-                            problem)  # fmt: skip
+                            problem, lambda: view.gone(datetime.now(UTC)))  # fmt: skip
             else:
 
                 def show(change: DocumentChange) -> None:
@@ -347,7 +371,11 @@ def watch(
                 def warn(text: str) -> None:
                     click.echo(f"forewarn: warning: {text}", err=True)
 
-                _follow(client, interval, show, warn)
+                def gone() -> None:
+                    click.echo(view.gone(datetime.now(UTC)))
+                    sys.stdout.flush()
+
+                _follow(client, interval, show, warn, gone)
         except KeyboardInterrupt:
             return
 

@@ -17,9 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.live import Live
-from rich.table import Table
 from rich.text import Text
 
 from forewarn.client import (
@@ -28,14 +27,20 @@ from forewarn.client import (
     Document,
     DocumentChange,
     Event,
+    NotFoundError,
     ScheduledEventsClient,
     discover,
 )
 from forewarn.contract import format_rfc1123
+from forewarn.termtable import Column, build, console, table
 
 __all__ = ["VM_COMMANDS", "discover_command", "watch", "with_endpoint_url"]
 
 CHANGE_LINES = 8
+#: What ``watch`` says, once, when the endpoint answers 404: this VM is gone.
+DELETED = (
+    "the platform deleted this VM (the endpoint answers 404: Preempt, Terminate or scale-in)"
+)
 
 
 def _client(url: str | None, source_address: str | None, api_version: str) -> ScheduledEventsClient:
@@ -68,6 +73,31 @@ def countdown(event: Event, now: datetime) -> str:
     return f"in {minutes}m{seconds:02d}s" if minutes else f"in {seconds}s"
 
 
+#: The document as a table (``events --url``, ``watch``): the id whole, the countdown with
+#: NotBefore; within 80 columns Source and Duration give way first (``--wide``: all).
+EVENT_COLUMNS = (
+    Column("EventId", "key"),
+    Column("Event", "phrase"),
+    Column("NotBefore (UTC)", "phrase"),
+    Column("Resources", "list"),
+    Column("Source", optional=1),
+    Column("Duration", optional=2),
+)
+
+
+def event_rows(document: Document | None, now: datetime) -> list[list[str]]:
+    """One row of ``EVENT_COLUMNS`` per event."""
+    rows = []
+    for e in document.events if document else ():
+        when = countdown(e, now)
+        if e.not_before is not None and not e.started:
+            when = f"{e.not_before.strftime('%Y-%m-%d %H:%M:%S')}\n{when}"  # its own line
+        duration = "-" if e.duration_seconds < 0 else f"{e.duration_seconds}s"
+        rows.append([e.event_id, f"{e.event_type} {e.status}", when, ", ".join(e.resources),
+                     str(e.source), duration])  # fmt: skip
+    return rows
+
+
 def wire_document(document: Document) -> dict[str, Any]:
     """A typed document back in wire form (keys and order as the endpoint sends them)."""
     return {
@@ -95,8 +125,9 @@ def wire_document(document: Document) -> dict[str, Any]:
 
 
 def show_endpoint_events(
-    url: str, api_version: str | None, as_json: bool, source_address: str | None
-) -> None:
+    url: str, api_version: str | None, as_json: bool, source_address: str | None,
+    wide: bool = False,
+) -> None:  # fmt: skip
     """``forewarn events --url``: the document this machine gets from the endpoint."""
     with _client(url, source_address, api_version or DEFAULT_API_VERSION) as client:
         try:
@@ -106,18 +137,8 @@ def show_endpoint_events(
     if as_json:
         click.echo(json.dumps(wire_document(document), indent=2))
         return
-    now = datetime.now(UTC)
-    table = Table(title=f"{client.url}: DocumentIncarnation {document.incarnation}")
-    table.add_column("EventId", no_wrap=True, min_width=36)
-    for name in ("Status", "Type", "NotBefore", "When", "Source", "Duration"):
-        table.add_column(name, no_wrap=True)
-    table.add_column("Resources", overflow="fold")
-    for e in document.events:
-        duration = "-" if e.duration_seconds < 0 else f"{e.duration_seconds}s"
-        row = (e.event_id, str(e.status), str(e.event_type), _iso(e.not_before),
-               countdown(e, now), str(e.source), duration, ", ".join(e.resources))  # fmt: skip
-        table.add_row(*row)
-    Console().print(table)
+    title = f"{client.url}: DocumentIncarnation {document.incarnation}"
+    table(title, EVENT_COLUMNS, event_rows(document, datetime.now(UTC)), wide=wide)
 
 
 def approve_on_endpoint(
@@ -161,7 +182,7 @@ def _events_with_url(control: click.Command) -> click.Command:
                 "asking (choose it with --source-address)"
             )
         show_endpoint_events(url, options.get("api_version"), bool(options.get("as_json")),
-                             source_address)  # fmt: skip
+                             source_address, bool(options.get("wide")))  # fmt: skip
 
     return click.Command(
         control.name, params=[*control.params, *_endpoint_params()], callback=callback,
@@ -214,9 +235,11 @@ def with_endpoint_url(command: click.Command) -> click.Command:
 class _View:
     """What ``watch`` shows: the latest document, this VM's events, recent changes."""
 
-    def __init__(self, url: str, vm: str | None) -> None:
+    def __init__(self, url: str, vm: str | None, width: int = 80, wide: bool = False) -> None:
         self.url = url
         self.vm = vm
+        self.width = width
+        self.wide = wide
         self.document: Document | None = None
         self.changes: deque[str] = deque(maxlen=CHANGE_LINES)
         self.problem: str | None = None
@@ -248,6 +271,14 @@ class _View:
             self.changes.extend(f"{clock} {line.split(' ', 1)[1]}" for line in lines)
             return lines
 
+    def gone(self, now: datetime) -> str:
+        """The VM was deleted: one line, kept with the changes."""
+        line = f"{_iso(now)} {DELETED}"
+        with self.lock:
+            self.problem = DELETED
+            self.changes.append(f"{now.strftime('%H:%M:%S')} {DELETED}")
+        return line
+
     def render(self) -> RenderableType:
         """The live view, re-rendered a few times a second so countdowns move."""
         now = datetime.now(UTC)
@@ -257,18 +288,11 @@ class _View:
         title = f"Scheduled Events at {self.url}{who}"
         if document is not None:
             title += f" (DocumentIncarnation {document.incarnation})"
-        table = Table(title=title, expand=False)
-        for name in ("EventId", "Type", "Status", "NotBefore", "Countdown", "Source"):
-            table.add_column(name, no_wrap=True)
-        table.add_column("Resources", overflow="fold")
-        for e in document.events if document else ():
-            mine = bool(self.vm and e.affects(self.vm))
-            table.add_row(
-                e.event_id, str(e.event_type), str(e.status), _iso(e.not_before),
-                countdown(e, now), str(e.source), ", ".join(e.resources),
-                style="bold yellow" if mine else None,
-            )  # fmt: skip
-        parts: list[RenderableType] = [table]
+        events = document.events if document else ()
+        styles = ["bold yellow" if self.vm and e.affects(self.vm) else None for e in events]
+        rows = event_rows(document, now)
+        shown, _ = build(title, EVENT_COLUMNS, rows, self.width, wide=self.wide, styles=styles)
+        parts: list[RenderableType] = [shown]
         if document is not None and not document.events:
             parts.append(Text("no events", style="dim"))
         if problem:
@@ -288,15 +312,26 @@ def _identity(client: ScheduledEventsClient, as_vm: str | None) -> str | None:
 
 def _follow(
     client: ScheduledEventsClient, interval: float, on_change: Callable[[DocumentChange], object],
-    on_problem: Callable[[str], None],
+    on_problem: Callable[[str], None], on_deleted: Callable[[], object],
 ) -> None:  # fmt: skip
-    """Watch until interrupted; after the first document, errors are reported, not fatal."""
+    """Watch until interrupted; after the first document, errors are reported, not fatal.
+
+    A 404 means the platform deleted the VM: said once (``on_deleted``), then the watch
+    goes on quietly (a rehearsal's ``fleet reset`` brings the VM back)."""
     known: Document | None = None
+    deleted = False
     while True:
         try:
             for change in client.watch(interval, since=known):
-                known = change.document
+                known, deleted = change.document, False
                 on_change(change)
+        except NotFoundError:
+            if known is None:
+                raise click.ClickException(DELETED) from None
+            if not deleted:
+                deleted = True
+                on_deleted()
+            time.sleep(interval)
         except ClientError as exc:
             if known is None:
                 raise click.ClickException(str(exc)) from None
@@ -314,9 +349,11 @@ def _follow(
               help="Seconds between polls.")  # fmt: skip
 @click.option("--source-address", default=None, help=_SOURCE_HELP)
 @click.option("--api-version", default=DEFAULT_API_VERSION)
+@click.option("--wide", is_flag=True,
+              help="Every column at full width, whatever the terminal's width.")  # fmt: skip
 def watch(
     url: str | None, as_vm: str | None, interval: float, source_address: str | None,
-    api_version: str,
+    api_version: str, wide: bool,
 ) -> None:  # fmt: skip
     """Watch the Scheduled Events document live: changes as they happen, countdowns.
 
@@ -325,18 +362,19 @@ def watch(
     """
     with _client(url, source_address, api_version) as client:
         vm = _identity(client, as_vm)
-        view = _View(client.url, vm)
+        screen = console()
+        view = _View(client.url, vm, screen.width, wide)
         try:
             if sys.stdout.isatty():
                 with Live(get_renderable=view.render, refresh_per_second=4,
-                          console=Console()):  # fmt: skip
+                          console=screen):  # fmt: skip
 
                     def problem(text: str) -> None:
                         with view.lock:
                             view.problem = text
 
                     _follow(client, interval, lambda c: view.apply(c, datetime.now(UTC)),
-                            problem)  # fmt: skip
+                            problem, lambda: view.gone(datetime.now(UTC)))  # fmt: skip
             else:
 
                 def show(change: DocumentChange) -> None:
@@ -347,7 +385,11 @@ def watch(
                 def warn(text: str) -> None:
                     click.echo(f"forewarn: warning: {text}", err=True)
 
-                _follow(client, interval, show, warn)
+                def gone() -> None:
+                    click.echo(view.gone(datetime.now(UTC)))
+                    sys.stdout.flush()
+
+                _follow(client, interval, show, warn, gone)
         except KeyboardInterrupt:
             return
 

@@ -71,24 +71,37 @@ class Recorder:
 
 
 class AgentProcess:
-    """``forewarn agent run -c CONFIG`` with a metrics port of its own."""
+    """``forewarn agent run -c CONFIG`` with a metrics port of its own.
+
+    With ``config=None`` no file at all: every setting from ``env`` (as in a DaemonSet)."""
 
     def __init__(
-        self, workdir: Path, config: str, endpoint: str, env: dict[str, str] | None = None
+        self, workdir: Path, config: str | None, endpoint: str, env: dict[str, str] | None = None
     ):
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
         self.metrics_port = free_port()
-        self.config_path = workdir / "agent.toml"
+        self.config_path: Path | None = workdir / "agent.toml"
         head = (
             f'state_path = "{workdir / "state.db"}"\n'
             f'metrics_bind = "127.0.0.1:{self.metrics_port}"\n'
         )
-        self.config_path.write_text(head + textwrap.dedent(config))
+        placed = {}
+        if config is None:
+            self.config_path = None
+            placed = {
+                "FOREWARN_AGENT_STATE_PATH": str(workdir / "state.db"),
+                "FOREWARN_AGENT_METRICS_BIND": f"127.0.0.1:{self.metrics_port}",
+            }
+        else:
+            assert self.config_path is not None
+            self.config_path.write_text(head + textwrap.dedent(config))
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith("FOREWARN_AGENT_")}
         self.env = {
-            **os.environ,
+            **inherited,
             "FOREWARN_IMDS_URL": endpoint,
             "PYTHONUNBUFFERED": "1",
+            **placed,
             **(env or {}),
         }
         self.proc: subprocess.Popen[str] | None = None
@@ -97,8 +110,9 @@ class AgentProcess:
 
     def start(self, wait_ready: bool = True) -> AgentProcess:
         self.lines, self.raw = [], []
+        config = ["-c", str(self.config_path)] if self.config_path is not None else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "forewarn", "agent", "run", "-c", str(self.config_path)],
+            [sys.executable, "-m", "forewarn", "agent", "run", *config],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=self.env,
         )  # fmt: skip
         threading.Thread(target=self._pump, args=(self.proc,), daemon=True).start()

@@ -29,7 +29,7 @@ def start_agent(tmp_path: Path) -> Iterator[Callable[..., AgentProcess]]:
 
     def start(
         name: str,
-        config: str,
+        config: str | None,
         endpoint: str,
         env: dict[str, str] | None = None,
         wait_ready: bool = True,

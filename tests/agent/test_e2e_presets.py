@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from tests.agent.agentproc import HERE, AgentProcess, Recorder, handler_argv, wait_until
+from tests.agent.agentproc import AgentProcess, Recorder, handler_argv, wait_until
 from tests.agent.conftest import Fleet
+from tests.agent.kubefake import FakeCluster
 
 
 def test_kubernetes_preset_drains_before_and_uncordons_after(
     fleet: Fleet, start_agent: Callable[..., AgentProcess], tmp_path: Path
 ) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shutil.copy(HERE / "fake_kubectl", bin_dir / "kubectl")
-    calls = tmp_path / "kubectl.log"
-    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_KUBECTL_LOG": str(calls)}
+    cluster = FakeCluster(tmp_path)
     agent = start_agent("web-0", f"""
         local_address = "{fleet.address["web-0"]}"
         poll_interval = 0.2
@@ -30,24 +25,29 @@ def test_kubernetes_preset_drains_before_and_uncordons_after(
         type = "kubernetes"
         grace_period = 15
         pdb_timeout = 120
+        events = false
 
         [[rules]]
         event_types = ["Reboot"]
         this_vm = true
         handlers = ["node"]
         approval = "after-handlers"
-    """, fleet.url, env)  # fmt: skip
+    """, fleet.url, cluster.env())  # fmt: skip
     [event_id] = fleet.trigger("user-reboot", "web-0")["event_ids"]
     wait_until(lambda: fleet.status(event_id) == "Started", what="the approval")
-    assert calls.read_text().splitlines() == [
+    assert cluster.calls() == [
+        "get node web-0 -o json",
         "taint nodes web-0 forewarn.io/scheduled-event=true:NoSchedule --overwrite",
+        f"annotate node web-0 forewarn.io/cordoned={event_id} --overwrite",
         "cordon web-0",
         "drain web-0 --grace-period=15 --timeout=120s --ignore-daemonsets --delete-emptydir-data",
     ]
     fleet.advance(601)
     agent.wait_log("recovery done", event_id=event_id, result="ok")
-    assert calls.read_text().splitlines()[3:] == [
+    assert cluster.calls()[5:] == [
+        "get node web-0 -o json",
         "uncordon web-0",
+        "annotate node web-0 forewarn.io/cordoned-",
         "taint nodes web-0 forewarn.io/scheduled-event:NoSchedule-",
     ]
 

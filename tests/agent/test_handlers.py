@@ -1,10 +1,11 @@
-"""Handlers, each run for real: processes, an HTTP receiver, imported functions, kubectl."""
+"""Handlers, each run for real: processes, an HTTP receiver, imported functions.
+
+The kubernetes handler has tests of its own (test_kubernetes.py)."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -14,12 +15,11 @@ from pathlib import Path
 import pytest
 
 from forewarn.agent.clock import AgentClock
-from forewarn.agent.config_schema import ExecSpec, KubernetesSpec, PythonSpec, WebhookSpec
+from forewarn.agent.config_schema import ExecSpec, PythonSpec, WebhookSpec
 from forewarn.agent.handlers import (
     ExecHandler,
     HandlerContext,
     HandlerFailed,
-    KubernetesHandler,
     PythonHandler,
     WebhookHandler,
 )
@@ -224,77 +224,3 @@ async def test_python_handler_failures_say_why(user_module: str) -> None:
         PythonHandler("m", PythonSpec(target=f"{user_module}:missing")).function()
     with pytest.raises(HandlerFailed, match="cannot import no_such_module_xyz"):
         PythonHandler("m", PythonSpec(target="no_such_module_xyz:f")).function()
-
-
-# ---------------------------------------------------------------- kubernetes
-
-
-@pytest.fixture
-def kubectl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The fake kubectl first on PATH; returns the file its calls are recorded in."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shutil.copy(HERE / "fake_kubectl", bin_dir / "kubectl")
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    log = tmp_path / "kubectl.log"
-    monkeypatch.setenv("FAKE_KUBECTL_LOG", str(log))
-    return log
-
-
-def calls(log: Path) -> list[str]:
-    return log.read_text().splitlines()
-
-
-async def test_kubernetes_taints_cordons_drains_then_uncordons_and_untaints(kubectl: Path) -> None:
-    handler = KubernetesHandler("k8s", KubernetesSpec(grace_period=20, pdb_timeout=120))
-    assert await handler.run(context(seconds=200)) == "node web-0 tainted, cordoned and drained"
-    assert await handler.run(context("recover")) == "node web-0 uncordoned and untainted"
-    assert calls(kubectl) == [
-        "taint nodes web-0 forewarn.io/scheduled-event=true:NoSchedule --overwrite",
-        "cordon web-0",
-        "drain web-0 --grace-period=20 --timeout=120s --ignore-daemonsets --delete-emptydir-data",
-        "uncordon web-0",
-        "taint nodes web-0 forewarn.io/scheduled-event:NoSchedule-",
-    ]
-
-
-async def test_kubernetes_drain_is_cut_to_the_time_left(kubectl: Path) -> None:
-    spec = KubernetesSpec(node="aks-1", kubeconfig="/etc/kube", context="prod", pdb_timeout=600,
-                          ignore_daemonsets=False, delete_emptydir_data=False)  # fmt: skip
-    await KubernetesHandler("k8s", spec).run(context(seconds=45))
-    drain = calls(kubectl)[2]
-    assert drain.startswith("--kubeconfig=/etc/kube --context=prod drain aks-1 --grace-period=-1")
-    seconds = int(drain.split("--timeout=")[1].split("s")[0])
-    assert 40 <= seconds <= 45
-    assert "--ignore-daemonsets" not in drain and "--delete-emptydir-data" not in drain
-
-
-async def test_kubernetes_pdbs_hold_the_drain_then_force(
-    kubectl: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("FAKE_KUBECTL_PDB", "1")
-    polite = KubernetesHandler("k8s", KubernetesSpec(pdb_timeout=30))
-    with pytest.raises(HandlerFailed, match="disruption budget"):
-        await polite.run(context(seconds=200))
-    assert not any("--disable-eviction" in c for c in calls(kubectl))
-    kubectl.unlink()
-    forced = KubernetesHandler("k8s", KubernetesSpec(pdb_timeout=30, force=True))
-    detail = await forced.run(context(seconds=200))
-    assert detail == "node web-0 drained by force after PDBs held it for 30s"
-    drains = [c for c in calls(kubectl) if c.startswith("drain")]
-    assert drains[0].startswith("drain web-0 --grace-period=-1 --timeout=30s")
-    assert "--disable-eviction --force" in drains[1]
-
-
-async def test_kubernetes_untaint_of_a_missing_taint_is_fine(
-    kubectl: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("FAKE_KUBECTL_NO_TAINT", "1")
-    handler = KubernetesHandler("k8s", KubernetesSpec())
-    assert await handler.run(context("recover")) == "node web-0 uncordoned and untainted"
-
-
-async def test_kubernetes_without_kubectl_fails_clearly(tmp_path: Path) -> None:
-    handler = KubernetesHandler("k8s", KubernetesSpec(kubectl=str(tmp_path / "kubectl")))
-    with pytest.raises(HandlerFailed, match=r"cannot run .*kubectl.*No such file"):
-        await handler.run(context())

@@ -37,9 +37,11 @@ def test_events_url_table(server: ServerProcess) -> None:
     assert result.code == 0, result.stderr
     assert event_id in result.stdout
     assert "DocumentIncarnation 2" in result.stdout
-    row = next(line for line in result.stdout.splitlines() if event_id in line)
-    for word in ("Scheduled", "Reboot", "User", "web-0", "in 1"):
-        assert word in row, row
+    lines = result.stdout.splitlines()
+    at = next(n for n, line in enumerate(lines) if event_id in line)
+    for word in ("Scheduled", "Reboot", "User", "web-0"):
+        assert word in lines[at], lines[at]
+    assert lines[at + 1].strip().startswith("in 1"), lines[at + 1]  # the countdown, under it
 
 
 def test_approve_url_starts_the_event(server: ServerProcess) -> None:

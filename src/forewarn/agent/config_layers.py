@@ -1,8 +1,9 @@
 """Layered configuration: defaults < TOML file < environment (``FOREWARN_AGENT_*``) < flags.
 
-Only the top-level scalar settings and ``coordination.*`` can come from the environment
-(``FOREWARN_AGENT_POLL_INTERVAL``, ``FOREWARN_AGENT_COORDINATION_URL``); handlers and
-rules live in the file. Every error names where the bad value came from.
+The top-level scalar settings, ``coordination.*`` and ``kubernetes.*`` can come from the
+environment (``FOREWARN_AGENT_POLL_INTERVAL``, ``FOREWARN_AGENT_COORDINATION_URL``,
+``FOREWARN_AGENT_KUBERNETES_NODE``; a list is comma-separated); other handlers and rules
+live in the file. Every error names where the bad value came from.
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ from typing import Any
 
 import msgspec
 
-from forewarn.agent.config_schema import AgentConfig, ConfigError, Coordination, HandlerSpec, check
+from forewarn.agent.config_schema import (
+    AgentConfig,
+    ConfigError,
+    Coordination,
+    HandlerSpec,
+    KubernetesTable,
+    check,
+)
+from forewarn.agent.kubernetes_table import with_kubernetes_table
 
 __all__ = ["ENV_PREFIX", "as_dict", "env_settings", "load_config"]
 
@@ -30,12 +39,16 @@ def _scalar_fields(struct: type[msgspec.Struct]) -> dict[str, Any]:
     return {
         f.name: f.type
         for f in msgspec.structs.fields(struct)
-        if f.name not in ("coordination", "handlers", "rules")
+        if f.name not in ("coordination", "kubernetes", "handlers", "rules")
     }
 
 
 _TOP = _scalar_fields(AgentConfig)
-_COORD = _scalar_fields(Coordination)
+#: Tables whose keys the environment may set: ``FOREWARN_AGENT_<TABLE>_<KEY>``.
+_TABLES = {
+    "coordination": _scalar_fields(Coordination),
+    "kubernetes": _scalar_fields(KubernetesTable),
+}
 
 
 def _explain(error: msgspec.ValidationError, source: str, prefix: str = "") -> ConfigError:
@@ -66,8 +79,11 @@ def _check_handlers(handlers: Any, source: str) -> None:
 
 
 def _convert_env(name: str, value: str, type_: Any) -> Any:
+    given: Any = value
+    if getattr(type_, "__origin__", None) is list:  # a list: comma-separated
+        given = [item.strip() for item in value.split(",") if item.strip()]
     try:
-        return msgspec.convert(value, type_, strict=False)
+        return msgspec.convert(given, type_, strict=False)
     except msgspec.ValidationError as exc:
         why = str(exc).split(" - at")[0]
         raise ConfigError(f"environment {name}={value!r}: {why[:1].lower()}{why[1:]}") from None
@@ -76,26 +92,25 @@ def _convert_env(name: str, value: str, type_: Any) -> Any:
 def env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     """Settings given as ``FOREWARN_AGENT_*`` variables, typed; unknown names refused."""
     top: dict[str, Any] = {}
-    coordination: dict[str, Any] = {}
+    tables: dict[str, dict[str, Any]] = {}
     for name, value in sorted(environ.items()):
         if not name.startswith(ENV_PREFIX):
             continue
         key = name[len(ENV_PREFIX) :].lower()
         if key.upper() in _CLI_ENV:
             continue
+        table, _, sub = key.partition("_")
         if key in _TOP:
             top[key] = _convert_env(name, value, _TOP[key])
-        elif key.startswith("coordination_") and key[13:] in _COORD:
-            sub = key[13:]
-            coordination[sub] = _convert_env(name, value, _COORD[sub])
+        elif sub in _TABLES.get(table, {}):
+            tables.setdefault(table, {})[sub] = _convert_env(name, value, _TABLES[table][sub])
         else:
             known = ", ".join(
                 [ENV_PREFIX + k.upper() for k in _TOP]
-                + [f"{ENV_PREFIX}COORDINATION_{k.upper()}" for k in _COORD]
+                + [f"{ENV_PREFIX}{t.upper()}_{k.upper()}" for t in _TABLES for k in _TABLES[t]]
             )
             raise ConfigError(f"environment {name}: unknown setting (known: {known})")
-    if coordination:
-        top["coordination"] = coordination
+    top.update(tables)
     return top
 
 
@@ -113,7 +128,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 def _overlay(base: dict[str, Any], layer: Mapping[str, Any]) -> None:
     for key, value in layer.items():
-        if key == "coordination" and isinstance(base.get(key), dict):
+        if key in _TABLES and isinstance(base.get(key), dict):
             base[key] = {**base[key], **value}
         else:
             base[key] = value
@@ -147,7 +162,7 @@ def load_config(
     except msgspec.ValidationError as exc:
         raise _explain(exc, "environment or flags") from None
     try:
-        return check(config)
+        return check(with_kubernetes_table(check(config)))
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
 

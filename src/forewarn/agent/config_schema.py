@@ -25,6 +25,7 @@ __all__ = [
     "ExecSpec",
     "HandlerSpec",
     "KubernetesSpec",
+    "KubernetesTable",
     "OnCrash",
     "PythonSpec",
     "RuleSpec",
@@ -110,7 +111,16 @@ class KubernetesSpec(_Handler, kw_only=True, tag="kubernetes"):
     """Taint, cordon and drain this node with kubectl; uncordon and untaint afterwards."""
 
     timeout: Positive = 600.0
+    #: The node's name; empty: derived from the VM's (``aks-x-vmss_13`` -> ``aks-x-vmss00000d``).
     node: str = ""
+    #: Cordon (and taint) but never drain: the pods stay until the platform stops the VM.
+    cordon_only: bool = False
+    #: Kubernetes Events on the node: why, what was done, what was left.
+    events: bool = True
+    #: ``node.kubernetes.io/exclude-from-external-load-balancers`` while out of service.
+    exclude_from_lb: bool = False
+    #: The ``VMEventScheduled`` node condition AKS's node-problem-detector sets.
+    condition: bool = False
     kubectl: str = "kubectl"
     kubeconfig: str = ""
     context: str = ""
@@ -125,6 +135,18 @@ class KubernetesSpec(_Handler, kw_only=True, tag="kubernetes"):
 
 
 HandlerSpec = ExecSpec | WebhookSpec | PythonSpec | KubernetesSpec
+
+
+class KubernetesTable(KubernetesSpec, kw_only=True, tag="kubernetes"):
+    """``[kubernetes]``: the kubernetes handler and its rule in one table (a DaemonSet's
+    whole configuration can come from ``FOREWARN_AGENT_KUBERNETES_*``)."""
+
+    enabled: bool = True
+    event_types: list[str] = msgspec.field(
+        default_factory=lambda: ["Reboot", "Redeploy", "Freeze", "Preempt", "Terminate"]
+    )
+    approval: Approval = Approval.NEVER
+    act_minutes_before: Seconds | None = None
 
 
 class RuleSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -184,6 +206,7 @@ class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     log_format: str = "json"
     log_level: str = "info"
     coordination: Coordination | None = None
+    kubernetes: KubernetesTable | None = None
     handlers: dict[str, HandlerSpec] = {}
     rules: list[RuleSpec] = []
 
@@ -195,6 +218,7 @@ class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _BIND = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^:\[\]]+):(\d{1,5})$")
+_NODE = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _LEVELS = ("debug", "info", "warning", "error")
 
@@ -203,8 +227,8 @@ def _err(where: str, message: str) -> ConfigError:
     return ConfigError(f"{where}: {message}")
 
 
-def _check_handler(name: str, spec: HandlerSpec) -> None:
-    where = f"handlers.{name}"
+def _check_handler(name: str, spec: HandlerSpec, where: str = "") -> None:
+    where = where or f"handlers.{name}"
     if isinstance(spec, WebhookSpec):
         if not re.match(r"^https?://[^/\s]+", spec.url):
             raise _err(f"{where}.url", f"{spec.url!r} is not an http(s) URL")
@@ -224,6 +248,8 @@ def _check_handler(name: str, spec: HandlerSpec) -> None:
             raise _err(f"{where}.taint_effect", f"must be one of {', '.join(_EFFECTS)}")
         if not spec.taint_key or "=" in spec.taint_key or ":" in spec.taint_key:
             raise _err(f"{where}.taint_key", f"{spec.taint_key!r} is not a taint key")
+        if spec.node and not _NODE.match(spec.node):
+            raise _err(f"{where}.node", f"{spec.node!r} is not a node name (lowercase RFC 1123)")
 
 
 def _check_rule(config: AgentConfig, index: int, rule: RuleSpec) -> None:
@@ -249,6 +275,10 @@ def check(config: AgentConfig) -> AgentConfig:
     """Refuse what the types cannot: dangling names, bad ranges, malformed strings."""
     for name, spec in config.handlers.items():
         _check_handler(name, spec)
+    if config.kubernetes is not None:
+        _check_handler("kubernetes", config.kubernetes, "kubernetes")
+        if not config.kubernetes.event_types:
+            raise _err("kubernetes.event_types", "must list at least one event type")
     names: dict[str, int] = {}
     for index, rule in enumerate(config.rules):
         _check_rule(config, index, rule)

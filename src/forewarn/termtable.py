@@ -1,0 +1,156 @@
+"""Tables that fit the terminal, for the CLI and the VM commands alike.
+
+A table is laid out for the terminal's width (80 columns when output is not a terminal, or
+``COLUMNS``): optional columns go first, then phrases wrap at their spaces, then ids that
+may be cut are cut; the key fields always stay, and ids a user must copy stay whole.
+``--wide`` prints every column at full width whatever the terminal. Styles only ever reach
+a terminal, and never with ``NO_COLOR`` set. Only rich: the VM side imports it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["Column", "build", "console", "layout", "table"]
+
+#: Space between two columns: one of padding, one of the (blank) divider.
+GAP = 2
+#: The narrowest a list column gets before its words are folded.
+LIST_MIN = 20
+
+Role = Literal["key", "word", "phrase", "list"]
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column and how it may give way when the terminal is narrow.
+
+    ``key``: an id, never wrapped; cut with an ellipsis down to ``shortest`` if that is
+    set, else always whole (ids a user copies). ``word``: a short value, never wrapped.
+    ``phrase``: wraps at its spaces, down to its longest word. ``list``: wraps at its
+    spaces and takes the width that is left. ``optional`` columns (the highest number
+    first) are hidden when the table would not fit otherwise.
+    """
+
+    header: str
+    role: Role = "word"
+    optional: int = 0
+    shortest: int | None = None
+
+
+def _widest_line(text: str) -> int:
+    return max(cell_len(line) for line in text.split("\n"))
+
+
+def _longest_word(text: str) -> int:
+    return max((cell_len(word) for word in text.split()), default=0)
+
+
+def _total(widths: Sequence[int]) -> int:
+    return sum(widths) + GAP * max(len(widths) - 1, 0)
+
+
+def layout(
+    columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int, *, wide: bool = False
+) -> tuple[list[int], dict[int, int]]:
+    """Which columns to show (indices) and how wide each one is, to fit ``width``."""
+    cells = [[c.header, *(row[i] for row in rows)] for i, c in enumerate(columns)]
+    natural = {i: max(_widest_line(text) for text in texts) for i, texts in enumerate(cells)}
+    shown = list(range(len(columns)))
+    widths = dict(natural)
+
+    def too_wide() -> bool:
+        return _total([widths[i] for i in shown]) > width
+
+    if wide or not too_wide():
+        return shown, widths
+    for i in sorted(
+        (i for i, c in enumerate(columns) if c.optional), key=lambda i: -columns[i].optional
+    ):
+        if not too_wide():
+            break
+        shown.remove(i)
+    if not too_wide():
+        return shown, widths
+    for i in shown:  # phrases wrap down to their longest word; lists fold a longer one
+        if columns[i].role in ("phrase", "list"):
+            floor = LIST_MIN if columns[i].role == "list" else natural[i]
+            longest = max(_longest_word(text) for text in cells[i])
+            widths[i] = min(natural[i], longest, floor)
+    if too_wide():  # ids that may be cut are cut (to their shortest: lists get the rest)
+        for i in shown:
+            widths[i] = min(widths[i], columns[i].shortest or widths[i])
+    spare = width - _total([widths[i] for i in shown])
+    for role in ("list", "phrase"):  # what is left goes to the lists, then the phrases
+        growing = [i for i in shown if columns[i].role == role]
+        for n, i in enumerate(growing):
+            share = max(spare // (len(growing) - n), 0)
+            grown = min(natural[i], widths[i] + share)
+            spare -= grown - widths[i]
+            widths[i] = grown
+    return shown, widths
+
+
+def console() -> Console:
+    """A console for tables: rich keeps bold and italic under ``NO_COLOR``, but a user
+    who set it asked for plain text."""
+    return Console(color_system=None if os.environ.get("NO_COLOR") else "auto")
+
+
+def build(
+    title: str,
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    *,
+    wide: bool = False,
+    styles: Sequence[str | None] = (),
+) -> tuple[Table, int]:
+    """The table laid out for ``width`` and the width it takes (``styles``: one per row)."""
+    shown, widths = layout(columns, rows, width, wide=wide)
+    hidden = [c.header for i, c in enumerate(columns) if i not in shown]
+    out = Table(
+        title=title,
+        caption=f"hidden to fit: {', '.join(hidden)} (--wide shows them)" if hidden else None,
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1, 0, 0),
+        title_justify="left",
+        caption_justify="left",
+    )
+    for i in shown:
+        column = columns[i]
+        whole = column.role in ("key", "word")
+        out.add_column(
+            column.header,
+            width=widths[i],
+            no_wrap=whole,
+            overflow="ellipsis" if whole else "fold",
+        )
+    for n, row in enumerate(rows):
+        out.add_row(*(row[i] for i in shown), style=styles[n] if n < len(styles) else None)
+    return out, _total([widths[i] for i in shown])
+
+
+def table(
+    title: str,
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    *,
+    wide: bool = False,
+) -> None:
+    """Print ``rows`` under ``title``, laid out for the terminal (see the module)."""
+    out = console()
+    rendered, needed = build(title, columns, rows, out.width, wide=wide)
+    if wide:
+        out.width = max(out.width, needed)
+    out.print(rendered)

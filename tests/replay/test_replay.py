@@ -48,7 +48,7 @@ def test_the_shipped_capture_holds_the_contracts_payloads() -> None:
 def test_a_client_watches_the_capture_go_by(start_replay: Any) -> None:
     """The capture at scale 2000 (6,060 s in 3 s), as forewarn's own client sees it."""
     replay = start_replay("--example", "contract", "--time-scale", "2000", "--start",
-                          "first-request")  # fmt: skip
+                          "first-request", "--rate-limit", "0")  # fmt: skip
     seen: list[tuple[int, tuple[tuple[str, EventType, EventStatus], ...]]] = []
     with ScheduledEventsClient(replay.url) as client:
         assert client.instance().compute_name == "myvm"
@@ -74,7 +74,9 @@ def test_a_client_watches_the_capture_go_by(start_replay: Any) -> None:
 
 
 def test_the_endpoints_rules_hold_in_a_replay(start_replay: Any) -> None:
-    replay = start_replay("--example", "contract", "--time-scale", "0.001")  # stays on 6
+    replay = start_replay(
+        "--example", "contract", "--time-scale", "0.001", "--rate-limit", "0"
+    )  # stays on 6
     ok = replay.get()
     assert ok.status_code == 200
     assert ok.content == b'{"DocumentIncarnation":6,"Events":[]}'
@@ -95,7 +97,9 @@ def test_the_endpoints_rules_hold_in_a_replay(start_replay: Any) -> None:
 
 
 def test_approvals_are_checked_and_printed_but_change_nothing(start_replay: Any) -> None:
-    replay = start_replay("--example", "contract", "--time-scale", "30", "--linger", "0.5")
+    replay = start_replay(
+        "--example", "contract", "--time-scale", "30", "--linger", "0.5", "--rate-limit", "0"
+    )
     deadline = time.monotonic() + 30
     while replay.get().json()["DocumentIncarnation"] < 7:  # 60 s at scale 30: 2 s
         assert time.monotonic() < deadline
@@ -114,7 +118,9 @@ def test_approvals_are_checked_and_printed_but_change_nothing(start_replay: Any)
 
 def test_shift_times_keeps_notice_ahead_of_the_clients_clock(start_replay: Any) -> None:
     """At scale 60, the 15 minutes' notice becomes 15 s ahead of now."""
-    replay = start_replay("--example", "contract", "--time-scale", "60", "--shift-times")
+    replay = start_replay(
+        "--example", "contract", "--time-scale", "60", "--shift-times", "--rate-limit", "0"
+    )
     deadline = time.monotonic() + 30
     while not (doc := replay.get().json())["Events"]:  # the Freeze comes after 1 s
         assert time.monotonic() < deadline

@@ -10,8 +10,10 @@ import click
 
 from forewarn.cli.errors import fail
 from forewarn.contract.addresses import DEFAULT_IMDS_BIND
+from forewarn.contract.limits import RATE_LIMIT
 from forewarn.replay import (
     CAPTURED,
+    CAPTURED_TIME_SCALE,
     Frame,
     RecordingError,
     ReplayEndpoint,
@@ -47,9 +49,12 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
 @click.option(
     "--time-scale",
     type=float,
-    default=1.0,
+    default=None,
     callback=_positive,
-    help="Play this many times faster than recorded (60: an hour in a minute).",
+    help="Play this many times faster than recorded (60: an hour in a minute). Default: 1 "
+    "for a FILE (a recording of `serve --clock-rate N` plays at its pace with N), "
+    + ", ".join(f"{s:g} for --example {n}" for n, s in CAPTURED_TIME_SCALE.items())
+    + ".",
 )
 @click.option(
     "--imds-bind",
@@ -59,16 +64,22 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
 )
 @click.option(
     "--shift-times/--recorded-times",
-    default=False,
-    help="Move every NotBefore so it is as far ahead of now as it was when recorded "
-    "(scaled); default: serve the recorded dates as they are.",
+    default=True,
+    help="Move every NotBefore so it is as far ahead of the client's clock as it was when "
+    "recorded (scaled; the default), or serve the recorded dates as they are.",
 )
 @click.option(
     "--start",
-    type=click.Choice(["now", "first-request"]),
-    default="now",
-    help="When the recording's clock starts: at once, or with the VM's first request "
-    "(a rehearsal then begins when the client under test does).",
+    type=click.Choice(["first-request", "now"]),
+    default="first-request",
+    help="When the recording's clock starts: with the VM's first request (the default: a "
+    "rehearsal begins when the client under test does), or at once.",
+)
+@click.option(
+    "--rate-limit",
+    type=float,
+    default=RATE_LIMIT,
+    help="Requests per second before 429, as `forewarn serve` (0: off).",
 )
 @click.option(
     "--linger",
@@ -81,20 +92,28 @@ def replay(
     file: str | None,
     example: str | None,
     vm: str | None,
-    time_scale: float,
+    time_scale: float | None,
     imds_bind: tuple[str, ...],
     shift_times: bool,
     start: str,
+    rate_limit: float,
     linger: float | None,
 ) -> None:
     """Serve a recorded (`forewarn serve --record`) or captured sequence of documents
     to one VM, on a metadata endpoint, with the original timing divided by --time-scale.
 
-    Every request is answered as that VM; approvals are checked and printed, but do not
-    change what is replayed.
+    Every request is answered as that VM, each api-version with its own rendering of what
+    was recorded (or a 400 saying why it cannot be rendered); approvals are checked and
+    printed, but do not change what is replayed.
     """
     if (file is None) == (example is None):
         raise click.UsageError("give a FILE to replay, or --example NAME (not both)")
+    if not (math.isfinite(rate_limit) and rate_limit >= 0):
+        raise click.BadParameter(
+            f"{rate_limit} must be >= 0 (0 turns it off)", param_hint="--rate-limit"
+        )
+    if time_scale is None:
+        time_scale = CAPTURED_TIME_SCALE.get(example or "", 1.0)
     try:
         if example is not None:
             recording = parse_recording(captured_text(example), f"capture {example}")
@@ -118,9 +137,13 @@ def replay(
         shift_times=shift_times,
         on_first_request=start == "first-request",
         on_approve=approved,
+        rate_limit=rate_limit or None,
     )
     try:
+        endpoint.check_shift()
         sockets = bind(addresses)
+    except RecordingError as exc:
+        fail(f"{recording.source}, {exc}")
     except OSError as exc:
         fail(str(exc))
     span = frames[-1].t - origin

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any
 from urllib.parse import unquote_plus
 
 import msgspec
@@ -40,8 +39,8 @@ from forewarn.fleet import VM
 from forewarn.imds.cache import DocumentCache
 from forewarn.imds.faults import FaultBook
 from forewarn.imds.identity import VmResolver
-from forewarn.imds.instance import INSTANCE_VERSIONS, instance_document
-from forewarn.imds.messages import TEXT, Reply, Request
+from forewarn.imds.instance import INSTANCE, INSTANCE_VERSIONS, instance_reply
+from forewarn.imds.messages import Reply, Request
 from forewarn.imds.ratelimit import RateLimiter
 from forewarn.imds.recorder import DocumentRecorder, RecordingCache
 from forewarn.rehearsal import ReactionTracker
@@ -60,7 +59,6 @@ CATCH_UP_SECONDS = 2.0
 RULE_HEADERS = frozenset({b"metadata", b"x-forwarded-for", b"if-none-match"})
 
 SCHEDULED_EVENTS = "/metadata/scheduledevents"
-INSTANCE = "/metadata/instance"
 VERSIONS = "/metadata/versions"
 
 
@@ -95,9 +93,6 @@ class _Abort(Exception):
 
 _MISSING_VERSION = Reply(400, version_error_body(MISSING_VERSION))
 _BAD_VERSION = Reply(400, version_error_body(BAD_VERSION))
-_NEWEST_INSTANCE = INSTANCE_VERSIONS[:-4:-1]
-_INSTANCE_MISSING_VERSION = Reply(400, version_error_body(MISSING_VERSION, _NEWEST_INSTANCE))
-_INSTANCE_BAD_VERSION = Reply(400, version_error_body(BAD_VERSION, _NEWEST_INSTANCE))
 _NO_HEADER = Reply(400, error_body(METADATA_HEADER_MISSING))
 _FORWARDED = Reply(400, error_body(FORWARDED_NOT_ALLOWED))
 _RATE_LIMITED = Reply(429, error_body(TOO_MANY_REQUESTS))
@@ -318,7 +313,7 @@ class Endpoint:
                 raise _Abort(_NO_HEADER)
             if route == VERSIONS:
                 return _VERSIONS
-            return self._instance(target.path, vm, target.query)
+            return instance_reply(target.path, vm, target.query)
         version = target.version
         if version is None:
             raise _Abort(target.version_error or _MISSING_VERSION)
@@ -411,36 +406,3 @@ class Endpoint:
         a failed write raises ``StoreUnavailable``, which the transports answer with 503."""
         await self.fabric.durable()
         return reply
-
-    @staticmethod
-    def _instance(path: str, vm: VM, query: dict[str, str]) -> Reply:
-        version_name = query.get("api-version")
-        if not version_name:
-            raise _Abort(_INSTANCE_MISSING_VERSION)
-        if version_name not in INSTANCE_VERSIONS:
-            raise _Abort(_INSTANCE_BAD_VERSION)
-        node: Any = instance_document(vm)
-        for part in path[len(INSTANCE) :].strip("/").split("/"):
-            if not part:
-                continue
-            if isinstance(node, dict):
-                match = next((k for k in node if k.lower() == part), None)
-                if match is None:
-                    raise _Abort(_NOT_FOUND)
-                node = node[match]
-            elif (
-                isinstance(node, list)
-                and part.isascii()
-                and part.isdigit()
-                and int(part) < len(node)
-            ):
-                node = node[int(part)]
-            else:
-                raise _Abort(_NOT_FOUND)
-        if query.get("format", "json").lower() == "text":
-            if isinstance(node, dict | list):
-                raise _Abort(
-                    Reply(400, error_body("Bad request. Format text is only for leaf nodes"))
-                )
-            return Reply(200, str(node).encode(), content_type=TEXT)
-        return Reply(200, msgspec.json.encode(node))

@@ -4,9 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from forewarn.fleet import VM
+import msgspec
 
-__all__ = ["INSTANCE_VERSIONS", "instance_document"]
+from forewarn.contract import (
+    BAD_VERSION,
+    MISSING_VERSION,
+    NOT_FOUND,
+    error_body,
+    version_error_body,
+)
+from forewarn.fleet import VM
+from forewarn.imds.messages import TEXT, Reply
+
+__all__ = ["INSTANCE", "INSTANCE_VERSIONS", "instance_document", "instance_reply"]
+
+INSTANCE = "/metadata/instance"
 
 INSTANCE_VERSIONS: tuple[str, ...] = (
     "2017-03-01", "2017-04-02", "2017-08-01", "2017-10-01", "2017-12-01", "2018-02-01",
@@ -65,3 +77,40 @@ def instance_document(vm: VM) -> dict[str, Any]:
             ]
         },
     }
+
+
+_NEWEST = INSTANCE_VERSIONS[:-4:-1]
+_MISSING_VERSION = Reply(400, version_error_body(MISSING_VERSION, _NEWEST))
+_BAD_VERSION = Reply(400, version_error_body(BAD_VERSION, _NEWEST))
+_NOT_FOUND = Reply(404, error_body(NOT_FOUND))
+_NOT_A_LEAF = Reply(400, error_body("Bad request. Format text is only for leaf nodes"))
+
+
+def instance_reply(path: str, vm: VM, query: dict[str, str]) -> Reply:
+    """The answer to a GET of ``path`` (lower-case, under ``/metadata/instance``) for
+    ``vm``: a node of its document by path (keys ignoring case, list items by index), as
+    JSON or, with ``format=text``, a leaf as text (a dict or a list is a 400, as in Azure).
+    The endpoint and ``forewarn replay`` both answer with it."""
+    version_name = query.get("api-version")
+    if not version_name:
+        return _MISSING_VERSION
+    if version_name not in INSTANCE_VERSIONS:
+        return _BAD_VERSION
+    node: Any = instance_document(vm)
+    for part in path[len(INSTANCE) :].strip("/").split("/"):
+        if not part:
+            continue
+        if isinstance(node, dict):
+            match = next((k for k in node if k.lower() == part), None)
+            if match is None:
+                return _NOT_FOUND
+            node = node[match]
+        elif isinstance(node, list) and part.isascii() and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return _NOT_FOUND
+    if query.get("format", "json").lower() == "text":
+        if isinstance(node, dict | list):
+            return _NOT_A_LEAF
+        return Reply(200, str(node).encode(), content_type=TEXT)
+    return Reply(200, msgspec.json.encode(node))

@@ -8,6 +8,7 @@ documents again on the endpoint's own transport, as fast or slow as ``--time-sca
 from forewarn.replay.player import ReplayEndpoint, shift_not_before
 from forewarn.replay.recorded import (
     CAPTURED,
+    CAPTURED_TIME_SCALE,
     Frame,
     Recording,
     RecordingError,
@@ -19,6 +20,7 @@ from forewarn.replay.serve import bind, describe, run_replay
 
 __all__ = [
     "CAPTURED",
+    "CAPTURED_TIME_SCALE",
     "Frame",
     "Recording",
     "RecordingError",

@@ -21,6 +21,7 @@ from forewarn.contract import Document, DocumentFormatError, lookup_version, par
 
 __all__ = [
     "CAPTURED",
+    "CAPTURED_TIME_SCALE",
     "Frame",
     "Recording",
     "RecordingError",
@@ -34,6 +35,12 @@ CAPTURED: dict[str, str] = {
     "contract": "documents built from the payloads the wire contract quotes: a host-maintenance "
     "Freeze (2020-07-01 and 2017-03-01 renderings) and a user reboot",
 }
+
+_TOO_DEEP = "nested too deeply to be a Scheduled Events document"
+
+#: The time scale each shipped capture plays at unless told otherwise (its span at 1 would
+#: take hours).
+CAPTURED_TIME_SCALE: dict[str, float] = {"contract": 60.0}
 
 #: The VM of a capture that names none.
 DEFAULT_VM = "vm"
@@ -94,6 +101,8 @@ def _frame(line: _Line, source: str, number: int) -> Frame:
     where = f"{source}, line {number}"
     try:
         document = parse_document(line.body)
+    except RecursionError:
+        raise RecordingError(f"{where}: {_TOO_DEEP}") from None
     except DocumentFormatError as exc:
         raise RecordingError(f"{where}: body is not a Scheduled Events document: {exc}") from None
     if line.api_version is not None and lookup_version(line.api_version) is None:
@@ -114,6 +123,8 @@ def parse_recording(text: str, source: str) -> Recording:
             line = decoder.decode(stripped)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             raise RecordingError(f"{source}, line {number}: {exc}") from None
+        except RecursionError:
+            raise RecordingError(f"{source}, line {number}: {_TOO_DEEP}") from None
         if not line.body:
             if line.served is None:
                 raise RecordingError(f"{source}, line {number}: neither a body nor a count")

@@ -39,10 +39,7 @@ from forewarn.client import (
     resolve_endpoint,
 )
 
-__all__ = ["CHUNK", "Agent", "AgentError"]
-
-#: New events taken per turn of the loop (one state-file transaction each).
-CHUNK = 200
+__all__ = ["Agent", "AgentError"]
 
 
 class AgentError(Exception):
@@ -300,7 +297,7 @@ class Agent:
         while True:
             try:
                 async for change in client.watch(interval):
-                    await self._reconcile(svc, change.document)
+                    self._reconcile(svc, change.document)
             except NotFoundError:
                 if await self._deleted():
                     return
@@ -315,27 +312,16 @@ class Agent:
 
     # ------------------------------------------------------------ events
 
-    async def _reconcile(self, svc: Services, document: Document) -> None:
-        """Bring flows in line with the document: new, changed and departed events.
-
-        New events are taken ``CHUNK`` at a time, each chunk one write to the state file,
-        with the loop free in between: a document of 10,000 events must not keep the
-        agent from answering /healthz or SIGTERM."""
+    def _reconcile(self, svc: Services, document: Document) -> None:
+        """Bring flows in line with the document: new, changed and departed events."""
         current: dict[str, EventView] = {e.event_id: e for e in document.events}
         restored, self._restored = self._restored or {}, None
-        new: list[EventView] = []
         for event_id, event in current.items():
             flow = self._flows.get(event_id)
             if flow is not None:
                 flow.update(event)
             elif event_id not in self._ignored:
-                new.append(event)
-        for first in range(0, len(new), CHUNK):
-            with svc.state.batch():
-                for event in new[first : first + CHUNK]:
-                    if event.event_id not in self._flows and event.event_id not in self._ignored:
-                        self._new(svc, event, restored.get(event.event_id))
-            await asyncio.sleep(0)
+                self._new(svc, event, restored.get(event_id))
         for event_id, record in restored.items():
             if event_id not in current:  # left while the agent was down
                 if record.ignored:
@@ -426,10 +412,6 @@ class Agent:
         for flow in self._flows.values():
             flow.stop()
         policy = self.config.shutdown
-        for event_id, task in self._tasks.items():  # nothing running: resumes after a restart
-            idle = self._flows.get(event_id)
-            if idle is None or not idle.busy:
-                task.cancel()
         if policy == Shutdown.FINISH:
             busy = sum(1 for f in self._flows.values() if f.busy)
             self.log.info(

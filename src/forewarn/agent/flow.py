@@ -19,7 +19,6 @@ from forewarn.agent.config_schema import Approval
 from forewarn.agent.coordination import Claim, CoordinationError, Vote
 from forewarn.agent.events import EventView, wire_event
 from forewarn.agent.handler_runs import Outcome, Services, run_handlers
-from forewarn.agent.pacing import Turn
 from forewarn.agent.rules import Decision
 from forewarn.agent.text import one_line
 from forewarn.client.errors import BadRequestError
@@ -61,7 +60,6 @@ class EventFlow:
         self._missed = False
         #: A rule may take events already Started when first seen; their handlers still run.
         self._started_first = started_when_seen
-        self._turn = Turn(svc.pace)
 
     # ------------------------------------------------------------ fed by the daemon
 
@@ -106,17 +104,14 @@ class EventFlow:
 
     async def _wait_change(self, timeout: float | None) -> None:
         self._changed.clear()
-        self._turn.give()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), timeout)
-        if self.stopping:  # leaves without waiting for a turn behind thousands of flows
+        if self.stopping:
             raise FlowStopped
-        await self._turn.take()
 
     # ------------------------------------------------------------ the flow
 
     async def run(self) -> None:
-        await self._turn.take()
         try:
             ok, failure, decided = await self._prepare()
             if decided and not self.gone and not self.started():
@@ -126,28 +121,23 @@ class EventFlow:
             await self._recover()
         except FlowStopped:
             self.log.info("flow paused by shutdown")
-        finally:
-            self._turn.give()
 
     def _may_start(self) -> bool:
         return not (self.stopping or self.gone or (self.started() and not self._started_first))
 
     async def _run_steps(self, steps: list[tuple[int, str]]) -> list[Outcome]:
         handlers = [(pos, self.svc.handlers[name]) for pos, name in steps]
-        if not handlers:
-            return []
         self.busy = True
         try:
-            async with self._turn.away():
-                return await run_handlers(
-                    self.svc,
-                    lambda: self.event,
-                    "prepare",
-                    handlers,
-                    parallel=self.decision.parallel,
-                    on_crash=self.decision.on_crash,
-                    may_start=self._may_start,
-                )
+            return await run_handlers(
+                self.svc,
+                lambda: self.event,
+                "prepare",
+                handlers,
+                parallel=self.decision.parallel,
+                on_crash=self.decision.on_crash,
+                may_start=self._may_start,
+            )
         finally:
             self.busy = False
 
@@ -275,17 +265,16 @@ class EventFlow:
         async def approve() -> bool:
             nonlocal refused
             try:
-                async with self._turn.away(), svc.approvals:  # busy only once it is sent
-                    self.busy = True
-                    try:
-                        await svc.approve(self.event_id)
-                    finally:
-                        self.busy = False
+                await svc.approve(self.event_id)
             except BadRequestError as exc:
                 refused = str(exc)  # the event started or left meanwhile: nothing to approve
             return True
 
-        done = await self._retrying("approval", approve)
+        self.busy = True
+        try:
+            done = await self._retrying("approval", approve)
+        finally:
+            self.busy = False
         if not done:
             self.log.info("the event started before the approval went through")
             return
@@ -384,17 +373,16 @@ class EventFlow:
             steps = [(p, svc.handlers[n]) for p, n in enumerate(self.decision.recovery)]
             self.busy = True
             try:
-                async with self._turn.away():
-                    outcomes = await run_handlers(
-                        svc,
-                        lambda: self.event,
-                        "recover",
-                        steps,
-                        parallel=False,
-                        on_crash=self.decision.on_crash,
-                        may_start=lambda: not self.stopping,
-                        stop_at_failure=False,
-                    )
+                outcomes = await run_handlers(
+                    svc,
+                    lambda: self.event,
+                    "recover",
+                    steps,
+                    parallel=False,
+                    on_crash=self.decision.on_crash,
+                    may_start=lambda: not self.stopping,
+                    stop_at_failure=False,
+                )
             finally:
                 self.busy = False
             if self.stopping and len(outcomes) < len(steps):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,7 +23,6 @@ from forewarn.agent.handlers import Handler, HandlerContext, HandlerFailed
 from forewarn.agent.handlers.process import KILL_GRACE
 from forewarn.agent.metrics import AgentMetrics
 from forewarn.agent.orphans import alive, end_group, start_time
-from forewarn.agent.pacing import APPROVALS_AT_ONCE, FLOWS_AT_WORK
 from forewarn.agent.state import State
 
 __all__ = ["Outcome", "Services", "deadline_of", "run_handler", "run_handlers"]
@@ -42,13 +41,6 @@ class Services:
     coordinator: Coordinator | None
     approve: Callable[[str], Awaitable[None]]
     log: Any
-    #: Flows at work on the loop at once (``pacing.py``).
-    pace: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(FLOWS_AT_WORK))
-    #: Approvals out at once (10,000 at once would make the HTTP pool's bookkeeping
-    #: quadratic); the others wait, not busy, so a shutdown does not wait for them.
-    approvals: asyncio.Semaphore = field(
-        default_factory=lambda: asyncio.Semaphore(APPROVALS_AT_ONCE)
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,10 +9,8 @@ handler finished is on disk before the agent acts on its result.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,25 +131,6 @@ class State:
 
     def close(self) -> None:
         self._db.close()
-
-    @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
-        """Every write inside is one transaction: one sync to disk for a document's worth
-        of new events instead of one each (all of them or none are kept)."""
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise StateError(f"state file {self.path}: {exc}") from None
-        try:
-            yield
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                self._db.execute("ROLLBACK")
-            raise
-        try:
-            self._db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise StateError(f"state file {self.path}: {exc}") from None
 
     def _write(self, sql: str, params: tuple[Any, ...]) -> None:
         try:

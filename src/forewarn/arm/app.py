@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from forewarn.arm.errors import ArmError, from_fabric
 from forewarn.arm.lro import LongRunning, encode_name
-from forewarn.arm.policies import Extras, apply_settings
+from forewarn.arm.policies import apply_settings
 from forewarn.arm.render import Renderer
 from forewarn.arm.resources import ArmFleet
 from forewarn.arm.wire import (
@@ -46,9 +46,8 @@ class ArmApp:
         self.fabric = fabric
         self.fleet = fleet
         self.token = token
-        self.extras: dict[str, Extras] = {}
         self.lro = LongRunning(fabric)
-        self.render = Renderer(fabric, fleet, self.extras)
+        self.render = Renderer(fabric, fleet)
         self.asgi = Starlette(
             routes=[Route("/{path:path}", self._endpoint, methods=["GET", "PUT", "PATCH",
                                                                    "POST", "DELETE"])]
@@ -269,18 +268,17 @@ class ArmApp:
     # ------------------------------------------------------------------ policies
 
     async def _set_policies(self, scope_ids: list[str], policy: Any, profile: Any) -> None:
-        """Apply a body's policy and profile to every scope of a resource, or to none."""
-        changes = []
+        """Apply a body's policy and profile to every scope of a resource, or to none
+        (one durable change: answered once written)."""
+        changed = {}
         for scope_id in scope_ids:
-            current = self.fabric.topology.scope(scope_id).policy
-            extras = self.extras.get(scope_id, Extras())
-            new_policy, new_extras = apply_settings(current, extras, policy, profile)
-            changes.append((scope_id, current, new_policy, new_extras))
-        for scope_id, current, new_policy, new_extras in changes:
-            self.extras[scope_id] = new_extras
+            current = self.fabric.policy(scope_id)
+            new_policy = apply_settings(current, policy, profile)
             if new_policy != current:
-                self.fabric.set_policy(scope_id, new_policy, via=VIA)
-        await self.fabric.durable()
+                changed[scope_id] = new_policy
+        if changed:
+            self.fabric.set_policy(changed, via=VIA)
+            await self.fabric.durable()
 
     # --------------------------------------------------------------- acknowledge
 

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from forewarn.contract import EventSource, EventStatus, EventType, RenderableEvent
+from forewarn.fleet.topology import ScopePolicy
 
 __all__ = [
     "Changes",
@@ -110,11 +111,13 @@ class RolloutRecord(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ScopeState(msgspec.Struct, frozen=True, kw_only=True):
-    """The per-scope counters that must survive restarts."""
+    """The per-scope counters that must survive restarts, and the scope's policy once
+    changed at run time (None: the fleet file's)."""
 
     scope_id: str
     incarnation: int = 1
     last_request_at: float | None = None
+    policy: ScopePolicy | None = None
 
 
 class HistoryEntry(msgspec.Struct, frozen=True, kw_only=True):

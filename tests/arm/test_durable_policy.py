@@ -75,7 +75,8 @@ def _check_applied(arm: ArmServer) -> None:
     compute.virtual_machines.begin_restart(GROUP, "solo")
     [event] = arm.document("solo")["Events"]
     assert (event["EventType"], event["EventStatus"]) == ("Reboot", "Started")
-    compute.virtual_machine_scale_sets.begin_delete_instances(GROUP, "quiet", {"instanceIds": ["1"]})
+    sets = compute.virtual_machine_scale_sets
+    sets.begin_delete_instances(GROUP, "quiet", {"instanceIds": ["1"]})
     [terminate] = arm.events("quiet_1")
     assert terminate["type"] == "Terminate"
     assert terminate["not_before"] - terminate["created_at"] == pytest.approx(12 * 60)

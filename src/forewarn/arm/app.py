@@ -37,6 +37,14 @@ __all__ = ["ArmApp"]
 
 Handler = Callable[[], Awaitable[Response]]
 VIA = "arm"
+#: A VM's (or instances') action and the user operation it is; a scale set's
+#: ``osRollingUpgrade`` reimages every live instance (the OS upgrade).
+_ACTIONS = {
+    "restart": "user-reboot",
+    "redeploy": "user-redeploy",
+    "reimage": "reimage",
+    "reimageall": "reimage",
+}
 
 
 class ArmApp:
@@ -118,8 +126,8 @@ class ArmApp:
         if action == "simulateeviction":
             await self._submit("spot-eviction", [vm.name])
             return answer(status=204)
-        kind = {"restart": "user-reboot", "redeploy": "user-redeploy"}.get(action)
-        if kind is None:
+        kind = _ACTIONS.get(action)
+        if kind is None or action == "reimageall":
             raise _no_route(request)
         ops = [await self._submit(kind, [vm.name])]
         return self._accepted(request, ops, version)
@@ -164,7 +172,7 @@ class ArmApp:
             if action == "simulateeviction":
                 await self._submit("spot-eviction", [vm_name])
                 return answer(status=204)
-            kind = {"restart": "user-reboot", "redeploy": "user-redeploy"}.get(action)
+            kind = _ACTIONS.get(action)
             if kind is None:
                 raise _no_route(request)
             return self._accepted(request, [await self._submit(kind, [vm_name])], version)
@@ -173,7 +181,7 @@ class ArmApp:
         chosen = self._instances(sset, body, live, required=action == "delete")
         if action == "delete":
             return self._accepted(request, [await self._submit("scale-in", chosen)], version)
-        kind = {"restart": "user-reboot", "redeploy": "user-redeploy"}.get(action)
+        kind = "reimage" if action == "osrollingupgrade" else _ACTIONS.get(action)
         if kind is None:
             raise _no_route(request)
         self._check_idle(chosen)
@@ -204,7 +212,7 @@ class ArmApp:
         any instance's operation is created."""
         now = self.fabric.clock.now()
         for op in self.fabric.operations():
-            if op.kind not in ("user-reboot", "user-redeploy") or op.state not in (
+            if op.kind not in _ACTIONS.values() or op.state not in (
                 "scheduled", "started"
             ):  # fmt: skip
                 continue

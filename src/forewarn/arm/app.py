@@ -17,6 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from forewarn.arm.errors import ArmError, from_fabric
+from forewarn.arm.identity import Identity
 from forewarn.arm.lro import LongRunning, encode_name
 from forewarn.arm.policies import apply_settings
 from forewarn.arm.render import Renderer
@@ -56,12 +57,16 @@ class ArmApp:
         self.token = token
         self.lro = LongRunning(fabric)
         self.render = Renderer(fabric, fleet)
+        self.identity = Identity(token)
         self.asgi = Starlette(
             routes=[Route("/{path:path}", self._endpoint, methods=["GET", "PUT", "PATCH",
                                                                    "POST", "DELETE"])]
         )  # fmt: skip
 
     async def _endpoint(self, request: Request) -> Response:
+        raw = [s for s in request.url.path.split("/") if s]
+        if Identity.handles([s.lower() for s in raw]):  # asked for before any token
+            return await self.identity.answer(request, raw)
         try:
             check_token(request, self.token)
             return await self._dispatch(request)

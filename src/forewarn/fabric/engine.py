@@ -460,7 +460,7 @@ class Fabric:
         gone are skipped (applying a request twice changes nothing)."""
         self.catch_up()
         live = rules.relayed_ids(self.topology, self._work, vm_name, event_ids)
-        return self._approve(live, by=vm_name) if live else []
+        return self._approve(live, by=vm_name, via="endpoint") if live else []
 
     def note_relayed_request(self, scope_id: str, vm_name: str, at: float) -> None:
         """Merge a follower's last request of a scope (enabling the scope if it was off)."""

@@ -52,6 +52,8 @@ class EventRecord(msgspec.Struct, frozen=True, kw_only=True):
     approved_by: str | None = None
     approved_at: float | None = None
     started_at: float | None = None
+    #: Where the approval came from: endpoint, arm, control, or policy.
+    approved_via: str | None = None
 
     def renderable(self) -> RenderableEvent:
         """The wire view of this event."""
@@ -90,6 +92,8 @@ class OperationRecord(msgspec.Struct, frozen=True, kw_only=True):
     rollout_id: str | None = None
     started_at: float | None = None
     ended_at: float | None = None
+    #: Where the operation was asked for: control (API, CLI, dashboard) or arm.
+    via: str = "control"
 
     @property
     def remove_at(self) -> float | None:

@@ -207,6 +207,7 @@ def create_operation(
         hold_seconds=p.config.scaled(spec.hold),
         deletes_vms=spec.deletes_vm,
         rollout_id=rollout_id,
+        via=request.via,
     )
     # DurationInSeconds is what the platform announces, not scaled: client policies
     # ("approve a Freeze under 9 s") must decide as they would in production.
@@ -246,7 +247,7 @@ def create_operation(
             "vms": list(op.vms),
             "not_before": op.not_before,
             "no_notice": silent,
-            **({} if request.via == "control" else {"via": request.via}),
+            "via": request.via,
         },
     )
     for event in events:
@@ -254,7 +255,9 @@ def create_operation(
             "event.scheduled", event, type=event.event_type.value, resources=list(event.resources)
         )
     for event in down:  # allInstancesDown: nobody is left to approve it
-        approved = msgspec.structs.replace(event, approved_by="platform", approved_at=now)
+        approved = msgspec.structs.replace(
+            event, approved_by="platform", approved_at=now, approved_via="policy"
+        )
         tx.events[event.id] = approved
         tx.log_event("event.approved", approved, by="platform", via="policy")
     if down:
@@ -426,18 +429,20 @@ def relayed_ids(
 
 def approve(tx: Tx, event_ids: list[str], by: str, via: str = "control") -> list[EventRecord]:
     """Approve live events (already approved or started ones stay as they are), and start
-    each operation all of whose events are approved; returns the events. ``via`` names
-    where an approval came from when ``by`` does not tell (``arm``)."""
+    each operation all of whose events are approved; returns the events. ``via`` is where
+    the approval came from (``endpoint``, ``arm``, ``control``, ``policy``): every
+    ``event.approved`` entry says it, as every ``operation.created`` says its request's."""
     out = []
     for event_id in event_ids:
         event = tx.state.events.get(event_id)
         if event is None:  # removed by a change still being written: nothing to do
             continue
         if event.status is EventStatus.SCHEDULED and event.approved_by is None:
-            event = msgspec.structs.replace(event, approved_by=by, approved_at=tx.at)
+            event = msgspec.structs.replace(
+                event, approved_by=by, approved_at=tx.at, approved_via=via
+            )
             tx.events[event.id] = event
-            extra = {} if via in ("control", "endpoint") else {"via": via}  # by tells those
-            tx.log_event("event.approved", event, by=by, **extra)
+            tx.log_event("event.approved", event, by=by, via=via)
         out.append(event)
     for op_id in dict.fromkeys(e.operation_id for e in out):
         start_if_approved(tx, tx.state.operations[op_id])

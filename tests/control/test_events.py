@@ -62,6 +62,7 @@ def test_events_list_every_live_event_in_creation_order(
         "not_before": T0 + 900,
         "approved_by": None,
         "started_at": None,
+        "approved_via": None,
     }
     assert "restarted" in first["description"]
 

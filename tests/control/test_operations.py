@@ -64,7 +64,9 @@ def test_create_answers_201_with_the_operation(client: TestClient) -> None:
         "event_ids",
         "unnotified",
         "rollout_id",
+        "via",
     }
+    assert op["via"] == "control"
     assert (op["not_before"], op["started_at"], op["ended_at"]) == (T0 + 900, None, None)
     assert op["unnotified"] == []
 

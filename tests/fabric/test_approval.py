@@ -30,7 +30,8 @@ def test_any_vm_of_the_scope_approves_and_the_event_starts(
         "event.approved",
         "event.started",
     ]
-    assert fabric.history(limit=10_000, event_id=event_id)[1].detail == {"by": approver}
+    detail = fabric.history(limit=10_000, event_id=event_id)[1].detail
+    assert detail == {"by": approver, "via": "endpoint"}
 
 
 def test_ids_are_compared_ignoring_case(fabric: Fabric, vm: Callable[[str], VM]) -> None:

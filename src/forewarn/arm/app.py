@@ -17,8 +17,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from forewarn.arm.errors import ArmError, from_fabric
+from forewarn.arm.identity import Identity
 from forewarn.arm.lro import LongRunning, encode_name
-from forewarn.arm.policies import Extras, apply_settings
+from forewarn.arm.policies import apply_settings
 from forewarn.arm.render import Renderer
 from forewarn.arm.resources import ArmFleet
 from forewarn.arm.wire import (
@@ -37,6 +38,14 @@ __all__ = ["ArmApp"]
 
 Handler = Callable[[], Awaitable[Response]]
 VIA = "arm"
+#: A VM's (or instances') action and the user operation it is; a scale set's
+#: ``osRollingUpgrade`` reimages every live instance (the OS upgrade).
+_ACTIONS = {
+    "restart": "user-reboot",
+    "redeploy": "user-redeploy",
+    "reimage": "reimage",
+    "reimageall": "reimage",
+}
 
 
 class ArmApp:
@@ -46,15 +55,18 @@ class ArmApp:
         self.fabric = fabric
         self.fleet = fleet
         self.token = token
-        self.extras: dict[str, Extras] = {}
         self.lro = LongRunning(fabric)
-        self.render = Renderer(fabric, fleet, self.extras)
+        self.render = Renderer(fabric, fleet)
+        self.identity = Identity(token)
         self.asgi = Starlette(
             routes=[Route("/{path:path}", self._endpoint, methods=["GET", "PUT", "PATCH",
                                                                    "POST", "DELETE"])]
         )  # fmt: skip
 
     async def _endpoint(self, request: Request) -> Response:
+        raw = [s for s in request.url.path.split("/") if s]
+        if Identity.handles([s.lower() for s in raw]):  # asked for before any token
+            return await self.identity.answer(request, raw)
         try:
             check_token(request, self.token)
             return await self._dispatch(request)
@@ -119,8 +131,8 @@ class ArmApp:
         if action == "simulateeviction":
             await self._submit("spot-eviction", [vm.name])
             return answer(status=204)
-        kind = {"restart": "user-reboot", "redeploy": "user-redeploy"}.get(action)
-        if kind is None:
+        kind = _ACTIONS.get(action)
+        if kind is None or action == "reimageall":
             raise _no_route(request)
         ops = [await self._submit(kind, [vm.name])]
         return self._accepted(request, ops, version)
@@ -165,7 +177,7 @@ class ArmApp:
             if action == "simulateeviction":
                 await self._submit("spot-eviction", [vm_name])
                 return answer(status=204)
-            kind = {"restart": "user-reboot", "redeploy": "user-redeploy"}.get(action)
+            kind = _ACTIONS.get(action)
             if kind is None:
                 raise _no_route(request)
             return self._accepted(request, [await self._submit(kind, [vm_name])], version)
@@ -174,7 +186,7 @@ class ArmApp:
         chosen = self._instances(sset, body, live, required=action == "delete")
         if action == "delete":
             return self._accepted(request, [await self._submit("scale-in", chosen)], version)
-        kind = {"restart": "user-reboot", "redeploy": "user-redeploy"}.get(action)
+        kind = "reimage" if action == "osrollingupgrade" else _ACTIONS.get(action)
         if kind is None:
             raise _no_route(request)
         self._check_idle(chosen)
@@ -205,7 +217,7 @@ class ArmApp:
         any instance's operation is created."""
         now = self.fabric.clock.now()
         for op in self.fabric.operations():
-            if op.kind not in ("user-reboot", "user-redeploy") or op.state not in (
+            if op.kind not in _ACTIONS.values() or op.state not in (
                 "scheduled", "started"
             ):  # fmt: skip
                 continue
@@ -269,18 +281,17 @@ class ArmApp:
     # ------------------------------------------------------------------ policies
 
     async def _set_policies(self, scope_ids: list[str], policy: Any, profile: Any) -> None:
-        """Apply a body's policy and profile to every scope of a resource, or to none."""
-        changes = []
+        """Apply a body's policy and profile to every scope of a resource, or to none
+        (one durable change: answered once written)."""
+        changed = {}
         for scope_id in scope_ids:
-            current = self.fabric.topology.scope(scope_id).policy
-            extras = self.extras.get(scope_id, Extras())
-            new_policy, new_extras = apply_settings(current, extras, policy, profile)
-            changes.append((scope_id, current, new_policy, new_extras))
-        for scope_id, current, new_policy, new_extras in changes:
-            self.extras[scope_id] = new_extras
+            current = self.fabric.policy(scope_id)
+            new_policy = apply_settings(current, policy, profile)
             if new_policy != current:
-                self.fabric.set_policy(scope_id, new_policy, via=VIA)
-        await self.fabric.durable()
+                changed[scope_id] = new_policy
+        if changed:
+            self.fabric.set_policy(changed, via=VIA)
+            await self.fabric.durable()
 
     # --------------------------------------------------------------- acknowledge
 

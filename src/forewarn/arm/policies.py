@@ -1,36 +1,24 @@
 """``scheduledEventsPolicy`` and ``scheduledEventsProfile``: the ARM settings that change
 what events a scope's VMs get, read from a PUT/PATCH body and written back on GET.
 
-What the platform acts on lives in the scope's ``ScopePolicy`` (auto-approved user
-reboots and redeploys, the terminate notice); what it only keeps for now (all instances
-down, OS image notifications, Event Grid and Resource Graph publishing) lives in
-``Extras``, per scope, for the routes that read it.
+All of it lives in the scope's ``ScopePolicy``, which the fabric keeps durably with the
+scope's state: auto-approved user reboots and redeploys, all instances down, the
+terminate and OS image notices, and the Event Grid and Resource Graph publishing flag.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from forewarn.arm.errors import ArmError
 from forewarn.fleet.topology import ScopePolicy
 
-__all__ = ["Extras", "apply_settings", "render_policy", "render_profile"]
+__all__ = ["apply_settings", "render_policy", "render_profile"]
 
 _T = TypeVar("_T")
 _DURATION = re.compile(r"^PT(?:(\d{1,4})H)?(?:(\d{1,6})M)?(?:(\d{1,8})S)?$")
-
-
-@dataclass(frozen=True, slots=True)
-class Extras:
-    """Settings ARM keeps for a scope that the platform does not act on (yet)."""
-
-    all_instances_down: bool = False
-    event_grid_and_resource_graph: bool = False
-    scheduled_events_api_version: str | None = None
-    os_image_notification: bool = False
-    os_image_timeout_minutes: int = 15
 
 
 def _invalid(path: str, why: str) -> ArmError:
@@ -76,14 +64,10 @@ def _auto(section: dict[str, Any], key: str, path: str) -> bool | None:
 
 
 def apply_settings(
-    policy: ScopePolicy,
-    extras: Extras,
-    scheduled_events_policy: Any,
-    scheduled_events_profile: Any,
-) -> tuple[ScopePolicy, Extras]:
-    """``policy`` and ``extras`` changed by what a body gives (absent parts stay as they
-    are); raises ``ArmError`` 400 naming the first malformed property, having changed
-    nothing."""
+    policy: ScopePolicy, scheduled_events_policy: Any, scheduled_events_profile: Any
+) -> ScopePolicy:
+    """``policy`` changed by what a body gives (absent parts stay as they are); raises
+    ``ArmError`` 400 naming the first malformed property, having changed nothing."""
     path = "properties.scheduledEventsPolicy"
     section = _object(
         scheduled_events_policy,
@@ -130,42 +114,38 @@ def apply_settings(
     image_on = _flag(image.get("enable"), f"{opath}.enable")
     image_minutes = _minutes(image.get("notBeforeTimeout"), f"{opath}.notBeforeTimeout", 1, 15)
 
-    new_policy = replace(
+    return replace(
         policy,
         auto_approve_user_reboot=_keep(reboot, policy.auto_approve_user_reboot),
         auto_approve_user_redeploy=_keep(redeploy, policy.auto_approve_user_redeploy),
         terminate_notification=_keep(terminate_on, policy.terminate_notification),
         terminate_timeout_minutes=_keep(terminate_minutes, policy.terminate_timeout_minutes),
+        auto_approve_all_instances_down=_keep(down, policy.auto_approve_all_instances_down),
+        event_grid_and_resource_graph=_keep(grid_on, policy.event_grid_and_resource_graph),
+        scheduled_events_api_version=grid_version or policy.scheduled_events_api_version,
+        os_image_notification=_keep(image_on, policy.os_image_notification),
+        os_image_timeout_minutes=_keep(image_minutes, policy.os_image_timeout_minutes),
     )
-    new_extras = replace(
-        extras,
-        all_instances_down=_keep(down, extras.all_instances_down),
-        event_grid_and_resource_graph=_keep(grid_on, extras.event_grid_and_resource_graph),
-        scheduled_events_api_version=grid_version or extras.scheduled_events_api_version,
-        os_image_notification=_keep(image_on, extras.os_image_notification),
-        os_image_timeout_minutes=_keep(image_minutes, extras.os_image_timeout_minutes),
-    )
-    return new_policy, new_extras
 
 
 def _keep(given: _T | None, current: _T) -> _T:
     return current if given is None else given
 
 
-def render_policy(policy: ScopePolicy, extras: Extras) -> dict[str, Any]:
+def render_policy(policy: ScopePolicy) -> dict[str, Any]:
     """``scheduledEventsPolicy`` as ARM returns it."""
-    grid: dict[str, Any] = {"enable": extras.event_grid_and_resource_graph}
-    if extras.scheduled_events_api_version is not None:
-        grid["scheduledEventsApiVersion"] = extras.scheduled_events_api_version
+    grid: dict[str, Any] = {"enable": policy.event_grid_and_resource_graph}
+    if policy.scheduled_events_api_version is not None:
+        grid["scheduledEventsApiVersion"] = policy.scheduled_events_api_version
     return {
         "userInitiatedRedeploy": {"automaticallyApprove": policy.auto_approve_user_redeploy},
         "userInitiatedReboot": {"automaticallyApprove": policy.auto_approve_user_reboot},
-        "allInstancesDown": {"automaticallyApprove": extras.all_instances_down},
+        "allInstancesDown": {"automaticallyApprove": policy.auto_approve_all_instances_down},
         "scheduledEventsAdditionalPublishingTargets": {"eventGridAndResourceGraph": grid},
     }
 
 
-def render_profile(policy: ScopePolicy, extras: Extras) -> dict[str, Any]:
+def render_profile(policy: ScopePolicy) -> dict[str, Any]:
     """``scheduledEventsProfile`` as ARM returns it."""
     return {
         "terminateNotificationProfile": {
@@ -173,7 +153,7 @@ def render_profile(policy: ScopePolicy, extras: Extras) -> dict[str, Any]:
             "notBeforeTimeout": f"PT{policy.terminate_timeout_minutes}M",
         },
         "osImageNotificationProfile": {
-            "enable": extras.os_image_notification,
-            "notBeforeTimeout": f"PT{extras.os_image_timeout_minutes}M",
+            "enable": policy.os_image_notification,
+            "notBeforeTimeout": f"PT{policy.os_image_timeout_minutes}M",
         },
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forewarn.arm.policies import Extras, render_policy, render_profile
+from forewarn.arm.policies import render_policy, render_profile
 from forewarn.arm.resources import ArmFleet, ScaleSet
 from forewarn.fabric import Fabric
 
@@ -14,15 +14,13 @@ __all__ = ["Renderer"]
 class Renderer:
     """VM, scale-set and availability-set documents, with their current policies."""
 
-    def __init__(self, fabric: Fabric, fleet: ArmFleet, extras: dict[str, Extras]) -> None:
+    def __init__(self, fabric: Fabric, fleet: ArmFleet) -> None:
         self.fabric = fabric
         self.fleet = fleet
-        self.extras = extras
 
     def _settings(self, scope_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        policy = self.fabric.topology.scope(scope_id).policy
-        extras = self.extras.get(scope_id, Extras())
-        return render_policy(policy, extras), render_profile(policy, extras)
+        policy = self.fabric.policy(scope_id)
+        return render_policy(policy), render_profile(policy)
 
     def vm(self, name: str) -> dict[str, Any]:
         vm = self.fabric.topology.vm(name)

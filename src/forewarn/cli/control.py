@@ -165,11 +165,17 @@ def _limit(ctx: click.Context, param: click.Parameter, value: int) -> int:
     return value
 
 
+#: Sources the table leaves unsaid (``by`` tells an endpoint approval); ``--json`` has all.
+_PLAIN_VIA = ("control", "endpoint")
+
+
 def _detail(entry: dict[str, Any]) -> str:
     """An entry's detail as ``key=value`` words that wrap at their spaces."""
     words = []
     for key, value in entry["detail"].items():
         if value in (None, [], {}, "") or (key == "id" and value == _subject(entry)):
+            continue
+        if key == "via" and value in _PLAIN_VIA:  # the usual source: 80 columns spared
             continue
         if isinstance(value, list):
             value = ",".join(str(v) for v in value)

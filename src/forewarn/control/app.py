@@ -332,7 +332,7 @@ class ControlApp:
                 "kind": scope.kind.value,
                 "update_domains": scope.update_domains,
                 "fault_domains": scope.fault_domains,
-                "policy": asdict(scope.policy),
+                "policy": asdict(fabric.policy(scope.id)),
                 "incarnation": view.incarnation,
                 "enabled": fabric.is_enabled(scope.id),
                 "vms": [self._vm_out(n) for n in scope.vm_names],

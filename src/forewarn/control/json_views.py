@@ -55,6 +55,7 @@ def event_out(event: EventRecord) -> EventOut:
         not_before=None if event.started_at is not None else event.not_before,
         approved_by=event.approved_by,
         started_at=event.started_at,
+        approved_via=event.approved_via,
     )
 
 
@@ -74,6 +75,7 @@ def operation_out(op: OperationRecord) -> OperationOut:
         event_ids=list(op.event_ids),
         unnotified=list(op.unnotified),
         rollout_id=op.rollout_id,
+        via=op.via,
     )
 
 

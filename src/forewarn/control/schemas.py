@@ -92,6 +92,8 @@ class EventOut(msgspec.Struct):
     not_before: float | None
     approved_by: str | None
     started_at: float | None
+    #: Where the approval came from: endpoint, arm, control, or policy (None: not yet).
+    approved_via: str | None = None
 
 
 class OperationOut(msgspec.Struct):
@@ -110,6 +112,8 @@ class OperationOut(msgspec.Struct):
     event_ids: list[str]
     unnotified: list[str]
     rollout_id: str | None
+    #: Where the operation was asked for: control (API, CLI, dashboard), arm.
+    via: str = "control"
 
 
 class VmOut(msgspec.Struct):

@@ -30,6 +30,7 @@ class OperationKind(StrEnum):
     HARDWARE_FAILURE = "hardware-failure"
     SPOT_EVICTION = "spot-eviction"
     SCALE_IN = "scale-in"
+    REIMAGE = "reimage"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,8 @@ class OperationSpec:
     needs_scale_set: bool = False
     min_notice: float | None = None
     max_notice: float | None = None
+    #: A reimage: notice only when the scope's OS image notification is on.
+    os_image: bool = False
 
     @property
     def minimum_notice(self) -> float:
@@ -181,6 +184,17 @@ CATALOGUE: dict[OperationKind, OperationSpec] = {
             hold=MINUTE,
             deletes_vm=True,
             needs_scale_set=True,
+        ),
+        OperationSpec(
+            OperationKind.REIMAGE,
+            EventType.REBOOT,
+            _U,
+            "Virtual machine is going to be reimaged as requested by authorized user.",
+            notice=15 * MINUTE,
+            wire_duration=-1,
+            impact=5 * MINUTE,
+            hold=10 * MINUTE,
+            os_image=True,
         ),
     )
 }

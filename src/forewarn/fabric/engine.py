@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any
 
 import msgspec
@@ -301,14 +301,24 @@ class Fabric:
         self._approve([event.id], by=by, via=via)
         return self._work.events.get(event.id, event)
 
-    def set_policy(self, scope_id: str, policy: ScopePolicy, via: str = "control") -> None:
-        """Change a scope's platform features (auto-approval, terminate notice) from the
-        next operation on; one history entry. Kept in memory: a restart reads the fleet's."""
-        scope = self.topology.scope(scope_id)
+    def set_policy(self, scopes: dict[str, ScopePolicy], via: str = "control") -> None:
+        """Change scopes' platform features (auto-approval, notices) from their next
+        operation on, all or none: written like any change (a restart keeps them, a
+        follower gets them by replication); one history entry per scope."""
         tx = self._tx()
-        tx.log("scope.policy", scope_id=scope_id, detail={"via": via, **asdict(policy)})
+        for scope_id, policy in scopes.items():
+            self.topology.scope(scope_id)  # UnknownName names an unknown scope
+            tx.scopes[scope_id] = msgspec.structs.replace(
+                self._work.scopes[scope_id], policy=policy
+            )
+            tx.log("scope.policy", scope_id=scope_id, detail={"via": via, **asdict(policy)})
         self._commit(tx)
-        self.topology.scopes[scope_id] = replace(scope, policy=policy)
+
+    def policy(self, scope_id: str) -> ScopePolicy:
+        """A scope's policy as published (changed at run time, else the fleet file's)."""
+        if scope_id not in self._seen.scopes:
+            raise NotFoundError(f"no scope named {scope_id!r}")
+        return self._seen.policy(scope_id)
 
     def start_event(self, event_id: str) -> OperationRecord:
         """Start an event's operation now, without waiting for approvals or NotBefore."""
@@ -450,7 +460,7 @@ class Fabric:
         gone are skipped (applying a request twice changes nothing)."""
         self.catch_up()
         live = rules.relayed_ids(self.topology, self._work, vm_name, event_ids)
-        return self._approve(live, by=vm_name) if live else []
+        return self._approve(live, by=vm_name, via="endpoint") if live else []
 
     def note_relayed_request(self, scope_id: str, vm_name: str, at: float) -> None:
         """Merge a follower's last request of a scope (enabling the scope if it was off)."""

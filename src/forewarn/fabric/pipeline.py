@@ -18,6 +18,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
+import msgspec
+
 from forewarn.contract import RenderableEvent
 from forewarn.fabric.errors import StoreUnavailable
 from forewarn.fabric.journal import Commit, Journal
@@ -122,10 +124,8 @@ class Pipeline:
             if rendered == self._rendered[scope_id] and not changes.reset:
                 continue
             base = new_states.get(scope_id, self.work.scopes[scope_id])
-            state = ScopeState(
-                scope_id=scope_id,
-                incarnation=self.work.scopes[scope_id].incarnation + 1,
-                last_request_at=base.last_request_at,
+            state = msgspec.structs.replace(  # the policy and last request stay
+                base, incarnation=self.work.scopes[scope_id].incarnation + 1
             )
             new_states[scope_id] = state
             self.work.scopes[scope_id] = state

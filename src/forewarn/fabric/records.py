@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from forewarn.contract import EventSource, EventStatus, EventType, RenderableEvent
+from forewarn.fleet.topology import ScopePolicy
 
 __all__ = [
     "Changes",
@@ -51,6 +52,8 @@ class EventRecord(msgspec.Struct, frozen=True, kw_only=True):
     approved_by: str | None = None
     approved_at: float | None = None
     started_at: float | None = None
+    #: Where the approval came from: endpoint, arm, control, or policy.
+    approved_via: str | None = None
 
     def renderable(self) -> RenderableEvent:
         """The wire view of this event."""
@@ -89,6 +92,8 @@ class OperationRecord(msgspec.Struct, frozen=True, kw_only=True):
     rollout_id: str | None = None
     started_at: float | None = None
     ended_at: float | None = None
+    #: Where the operation was asked for: control (API, CLI, dashboard) or arm.
+    via: str = "control"
 
     @property
     def remove_at(self) -> float | None:
@@ -110,11 +115,13 @@ class RolloutRecord(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ScopeState(msgspec.Struct, frozen=True, kw_only=True):
-    """The per-scope counters that must survive restarts."""
+    """The per-scope counters that must survive restarts, and the scope's policy once
+    changed at run time (None: the fleet file's)."""
 
     scope_id: str
     incarnation: int = 1
     last_request_at: float | None = None
+    policy: ScopePolicy | None = None
 
 
 class HistoryEntry(msgspec.Struct, frozen=True, kw_only=True):

@@ -61,25 +61,28 @@ class Platform:
     new_token: Callable[[], str]
     enabled: Callable[[str, float], bool]
 
-    def min_notice(self, spec: OperationSpec, vms: list[VM]) -> float:
+    def min_notice(self, state: FabricState, spec: OperationSpec, vms: list[VM]) -> float:
         """The least notice an operation of ``spec`` on ``vms`` may be given."""
-        if spec.needs_scale_set:
-            return self._terminate_notice(vms)
+        if spec.needs_scale_set or spec.os_image:
+            return self._policy_notice(state, spec, vms)
         return self.config.scaled(spec.minimum_notice)
 
-    def default_notice(self, spec: OperationSpec, vms: list[VM]) -> float:
+    def default_notice(self, state: FabricState, spec: OperationSpec, vms: list[VM]) -> float:
         """The notice an operation of ``spec`` on ``vms`` gets unless told otherwise."""
         if spec.created_started:
             return 0.0
-        if spec.needs_scale_set:
-            return self._terminate_notice(vms)
+        if spec.needs_scale_set or spec.os_image:
+            return self._policy_notice(state, spec, vms)
         return self.config.scaled(spec.notice)
 
-    def _terminate_notice(self, vms: list[VM]) -> float:
-        """A scale set's configured Terminate notice (the planner allows one set per request)."""
-        minutes = max(
-            self.topology.scopes[vm.scope_id].policy.terminate_timeout_minutes for vm in vms
-        )
+    def _policy_notice(self, state: FabricState, spec: OperationSpec, vms: list[VM]) -> float:
+        """A scope's configured Terminate or OS image notice (the planner allows one
+        scale set per Terminate request; a reimage is one VM)."""
+        policies = [state.policy(vm.scope_id) for vm in vms]
+        if spec.os_image:
+            minutes = max((p.os_image_timeout_minutes for p in policies), default=15)
+        else:
+            minutes = max((p.terminate_timeout_minutes for p in policies), default=5)
         return self.config.scaled(minutes * 60.0)
 
 
@@ -90,8 +93,8 @@ def submit(p: Platform, tx: Tx, request: OperationRequest) -> OperationRecord:
     """Plan ``request`` and create its (first) operation, and its rollout if it rolls."""
     state = tx.state
     plan = plan_request(
-        request, p.topology, state.deleted.__contains__, p.min_notice,
-        time_scale=p.config.time_scale,
+        request, p.topology, state.deleted.__contains__,
+        lambda spec, vms: p.min_notice(state, spec, vms), time_scale=p.config.time_scale,
     )  # fmt: skip
     _check_in_progress(tx, plan)
     _check_preview_limit(p, tx, plan)
@@ -146,7 +149,7 @@ def _check_preview_limit(p: Platform, tx: Tx, plan: Plan) -> None:
         return
     limit = p.config.preview_user_operation_limit
     for scope_id in {p.topology.vms[n].scope_id for n in plan.batches[0]}:
-        if not p.topology.scopes[scope_id].policy.preview_user_operation_limit:
+        if not tx.state.policy(scope_id).preview_user_operation_limit:
             continue
         active = tx.state.scope_user_operations(scope_id)
         if active >= limit:
@@ -171,13 +174,15 @@ def create_operation(
     vms = [topology.vms[n] for n in vm_names if n not in tx.state.deleted]
     notice = request.notice_seconds
     if notice is None:
-        notice = p.default_notice(spec, vms)
+        notice = p.default_notice(tx.state, spec, vms)
     groups: dict[tuple[str, str, int], list[str]] = {}
     silent: list[str] = []
     for vm in vms:
-        scope = topology.scopes[vm.scope_id]
-        no_notice = not p.enabled(vm.scope_id, now) or (
-            spec.needs_scale_set and not scope.policy.terminate_notification
+        policy = tx.state.policy(vm.scope_id)
+        no_notice = (
+            not p.enabled(vm.scope_id, now)
+            or (spec.needs_scale_set and not policy.terminate_notification)
+            or (spec.os_image and not policy.os_image_notification)
         )
         if no_notice:
             silent.append(vm.name)
@@ -186,7 +191,8 @@ def create_operation(
     auto = (
         spec.user_initiated
         and bool(groups)
-        and all(topology.scopes[key[0]].policy.auto_approves(spec.event_type) for key in groups)
+        and not spec.os_image
+        and all(tx.state.policy(key[0]).auto_approves(spec.event_type) for key in groups)
     )
     starts_now = spec.created_started or auto or not groups
     op = OperationRecord(
@@ -201,6 +207,7 @@ def create_operation(
         hold_seconds=p.config.scaled(spec.hold),
         deletes_vms=spec.deletes_vm,
         rollout_id=rollout_id,
+        via=request.via,
     )
     # DurationInSeconds is what the platform announces, not scaled: client policies
     # ("approve a Freeze under 9 s") must decide as they would in production.
@@ -226,6 +233,10 @@ def create_operation(
     op = msgspec.structs.replace(
         op, event_ids=tuple(e.id for e in events), unnotified=tuple(silent)
     )
+    if starts_now:
+        down: list[EventRecord] = []
+    else:
+        down = [e for e in events if _takes_all_down(tx, e)]
     tx.operations[op.id] = op
     tx.log(
         "operation.created",
@@ -236,13 +247,21 @@ def create_operation(
             "vms": list(op.vms),
             "not_before": op.not_before,
             "no_notice": silent,
-            **({} if request.via == "control" else {"via": request.via}),
+            "via": request.via,
         },
     )
     for event in events:
         tx.log_event(
             "event.scheduled", event, type=event.event_type.value, resources=list(event.resources)
         )
+    for event in down:  # allInstancesDown: nobody is left to approve it
+        approved = msgspec.structs.replace(
+            event, approved_by="platform", approved_at=now, approved_via="policy"
+        )
+        tx.events[event.id] = approved
+        tx.log_event("event.approved", approved, by="platform", via="policy")
+    if down:
+        start_if_approved(tx, tx.operations[op.id])
     if starts_now:
         reason = "auto_approved" if auto else ("no_notice" if not groups else "immediate")
         start_operation(tx, op, reason=reason)
@@ -267,11 +286,71 @@ def start_operation(tx: Tx, op: OperationRecord, reason: str) -> None:
 
 
 def start_if_approved(tx: Tx, op: OperationRecord) -> None:
-    """Start a Scheduled operation once every event it still has is approved."""
+    """Start a Scheduled operation once every event it still has is approved. Deletes
+    are coupled: Terminate events of a scope with the same NotBefore must all be
+    approved, and then their operations start together."""
     op = tx.operations.get(op.id, op)
-    live = [e for e in (tx.current(eid) for eid in op.event_ids) if e is not None]
-    if op.state is OperationState.SCHEDULED and live and all(e.approved_by for e in live):
-        start_operation(tx, op, reason="approved")
+    if op.state is not OperationState.SCHEDULED or not _all_approved(tx, op):
+        return
+    coupled = _coupled_deletes(tx, op)
+    if any(not _all_approved(tx, other) for other in coupled):
+        return  # a pending unapproved Terminate holds this one
+    start_operation(tx, op, reason="approved")
+    for other in coupled:
+        start_operation(tx, other, reason="approved")
+
+
+def _live_events(tx: Tx, op: OperationRecord) -> list[EventRecord]:
+    return [e for e in (tx.current(eid) for eid in op.event_ids) if e is not None]
+
+
+def _all_approved(tx: Tx, op: OperationRecord) -> bool:
+    live = _live_events(tx, op)
+    return bool(live) and all(e.approved_by for e in live)
+
+
+def _coupled_deletes(tx: Tx, op: OperationRecord) -> list[OperationRecord]:
+    """Other Scheduled operations with a Terminate event in the same scope as one of
+    ``op``'s Terminate events and the same NotBefore."""
+    mine = [e for e in _live_events(tx, op) if e.event_type is EventType.TERMINATE]
+    if not mine:
+        return []
+    out: dict[str, OperationRecord] = {}
+    for scope_id in {e.scope_id for e in mine}:
+        ids = set(tx.state.by_scope[scope_id]) | {
+            i for i, e in tx.events.items() if e.scope_id == scope_id
+        }
+        for event_id in ids:
+            event = tx.current(event_id)
+            if (
+                event is None
+                or event.operation_id == op.id
+                or event.event_type is not EventType.TERMINATE
+                or event.status is not EventStatus.SCHEDULED
+                or event.not_before != op.not_before
+            ):
+                continue
+            other = tx.operation(event.operation_id)
+            if other.state is OperationState.SCHEDULED:
+                out[other.id] = other
+    return list(out.values())
+
+
+#: Event types whose impact takes a VM down (a Freeze only pauses it).
+_DOWN = frozenset({EventType.REBOOT, EventType.REDEPLOY, EventType.TERMINATE, EventType.PREEMPT})
+
+
+def _takes_all_down(tx: Tx, event: EventRecord) -> bool:
+    """``allInstancesDown``: the event's scope has it on and the event lists every
+    live VM of the scope."""
+    if (
+        event.event_type not in _DOWN
+        or not tx.state.policy(event.scope_id).auto_approve_all_instances_down
+    ):
+        return False
+    scope = tx.state.topology.scopes[event.scope_id]
+    live = {n for n in scope.vm_names if not tx.is_deleted(n)}
+    return live <= set(event.resources)
 
 
 def finish_operation(p: Platform, tx: Tx, op: OperationRecord) -> None:
@@ -344,25 +423,26 @@ def relayed_ids(
         i for i in event_ids
         if (e := state.events.get(i)) is not None
         and e.scope_id == vm.scope_id
-        and (not topology.scopes[e.scope_id].policy.per_vm_visibility or vm_name in e.resources)
+        and (not state.policy(e.scope_id).per_vm_visibility or vm_name in e.resources)
     ]  # fmt: skip
-
 
 
 def approve(tx: Tx, event_ids: list[str], by: str, via: str = "control") -> list[EventRecord]:
     """Approve live events (already approved or started ones stay as they are), and start
-    each operation all of whose events are approved; returns the events. ``via`` names
-    where an approval came from when ``by`` does not tell (``arm``)."""
+    each operation all of whose events are approved; returns the events. ``via`` is where
+    the approval came from (``endpoint``, ``arm``, ``control``, ``policy``): every
+    ``event.approved`` entry says it, as every ``operation.created`` says its request's."""
     out = []
     for event_id in event_ids:
         event = tx.state.events.get(event_id)
         if event is None:  # removed by a change still being written: nothing to do
             continue
         if event.status is EventStatus.SCHEDULED and event.approved_by is None:
-            event = msgspec.structs.replace(event, approved_by=by, approved_at=tx.at)
+            event = msgspec.structs.replace(
+                event, approved_by=by, approved_at=tx.at, approved_via=via
+            )
             tx.events[event.id] = event
-            extra = {} if via in ("control", "endpoint") else {"via": via}  # by tells those
-            tx.log_event("event.approved", event, by=by, **extra)
+            tx.log_event("event.approved", event, by=by, via=via)
         out.append(event)
     for op_id in dict.fromkeys(e.operation_id for e in out):
         start_if_approved(tx, tx.state.operations[op_id])

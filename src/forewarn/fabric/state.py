@@ -21,7 +21,7 @@ from forewarn.fabric.records import (
     RolloutRecord,
     ScopeState,
 )
-from forewarn.fleet.topology import Topology
+from forewarn.fleet.topology import ScopePolicy, Topology
 
 __all__ = ["FabricState", "TimerHeap"]
 
@@ -173,6 +173,10 @@ class FabricState:
             self.by_scope[event.scope_id].pop(event_id, None)
 
     # ------------------------------------------------------------------- reads
+
+    def policy(self, scope_id: str) -> ScopePolicy:
+        """A scope's policy: as last changed at run time, else the fleet file's."""
+        return self.scopes[scope_id].policy or self.topology.scopes[scope_id].policy
 
     def rendered(self, scope_id: str) -> tuple[RenderableEvent, ...]:
         """A scope's events as the wire shows them, in creation order."""

@@ -42,6 +42,16 @@ class ScopePolicy:
     terminate_timeout_minutes: int = 5
     per_vm_visibility: bool = False
     preview_user_operation_limit: bool = False
+    #: ``allInstancesDown``: an event that takes every VM of the scope down is approved
+    #: when it is made (nobody is left to approve it).
+    auto_approve_all_instances_down: bool = False
+    #: ``osImageNotificationProfile``: a reimage or OS upgrade gives a Reboot event to
+    #: approve, this many minutes ahead (off: it comes without notice).
+    os_image_notification: bool = False
+    os_image_timeout_minutes: int = 15
+    #: ``eventGridAndResourceGraph``: kept for the publishing targets (issue 18).
+    event_grid_and_resource_graph: bool = False
+    scheduled_events_api_version: str | None = None
 
     def auto_approves(self, event_type: EventType) -> bool:
         """Whether a user-initiated event of this type is created already Started (L9)."""
@@ -56,6 +66,11 @@ class ScopePolicy:
             raise FleetError(
                 "terminate notification timeout must be 5 to 15 minutes, "
                 f"got {self.terminate_timeout_minutes}"
+            )
+        if not 1 <= self.os_image_timeout_minutes <= 15:
+            raise FleetError(
+                "OS image notification timeout must be 1 to 15 minutes, "
+                f"got {self.os_image_timeout_minutes}"
             )
 
 

@@ -26,7 +26,7 @@ _TARGETS = {
     "live-migration": ["vm", "host"], "degraded-hardware": ["vm", "host"],
     "hardware-failure": ["vm", "host"], "spot-eviction": ["vm", "host"],
     "host-update": ["vm", "host", "scope"], "platform-reboot": ["vm", "host", "scope"],
-    "platform-redeploy": ["vm", "host", "scope"],
+    "platform-redeploy": ["vm", "host", "scope"], "reimage": ["vm"],
 }  # fmt: skip
 
 

@@ -468,6 +468,7 @@
       const scheduled = e.status === "Scheduled";
       const approved = e.approved_by
         ? `${esc(e.approved_by === "control" ? "operator" : e.approved_by)} at ${esc(clockText(e.approved_at))}`
+          + (e.approved_via ? ` <small class="muted via">via ${esc(e.approved_via)}</small>` : "")
         : "—";
       const buttons = scheduled
         ? (e.approved_by ? "" : `<button data-action="approve" data-event="${esc(e.id)}">Approve</button>`)
@@ -548,6 +549,7 @@
     if (d.target) bits.push("on " + d.target);
     if (d.type) bits.push(d.type);
     if (d.by) bits.push("by " + (d.by === "control" ? "the operator" : d.by));
+    if (d.via) bits.push("via " + d.via);
     if (d.reason) bits.push("(" + d.reason + ")");
     if (d.vm) bits.push(d.vm);
     if (h.event_id) bits.push("event " + h.event_id.slice(0, 8));

@@ -17,8 +17,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from forewarn.arm.errors import ArmError, from_fabric
+from forewarn.arm.eventsubscriptions import event_subscription, resource_graph
 from forewarn.arm.lro import LongRunning, encode_name
-from forewarn.arm.policies import Extras, apply_settings
+from forewarn.arm.policies import Extras, apply_settings, extras_of
 from forewarn.arm.render import Renderer
 from forewarn.arm.resources import ArmFleet
 from forewarn.arm.wire import (
@@ -30,6 +31,7 @@ from forewarn.arm.wire import (
     error,
     read_json,
 )
+from forewarn.eventgrid import EventGrid
 from forewarn.fabric import Fabric, FabricError, OperationRecord, OperationRequest
 from forewarn.fleet import UnknownName
 
@@ -42,8 +44,18 @@ VIA = "arm"
 class ArmApp:
     """The ARM surface over one fabric."""
 
-    def __init__(self, fabric: Fabric, fleet: ArmFleet, *, token: str | None = None) -> None:
+    def __init__(
+        self,
+        fabric: Fabric,
+        fleet: ArmFleet,
+        *,
+        token: str | None = None,
+        eventgrid: EventGrid | None = None,
+    ) -> None:
         self.fabric = fabric
+        self.eventgrid = eventgrid
+        if eventgrid is not None:  # the policy ARM sets decides what is published
+            eventgrid.ledger.enabled = self._publishes
         self.fleet = fleet
         self.token = token
         self.extras: dict[str, Extras] = {}
@@ -69,6 +81,14 @@ class ArmApp:
         raw = [s for s in request.url.path.split("/") if s]
         low = [s.lower() for s in raw]
         method = request.method
+        if low == ["providers", "microsoft.resourcegraph", "resources"]:
+            return await resource_graph(request, self.eventgrid)
+        if len(low) == 6 and low[0] == "subscriptions" and low[2:5] == [
+            "providers", "microsoft.eventgrid", "eventsubscriptions"
+        ]:  # fmt: skip
+            self.fleet.check_group(raw[1], self.fleet.resource_group)
+            scope = f"/subscriptions/{self.fleet.subscription}"
+            return await event_subscription(request, self.eventgrid, scope, raw[5])
         if len(low) == 8 and low[0] == "subscriptions" and low[2:6] == [
             "providers", "microsoft.compute", "locations", low[5]
         ] and low[6] == "operations":  # fmt: skip
@@ -80,6 +100,11 @@ class ArmApp:
             raise _no_route(request)
         self.fleet.check_group(raw[1], raw[3])
         kind, name, rest = low[6], raw[7], low[8:]
+        if rest[:3] == ["providers", "microsoft.eventgrid", "eventsubscriptions"] and len(
+            rest
+        ) == 4:  # on a resource's scope: its events only
+            scope = self._resource_id(kind, name)
+            return await event_subscription(request, self.eventgrid, scope, raw[11])
         if rest[:2] == ["providers", "microsoft.maintenance"]:
             version = check_api_version(request, MAINTENANCE_VERSIONS, "scheduledevents")
             del version
@@ -273,7 +298,7 @@ class ArmApp:
         changes = []
         for scope_id in scope_ids:
             current = self.fabric.topology.scope(scope_id).policy
-            extras = self.extras.get(scope_id, Extras())
+            extras = extras_of(self.extras, scope_id, current)
             new_policy, new_extras = apply_settings(current, extras, policy, profile)
             changes.append((scope_id, current, new_policy, new_extras))
         for scope_id, current, new_policy, new_extras in changes:
@@ -325,6 +350,22 @@ class ArmApp:
             self.fabric.approve(self.fabric.topology.vms[vm_name], [event_id], via=VIA)
         await self.fabric.durable()
         return answer({"value": "Successfully Approved"})
+
+    def _publishes(self, scope_id: str) -> bool:
+        policy = self.fabric.topology.scope(scope_id).policy
+        return extras_of(self.extras, scope_id, policy).event_grid_and_resource_graph
+
+    def _resource_id(self, kind: str, name: str) -> str:
+        """The ARM id of a fleet resource (404 when there is none)."""
+        if kind == "virtualmachines":
+            return self.fleet.resource_id("virtualMachines", self.fleet.vm(name).name)
+        if kind == "virtualmachinescalesets":
+            sset = self.fleet.scale_set(name)
+            return self.fleet.resource_id("virtualMachineScaleSets", sset.name)
+        if kind == "availabilitysets":
+            scope = self.fleet.availability_set(name)
+            return self.fleet.resource_id("availabilitySets", scope.id)
+        raise ArmError(404, "InvalidResourceType", f"'{kind}' has no scheduled events here.")
 
     def _scopes_of(self, kind: str, name: str) -> set[str]:
         if kind == "virtualmachines":

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from forewarn.arm.errors import ArmError
 from forewarn.fleet.topology import ScopePolicy
 
-__all__ = ["Extras", "apply_settings", "render_policy", "render_profile"]
+__all__ = ["Extras", "apply_settings", "extras_of", "render_policy", "render_profile"]
 
 _T = TypeVar("_T")
 _DURATION = re.compile(r"^PT(?:(\d{1,4})H)?(?:(\d{1,6})M)?(?:(\d{1,8})S)?$")
@@ -31,6 +31,11 @@ class Extras:
     scheduled_events_api_version: str | None = None
     os_image_notification: bool = False
     os_image_timeout_minutes: int = 15
+
+
+def extras_of(extras: dict[str, Extras], scope_id: str, policy: ScopePolicy) -> Extras:
+    """A scope's ARM-only settings; before ARM set any, what the fleet file says."""
+    return extras.get(scope_id) or Extras(event_grid_and_resource_graph=policy.event_grid)
 
 
 def _invalid(path: str, why: str) -> ArmError:

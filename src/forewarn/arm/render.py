@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forewarn.arm.policies import Extras, render_policy, render_profile
+from forewarn.arm.policies import Extras, extras_of, render_policy, render_profile
 from forewarn.arm.resources import ArmFleet, ScaleSet
 from forewarn.fabric import Fabric
 
@@ -21,7 +21,7 @@ class Renderer:
 
     def _settings(self, scope_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
         policy = self.fabric.topology.scope(scope_id).policy
-        extras = self.extras.get(scope_id, Extras())
+        extras = extras_of(self.extras, scope_id, policy)
         return render_policy(policy, extras), render_profile(policy, extras)
 
     def vm(self, name: str) -> dict[str, Any]:

@@ -42,6 +42,9 @@ class ScopePolicy:
     terminate_timeout_minutes: int = 5
     per_vm_visibility: bool = False
     preview_user_operation_limit: bool = False
+    #: scheduledEventsAdditionalPublishingTargets.eventGridAndResourceGraph: the scope's
+    #: events are also published to Event Grid and Resource Graph.
+    event_grid: bool = False
 
     def auto_approves(self, event_type: EventType) -> bool:
         """Whether a user-initiated event of this type is created already Started (L9)."""

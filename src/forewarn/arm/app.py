@@ -17,6 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from forewarn.arm.errors import ArmError, from_fabric
+from forewarn.arm.eventsubscriptions import event_subscription, resource_graph
 from forewarn.arm.identity import Identity
 from forewarn.arm.lro import LongRunning, encode_name
 from forewarn.arm.policies import apply_settings
@@ -31,6 +32,7 @@ from forewarn.arm.wire import (
     error,
     read_json,
 )
+from forewarn.eventgrid import EventGrid
 from forewarn.fabric import Fabric, FabricError, OperationRecord, OperationRequest
 from forewarn.fleet import UnknownName
 
@@ -51,8 +53,18 @@ _ACTIONS = {
 class ArmApp:
     """The ARM surface over one fabric."""
 
-    def __init__(self, fabric: Fabric, fleet: ArmFleet, *, token: str | None = None) -> None:
+    def __init__(
+        self,
+        fabric: Fabric,
+        fleet: ArmFleet,
+        *,
+        token: str | None = None,
+        eventgrid: EventGrid | None = None,
+    ) -> None:
         self.fabric = fabric
+        self.eventgrid = eventgrid
+        if eventgrid is not None:  # the policy ARM sets decides what is published
+            eventgrid.ledger.enabled = self._publishes
         self.fleet = fleet
         self.token = token
         self.lro = LongRunning(fabric)
@@ -81,6 +93,14 @@ class ArmApp:
         raw = [s for s in request.url.path.split("/") if s]
         low = [s.lower() for s in raw]
         method = request.method
+        if low == ["providers", "microsoft.resourcegraph", "resources"]:
+            return await resource_graph(request, self.eventgrid)
+        if len(low) == 6 and low[0] == "subscriptions" and low[2:5] == [
+            "providers", "microsoft.eventgrid", "eventsubscriptions"
+        ]:  # fmt: skip
+            self.fleet.check_group(raw[1], self.fleet.resource_group)
+            scope = f"/subscriptions/{self.fleet.subscription}"
+            return await event_subscription(request, self.eventgrid, scope, raw[5])
         if len(low) == 8 and low[0] == "subscriptions" and low[2:6] == [
             "providers", "microsoft.compute", "locations", low[5]
         ] and low[6] == "operations":  # fmt: skip
@@ -92,6 +112,11 @@ class ArmApp:
             raise _no_route(request)
         self.fleet.check_group(raw[1], raw[3])
         kind, name, rest = low[6], raw[7], low[8:]
+        if rest[:3] == ["providers", "microsoft.eventgrid", "eventsubscriptions"] and len(
+            rest
+        ) == 4:  # on a resource's scope: its events only
+            scope = self._resource_id(kind, name)
+            return await event_subscription(request, self.eventgrid, scope, raw[11])
         if rest[:2] == ["providers", "microsoft.maintenance"]:
             version = check_api_version(request, MAINTENANCE_VERSIONS, "scheduledevents")
             del version
@@ -336,6 +361,23 @@ class ArmApp:
             self.fabric.approve(self.fabric.topology.vms[vm_name], [event_id], via=VIA)
         await self.fabric.durable()
         return answer({"value": "Successfully Approved"})
+
+    def _publishes(self, scope_id: str) -> bool:
+        """The scope's events go to Event Grid and Resource Graph (its durable policy, set
+        by the fleet file's ``event_grid`` or through ARM)."""
+        return self.fabric.policy(scope_id).event_grid_and_resource_graph
+
+    def _resource_id(self, kind: str, name: str) -> str:
+        """The ARM id of a fleet resource (404 when there is none)."""
+        if kind == "virtualmachines":
+            return self.fleet.resource_id("virtualMachines", self.fleet.vm(name).name)
+        if kind == "virtualmachinescalesets":
+            sset = self.fleet.scale_set(name)
+            return self.fleet.resource_id("virtualMachineScaleSets", sset.name)
+        if kind == "availabilitysets":
+            scope = self.fleet.availability_set(name)
+            return self.fleet.resource_id("availabilitySets", scope.id)
+        raise ArmError(404, "InvalidResourceType", f"'{kind}' has no scheduled events here.")
 
     def _scopes_of(self, kind: str, name: str) -> set[str]:
         if kind == "virtualmachines":

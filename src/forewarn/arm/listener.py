@@ -15,6 +15,7 @@ import uvicorn
 from forewarn.arm.app import ArmApp
 from forewarn.arm.resources import ArmFleet
 from forewarn.arm.tls import TlsFiles, ensure_certificates
+from forewarn.eventgrid import EventGrid
 from forewarn.fabric import Fabric
 
 __all__ = ["ArmListener", "ArmSettings", "serve_arm"]
@@ -83,6 +84,7 @@ async def serve_arm(
     fabric: Fabric,
     settings: ArmSettings | None,
     announce: Callable[[str], None] = print,
+    eventgrid: EventGrid | None = None,
 ) -> ArmListener:
     """Start serving ARM for ``fabric`` (nothing when ``settings`` is None); ``announce``
     gets the line that says where, and which CA file a client must trust."""
@@ -90,7 +92,7 @@ async def serve_arm(
         return ArmListener()
     tls = ensure_certificates(settings.ca_dir, settings.host)
     fleet = ArmFleet(fabric.topology, settings.subscription, settings.resource_group)
-    app = ArmApp(fabric, fleet, token=settings.token)
+    app = ArmApp(fabric, fleet, token=settings.token, eventgrid=eventgrid)
     sock = _listen(settings.host, settings.port)
     config = uvicorn.Config(
         app.asgi,

@@ -47,6 +47,8 @@ from forewarn.control.schemas import (
     VmOut,
 )
 from forewarn.control.security import AccessGuard, HostPolicy
+from forewarn.eventgrid import EventGrid
+from forewarn.eventgrid.routes import EventGridRoutes
 from forewarn.fabric import (
     CATALOGUE,
     ClockError,
@@ -222,13 +224,16 @@ class ControlApp:
         scenarios: ScenarioHook | None = None,
         reactions: ReactionTracker | None = None,
         faults: FaultBook | None = None,
+        eventgrid: EventGrid | None = None,
     ) -> None:
         self.fabric = fabric
         # the page at / and its stream
         self.dashboard = DashboardRoutes(fabric, scenarios, reactions)
         self.registry = registry or CollectorRegistry()
         report = reactions is not None
-        doc = openapi_document(__version__, token=bool(token), report=report)
+        doc = openapi_document(
+            __version__, token=bool(token), report=report, eventgrid=eventgrid is not None
+        )
         self._openapi = msgspec.json.encode(doc)
         self._documents = DocumentCache()  # the endpoint's rendering, not a second copy
 
@@ -270,6 +275,16 @@ class ControlApp:
         if self.reactions is not None:  # the rehearsal report
             routes.append(r("/api/v1/reactions", get=self.reactions.reactions))
             routes.append(r("/api/v1/report", get=self.reactions.report))
+        if eventgrid is not None:  # Event Grid subscriptions and their deliveries
+            grid = EventGridRoutes(eventgrid)
+            routes += [
+                r("/api/v1/eventgrid/subscriptions", get=grid.list_subscriptions,
+                  post=grid.create_subscription),
+                r("/api/v1/eventgrid/subscriptions/{name}", get=grid.get_subscription,
+                  delete=grid.delete_subscription),
+                r("/api/v1/eventgrid/deliveries", get=grid.deliveries),
+                r("/api/v1/eventgrid/validate/{name}", get=grid.validate),
+            ]  # fmt: skip
         guard = Middleware(AccessGuard, hosts=HostPolicy(hosts), token=token, public=is_public)
         self.asgi = Starlette(
             routes=routes,

@@ -177,9 +177,11 @@ def _finish(paths: dict[str, Any], token: bool) -> None:
 REPORT_PATHS = ("/api/v1/reactions", "/api/v1/report")
 
 
-def openapi_document(version: str, *, token: bool = False, report: bool = True) -> dict[str, Any]:
+def openapi_document(
+    version: str, *, token: bool = False, report: bool = True, eventgrid: bool = False
+) -> dict[str, Any]:
     """OpenAPI 3.1 for every control route; ``token``: the server requires a bearer token;
-    ``report``: it serves the rehearsal report."""
+    ``report``: it serves the rehearsal report; ``eventgrid``: Event Grid subscriptions."""
     array = {"type": "array", "items": {}}
     event_action = {
         action: {
@@ -285,6 +287,8 @@ def openapi_document(version: str, *, token: bool = False, report: bool = True) 
         for path in REPORT_PATHS:
             del paths[path]
     paths.update(drill_paths(_op, _ref, _json))
+    if eventgrid:
+        paths.update(_eventgrid_paths())
     _finish(paths, token)
     return {
         "openapi": "3.1.0",
@@ -311,3 +315,35 @@ def openapi_document(version: str, *, token: bool = False, report: bool = True) 
             },
         },
     }
+
+
+def _eventgrid_paths() -> dict[str, Any]:
+    """Event Grid subscriptions (ARM's eventSubscriptions body) and their deliveries."""
+    name = [_path_param("name")]
+    listing = {"type": "array", "items": {"type": "object"}}
+    body = {"type": "object", "required": ["name", "properties"]}
+    create = _op("Subscribe a webhook (after its validation handshake)", {"201": _json({})})
+    create["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+    return {
+        "/api/v1/eventgrid/subscriptions": {
+            "get": _op("Event Grid subscriptions", {"200": _json(listing)}),
+            "post": create,
+        },
+        "/api/v1/eventgrid/subscriptions/{name}": {
+            "get": _op("One subscription", {"200": _json({})}, params=name),
+            "delete": _op("Remove a subscription", {"204": {"description": "Removed"}},
+                          params=name),
+        },
+        "/api/v1/eventgrid/deliveries": {
+            "get": _op(
+                "Delivery attempts, newest last",
+                {"200": _json(listing)},
+                params=[_query("subscription"),
+                        _query("limit", "integer", minimum=0, maximum=2000, default=200)],
+            )
+        },
+        "/api/v1/eventgrid/validate/{name}": {
+            "get": _op("Finish a manual validation handshake (the validationUrl)",
+                       {"200": _json({})}, params=[*name, _query("code")])
+        },
+    }  # fmt: skip

@@ -216,6 +216,7 @@ def _policy(scope: ScopeSpec, where: str) -> ScopePolicy:
             terminate_timeout_minutes=terminate.timeout_minutes if terminate else 5,
             per_vm_visibility=scope.gpu and scope.fault_domains == 1,
             preview_user_operation_limit=scope.preview_limit,
+            event_grid_and_resource_graph=scope.event_grid,
         )
     except FleetError as exc:
         raise _error(str(exc), where + ".terminate_notification") from None

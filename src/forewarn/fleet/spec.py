@@ -121,6 +121,14 @@ class ScopeSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     preview_limit: Annotated[
         bool, _doc("At most 10 simultaneous user operations (the 2017 preview limit).")
     ] = False
+    event_grid: Annotated[
+        bool,
+        _doc(
+            "Publish the scope's events to Event Grid and Resource Graph, Completed and "
+            "Canceled included (ARM: scheduledEventsAdditionalPublishingTargets."
+            "eventGridAndResourceGraph)."
+        ),
+    ] = False
 
 
 # dict=True only so that a spec can remember where it came from (never stored).

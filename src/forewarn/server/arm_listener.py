@@ -36,7 +36,9 @@ def arm_settings(runtime: Runtime) -> ArmSettings | None:
 
 async def start_arm(runtime: Runtime) -> ArmListener:
     """Serve ARM when configured (its banner line printed); ``close()`` it on the way out."""
-    return await serve_arm(runtime.fabric, arm_settings(runtime), announce=_print)
+    return await serve_arm(
+        runtime.fabric, arm_settings(runtime), announce=_print, eventgrid=runtime.eventgrid
+    )
 
 
 def _print(line: str) -> None:

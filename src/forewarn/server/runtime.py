@@ -14,8 +14,10 @@ import structlog
 from prometheus_client import CollectorRegistry
 from starlette.middleware import Middleware
 
+from forewarn.arm import DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION
 from forewarn.control import ControlApp
 from forewarn.control.dashboard import ScenarioHook
+from forewarn.eventgrid import ArmNames, EventGrid, Ledger
 from forewarn.fabric import (
     Changes,
     Clock,
@@ -85,6 +87,7 @@ class Runtime:
     cluster: Cluster | None = None
     recorder: DocumentRecorder | None = None
     reactions: ReactionTracker | None = None
+    eventgrid: EventGrid | None = None
 
     def close(self) -> None:
         """Write what is queued, then release the database."""
@@ -230,6 +233,7 @@ def build_runtime(
         journal=journal,
     )
     reactions = track_reactions(fabric, store)  # who saw what when: the rehearsal report
+    eventgrid = _eventgrid(fabric, prepared.spec, config)  # Event Grid, Resource Graph
     registry = CollectorRegistry()
     metrics = EndpointMetrics(registry)
     recorder = DocumentRecorder(config.record, clock.now) if config.record else None
@@ -257,11 +261,29 @@ def build_runtime(
         scenarios=None if scenarios is None else scenarios(config.control_token),
         reactions=reactions,
         faults=endpoint.faults,
+        eventgrid=eventgrid,
     )
     return Runtime(
         config, clock, store, topology, fabric, endpoint, control, registry, cluster, recorder,
-        reactions,
+        reactions, eventgrid,
     )  # fmt: skip
+
+
+def _eventgrid(fabric: Fabric, spec: FleetSpec, config: ServeConfig) -> EventGrid:
+    """Scheduled Events published outside the VM: a ledger told by the fabric, and the
+    Event Grid hub delivering it (the ARM listener adds Resource Graph and the policy)."""
+    names = ArmNames(
+        fabric.topology,
+        spec.subscription or DEFAULT_SUBSCRIPTION,
+        spec.resource_group or DEFAULT_RESOURCE_GROUP,
+    )
+    ledger = Ledger(names, fabric.clock.now)
+    # the scope's durable policy (the fleet file's event_grid, or what ARM set since)
+    ledger.enabled = lambda scope_id: fabric.policy(scope_id).event_grid_and_resource_graph
+    fabric.observe(ledger)
+    return EventGrid(
+        ledger, time_scale=config.time_scale or 1.0, leading=lambda: fabric.leading
+    )
 
 
 def _cluster(

@@ -91,6 +91,8 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
     endpoint_server = await serve_endpoint(runtime.endpoint, listeners.imds)
     arm = await start_arm(runtime)  # the ARM listener, when --arm-bind is given
     pages_task = asyncio.create_task(_check_pages(runtime), name="forewarn-page-check")
+    if runtime.eventgrid is not None:  # where a webhook finishes a manual handshake
+        runtime.eventgrid.validation_url = listeners.control_url() + "/api/v1/eventgrid/validate"
     heap_task = asyncio.create_task(  # freezes the fleet's connections once they are in
         HeapKeeper(lambda: endpoint_server.connections).run(), name="forewarn-heap"
     )
@@ -109,6 +111,8 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
         stop()
         await endpoint_server.close()
         await arm.close()
+        if runtime.eventgrid is not None:
+            await runtime.eventgrid.close()  # deliveries still queued are dropped
         await control_task
         if scheduler_task is not None:
             scheduler_task.cancel()

@@ -659,6 +659,24 @@
   $("#verdict-filter").addEventListener("change", paintVerdicts);
   $("#op-filter").addEventListener("input", paintVerdicts);
 
+  // ------------------------------------------------------ Event Grid deliveries
+  async function refreshDeliveries() {
+    if ($("#app").hidden) return;
+    let rows;
+    try { rows = await api("GET", "/api/v1/eventgrid/deliveries?limit=20"); } catch (e) { return; }
+    if (!rows.length) return;
+    $("#deliveries-card").hidden = false;
+    $("#delivery-count").textContent = `last ${rows.length}`;
+    const list = $("#deliveries");
+    list.replaceChildren(...rows.slice().reverse().map((d) => {
+      const item = document.createElement("li");
+      const retry = d.retry_in == null ? "" : `, retry in ${d.retry_in.toFixed(1)} s`;
+      item.textContent = `${d.subscription}: ${d.event_status} ${d.event_id} attempt ${d.attempt}`
+        + ` -> ${d.answer} (${d.outcome}${retry})`;
+      return item;
+    }));
+  }
+
   // --------------------------------------------------------------------- clock
   function tickClock() {
     const now = serverNow();
@@ -668,5 +686,6 @@
   setInterval(() => { tickClock(); paintCountdowns(); }, 200);
   setInterval(paintAges, 1000);
   setInterval(refreshVerdicts, 10000);
+  setInterval(refreshDeliveries, 3000);
   connect();
 })();

@@ -1,0 +1,193 @@
+"""Delivering notices to one webhook: a bounded queue, one request in flight, Event
+Grid's retry schedule (10 s, 30 s, 1 min, 5 min, ... divided by the time scale) with the
+same event ``id`` on every attempt, until ``maxDeliveryAttempts`` or the time to live.
+
+Each subscriber has its own task: a webhook that hangs or refuses delays only itself;
+the fabric only appends to the queue (``offer``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import json
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from forewarn.eventgrid.ledger import Notice
+from forewarn.eventgrid.payloads import cloud_event, event_grid_event
+from forewarn.eventgrid.subscriptions import Subscription
+
+__all__ = ["RETRY_SCHEDULE", "Attempt", "DeliveryLog", "Subscriber"]
+
+#: Event Grid's documented retry schedule (seconds before each retry); then 12 h.
+RETRY_SCHEDULE = (10.0, 30.0, 60.0, 300.0, 600.0, 1800.0, 3600.0, 10800.0, 21600.0)
+#: Statuses Event Grid never retries.
+NO_RETRY = frozenset({400, 403, 413})
+MAX_PENDING = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One try at delivering one notice: what the webhook answered, what came next."""
+
+    subscription: str
+    id: str
+    event_id: str
+    status: str
+    attempt: int
+    at: float
+    answer: str
+    outcome: str  # delivered, retrying, failed, dropped
+    retry_in: float | None = None
+
+    def out(self) -> dict[str, Any]:
+        return {
+            "subscription": self.subscription, "id": self.id, "event_id": self.event_id,
+            "event_status": self.status, "attempt": self.attempt, "at": self.at,
+            "answer": self.answer, "outcome": self.outcome, "retry_in": self.retry_in,
+        }  # fmt: skip
+
+
+class DeliveryLog:
+    """The last ``size`` attempts of every subscriber, newest last."""
+
+    def __init__(self, size: int = 2000) -> None:
+        self._attempts: deque[Attempt] = deque(maxlen=size)
+
+    def add(self, attempt: Attempt) -> None:
+        self._attempts.append(attempt)
+
+    def list(self, subscription: str | None = None, limit: int = 200) -> list[Attempt]:
+        rows = [a for a in self._attempts if subscription in (None, a.subscription)]
+        return rows[-limit:] if limit else []
+
+
+@dataclass
+class _Pending:
+    notice: Notice
+    attempts: int
+    first_at: float  # monotonic
+
+
+class Subscriber:
+    """Delivers to one subscription's webhook."""
+
+    def __init__(
+        self,
+        sub: Subscription,
+        client: httpx.AsyncClient,
+        log: DeliveryLog,
+        *,
+        topic: str,
+        now: Callable[[], float],
+        time_scale: float = 1.0,
+        max_pending: int = MAX_PENDING,
+    ) -> None:
+        self.sub = sub
+        self.client = client
+        self.log = log
+        self.topic = topic
+        self.now = now
+        self.scale = time_scale
+        self.max_pending = max_pending
+        self._heap: list[tuple[float, int, _Pending]] = []
+        self._seq = itertools.count()
+        self._wake = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    def offer(self, notice: Notice) -> None:
+        """Queue a notice (on the event loop's thread); a full queue drops it, logged."""
+        if len(self._heap) >= self.max_pending:
+            self.sub.dropped += 1
+            self._record(notice, 0, "queue full", "dropped")
+            return
+        entry = _Pending(notice, 0, time.monotonic())
+        heapq.heappush(self._heap, (time.monotonic(), next(self._seq), entry))
+        self.sub.pending = len(self._heap)
+        self._wake.set()
+
+    def start(self) -> None:
+        name = f"forewarn-eventgrid-{self.sub.spec.name}"
+        self.task = asyncio.create_task(self._run(), name=name)
+
+    async def close(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+
+    async def _run(self) -> None:
+        while True:
+            if not self._heap:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            due = self._heap[0][0] - time.monotonic()
+            if due > 0:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), due)
+                continue
+            _, _, entry = heapq.heappop(self._heap)
+            await self._attempt(entry)
+            self.sub.pending = len(self._heap)
+
+    async def _attempt(self, entry: _Pending) -> None:
+        entry.attempts += 1
+        notice = entry.notice
+        answer, status = await self._send(notice, entry.attempts - 1)
+        if status is not None and 200 <= status < 300:
+            self.sub.delivered += 1
+            self._record(notice, entry.attempts, answer, "delivered")
+            return
+        self.sub.last_error = answer
+        spec = self.sub.spec
+        delay = RETRY_SCHEDULE[min(entry.attempts - 1, len(RETRY_SCHEDULE) - 1)] / self.scale
+        expires = entry.first_at + spec.ttl_minutes * 60 / self.scale
+        if (
+            status in NO_RETRY
+            or entry.attempts >= spec.max_attempts
+            or time.monotonic() + delay > expires
+        ):
+            self.sub.failed += 1
+            self._record(notice, entry.attempts, answer, "failed")
+            return
+        self._record(notice, entry.attempts, answer, "retrying", delay)
+        heapq.heappush(self._heap, (time.monotonic() + delay, next(self._seq), entry))
+
+    async def _send(self, notice: Notice, count: int) -> tuple[str, int | None]:
+        spec = self.sub.spec
+        headers = {"aeg-subscription-name": spec.name.upper(), "aeg-delivery-count": str(count)}
+        if spec.schema == "CloudEventSchemaV1_0":
+            body: Any = cloud_event(notice, self.topic)
+            headers["content-type"] = "application/cloudevents+json; charset=utf-8"
+        else:
+            body = [event_grid_event(notice, self.topic)]
+            headers["aeg-event-type"] = "Notification"
+            headers["aeg-data-version"] = "1"
+            headers["aeg-metadata-version"] = "1"
+            headers["content-type"] = "application/json"
+        try:
+            response = await self.client.post(
+                spec.endpoint, content=json.dumps(body).encode(), headers=headers
+            )
+        except httpx.TimeoutException:
+            return "timed out", None
+        except httpx.HTTPError as exc:
+            return (str(exc) or type(exc).__name__)[:200], None
+        return str(response.status_code), response.status_code
+
+    def _record(
+        self, notice: Notice, attempt: int, answer: str, outcome: str, retry_in: float | None = None
+    ) -> None:
+        self.log.add(Attempt(
+            self.sub.spec.name, notice.id, notice.event_id, notice.status, attempt,
+            self.now(), answer, outcome, retry_in,
+        ))  # fmt: skip

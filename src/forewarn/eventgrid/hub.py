@@ -1,0 +1,140 @@
+"""The Event Grid hub: subscriptions (checked by the validation handshake before any event
+goes out), one ``Subscriber`` each, and the log of their attempts.
+
+Notices come from the ``Ledger`` on the thread that published the change; the hub only
+hands them to the subscribers' queues on the event loop, and only while this process
+leads (a follower of a scaled-out fleet sees the same changes: one delivery, not two).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+
+import httpx
+
+from forewarn.eventgrid.delivery import DeliveryLog, Subscriber
+from forewarn.eventgrid.handshake import handshake
+from forewarn.eventgrid.ledger import Ledger, Notice
+from forewarn.eventgrid.subscriptions import Subscription, SubscriptionError, SubscriptionSpec
+
+__all__ = ["MAX_SUBSCRIPTIONS", "EventGrid", "HandshakeFailed"]
+
+MAX_SUBSCRIPTIONS = 100
+
+
+class HandshakeFailed(SubscriptionError):
+    """The webhook did not prove it wants the events: nothing was created."""
+
+
+class EventGrid:
+    """Subscriptions and deliveries over one ledger."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        time_scale: float = 1.0,
+        leading: Callable[[], bool] = lambda: True,
+        timeout: float = 10.0,
+    ) -> None:
+        self.ledger = ledger
+        self.topic = ledger.names.topic
+        self.time_scale = time_scale
+        self.leading = leading
+        self.timeout = timeout
+        self.log = DeliveryLog()
+        self.validation_url = "http://127.0.0.1/api/v1/eventgrid/validate"
+        self._subs: dict[str, Subscriber] = {}
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: int | None = None
+        ledger.listen(self._notice)
+
+    # -------------------------------------------------------------- subscriptions
+
+    def subscriptions(self) -> list[Subscription]:
+        return [s.sub for s in self._subs.values()]
+
+    def get(self, name: str) -> Subscription | None:
+        found = self._subs.get(name.lower())
+        return None if found is None else found.sub
+
+    async def create(self, spec: SubscriptionSpec, *, replace: bool = False) -> Subscription:
+        """Run the handshake, then keep the subscription (``HandshakeFailed``: kept not)."""
+        key = spec.name.lower()
+        if key in self._subs and not replace:
+            raise SubscriptionError(f"a subscription called {spec.name!r} exists already")
+        if key not in self._subs and len(self._subs) >= MAX_SUBSCRIPTIONS:
+            raise SubscriptionError(f"at most {MAX_SUBSCRIPTIONS} subscriptions")
+        client = self._http()
+        outcome = await handshake(
+            client, spec, self.topic, f"{self.validation_url}/{spec.name}",
+            self.ledger.now(),
+        )  # fmt: skip
+        if outcome.state == "Failed":
+            raise HandshakeFailed(outcome.reason)
+        old = self._subs.pop(key, None)
+        if old is not None:
+            await old.close()
+        sub = Subscription(spec, outcome.state, outcome.reason, outcome.code)
+        subscriber = Subscriber(
+            sub, client, self.log, topic=self.topic, now=self.ledger.now,
+            time_scale=self.time_scale,
+        )  # fmt: skip
+        subscriber.start()
+        self._subs[key] = subscriber
+        return sub
+
+    def validate(self, name: str, code: str) -> bool:
+        """A GET of the validationUrl finishes a manual handshake."""
+        found = self._subs.get(name.lower())
+        if found is None or found.sub.state != "AwaitingManualAction":
+            return False
+        if not code or code != found.sub.validation_code:
+            return False
+        found.sub.state, found.sub.reason = "Succeeded", ""
+        return True
+
+    async def delete(self, name: str) -> bool:
+        found = self._subs.pop(name.lower(), None)
+        if found is None:
+            return False
+        await found.close()
+        return True
+
+    async def close(self) -> None:
+        for subscriber in list(self._subs.values()):
+            await subscriber.close()
+        self._subs.clear()
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # ------------------------------------------------------------------- notices
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._loop = asyncio.get_running_loop()
+            self._thread = threading.get_ident()
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout, connect=min(5.0, self.timeout)),
+                limits=httpx.Limits(max_connections=MAX_SUBSCRIPTIONS * 2),
+                follow_redirects=False,
+                trust_env=False,
+            )
+        return self._client
+
+    def _notice(self, notice: Notice) -> None:
+        if not self._subs or not self.leading():
+            return
+        if self._loop is not None and threading.get_ident() != self._thread:
+            self._loop.call_soon_threadsafe(self._offer, notice)
+        else:
+            self._offer(notice)
+
+    def _offer(self, notice: Notice) -> None:
+        for subscriber in list(self._subs.values()):
+            if subscriber.sub.state == "Succeeded" and subscriber.sub.spec.wants(notice.arm_id):
+                subscriber.offer(notice)

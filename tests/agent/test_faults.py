@@ -153,3 +153,22 @@ def test_410_for_longer_than_the_clients_retry_window(
     agent.wait_log("endpoint error", status=410)
     assert agent.metric("forewarn_agent_errors_total", kind="endpoint") >= 1
     handled(agent, endpoint, "AFTER")
+
+
+def test_readyz_is_503_while_the_endpoint_answers_html_and_200_once_a_document_comes(
+    endpoint: FaultServer, recorder: Recorder, start_agent: Callable[..., AgentProcess]
+) -> None:
+    agent = start(start_agent, endpoint, recorder)
+    handled(agent, endpoint, "BEFORE")
+    assert agent.get("/readyz").status_code == 200
+    endpoint.set_mode("garbage")  # 200 with an HTML page: the transport calls it a success
+    wait_until(lambda: agent.get("/readyz").status_code == 503, what="readiness to fail")
+    answer = agent.get("/readyz")
+    assert "no scheduled-events document" in answer.text, answer.text
+    assert agent.metric("forewarn_agent_ready") == 0
+    assert agent.get("/healthz").status_code == 200  # alive, only not ready
+    time.sleep(1.0)  # polls keep meeting the garbage: still not ready
+    assert agent.get("/readyz").status_code == 503
+    endpoint.set_mode("ok")
+    wait_until(lambda: agent.get("/readyz").status_code == 200, what="readiness again")
+    handled(agent, endpoint, "AFTER")

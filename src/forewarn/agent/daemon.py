@@ -34,6 +34,7 @@ from forewarn.client import (
     AsyncScheduledEventsClient,
     ClientError,
     Document,
+    DocumentError,
     InvalidEndpoint,
     NotFoundError,
     resolve_endpoint,
@@ -90,6 +91,8 @@ class Agent:
         self._last_ok: float | None = None
         self._stopping = False
         self._said_deleted = False
+        #: Why the endpoint's last answer was no document (HTML, garbage), until one is.
+        self._bad_document: str | None = None
         self.health: HealthServer | None = None
         self.endpoint = ""
         try:
@@ -114,6 +117,8 @@ class Agent:
             return False, "this VM's name is not known yet"
         if self._last_ok is None:
             return False, "the endpoint has not answered yet"
+        if self._bad_document is not None:
+            return False, f"the endpoint answers no scheduled-events document: {self._bad_document}"
         silent = self.clock.monotonic() - self._last_ok
         limit = max(5.0, 3 * self.config.poll_interval)
         if silent > limit:
@@ -297,12 +302,15 @@ class Agent:
         while True:
             try:
                 async for change in client.watch(interval):
+                    self._bad_document = None
                     self._reconcile(svc, change.document)
             except NotFoundError:
                 if await self._deleted():
                     return
                 continue
             except ClientError as exc:
+                if isinstance(exc, DocumentError):  # 200, but HTML or garbage: not ready
+                    self._bad_document = " ".join(str(exc).split())[:200]
                 self.metrics.errors.labels("endpoint").inc()
                 self.log.warning("endpoint error", status=exc.status, error=str(exc)[:300])
             except Exception as exc:  # never let one bad poll end the daemon

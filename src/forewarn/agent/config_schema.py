@@ -219,6 +219,8 @@ class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: A deleted VM (Preempt, Terminate, scale-in): stop (exit 0) or idle, polling slowly.
     on_deleted: OnDeleted = OnDeleted.EXIT
     metrics_bind: str = "127.0.0.1:9465"
+    #: Append each new document the endpoint serves to this file (what replay plays).
+    record: str = ""
     log_format: str = "json"
     log_level: str = "info"
     coordination: Coordination | None = None

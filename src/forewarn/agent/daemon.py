@@ -35,6 +35,7 @@ from forewarn.client import (
     ClientError,
     Document,
     DocumentError,
+    DocumentRecorder,
     InvalidEndpoint,
     NotFoundError,
     resolve_endpoint,
@@ -93,6 +94,7 @@ class Agent:
         self._said_deleted = False
         #: Why the endpoint's last answer was no document (HTML, garbage), until one is.
         self._bad_document: str | None = None
+        self._recorder: DocumentRecorder | None = None
         self.health: HealthServer | None = None
         self.endpoint = ""
         try:
@@ -191,6 +193,11 @@ class Agent:
         try:
             coordinator = self._coordinator()  # connects on first use: nothing to close
             client = self._client()
+            if config.record:
+                try:
+                    self._recorder = DocumentRecorder(config.record, config.api_version)
+                except OSError as exc:
+                    raise AgentError(f"record {config.record}: {exc.strerror or exc}") from None
         except AgentError:
             state.close()
             if self.health is not None:
@@ -229,6 +236,8 @@ class Agent:
             await self.health.close()
         pinger.cancel()
         state.close()
+        if self._recorder is not None:
+            self._recorder.close()
         self.log.info("agent stopped")
         if failure is not None:
             raise AgentError(f"{type(failure).__name__}: {failure}") from failure
@@ -299,9 +308,14 @@ class Agent:
             log=self.log,
         )
         interval = self.config.poll_interval
+        recorder = self._recorder
+        if recorder is not None:
+            recorder.vm = self.vm_name
         while True:
             try:
-                async for change in client.watch(interval):
+                async for change in client.watch(interval, on_document=recorder):
+                    if recorder is not None and recorder.error:
+                        self.log.warning("recording failed", error=recorder.error)
                     self._bad_document = None
                     self._reconcile(svc, change.document)
             except NotFoundError:

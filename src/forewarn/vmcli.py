@@ -26,6 +26,7 @@ from forewarn.client import (
     ClientError,
     Document,
     DocumentChange,
+    DocumentRecorder,
     Event,
     NotFoundError,
     ScheduledEventsClient,
@@ -38,9 +39,7 @@ __all__ = ["VM_COMMANDS", "discover_command", "watch", "with_endpoint_url"]
 
 CHANGE_LINES = 8
 #: What ``watch`` says, once, when the endpoint answers 404: this VM is gone.
-DELETED = (
-    "the platform deleted this VM (the endpoint answers 404: Preempt, Terminate or scale-in)"
-)
+DELETED = "the platform deleted this VM (the endpoint answers 404: Preempt, Terminate or scale-in)"
 
 
 def _client(url: str | None, source_address: str | None, api_version: str) -> ScheduledEventsClient:
@@ -313,6 +312,7 @@ def _identity(client: ScheduledEventsClient, as_vm: str | None) -> str | None:
 def _follow(
     client: ScheduledEventsClient, interval: float, on_change: Callable[[DocumentChange], object],
     on_problem: Callable[[str], None], on_deleted: Callable[[], object],
+    recorder: DocumentRecorder | None = None,
 ) -> None:  # fmt: skip
     """Watch until interrupted; after the first document, errors are reported, not fatal.
 
@@ -322,9 +322,11 @@ def _follow(
     deleted = False
     while True:
         try:
-            for change in client.watch(interval, since=known):
+            for change in client.watch(interval, since=known, on_document=recorder):
                 known, deleted = change.document, False
                 on_change(change)
+                if recorder is not None and recorder.error:
+                    on_problem(recorder.error)
         except NotFoundError:
             if known is None:
                 raise click.ClickException(DELETED) from None
@@ -351,9 +353,11 @@ def _follow(
 @click.option("--api-version", default=DEFAULT_API_VERSION)
 @click.option("--wide", is_flag=True,
               help="Every column at full width, whatever the terminal's width.")  # fmt: skip
+@click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None,
+              help="Append each new document to FILE (what `forewarn replay` plays).")  # fmt: skip
 def watch(
     url: str | None, as_vm: str | None, interval: float, source_address: str | None,
-    api_version: str, wide: bool,
+    api_version: str, wide: bool, record_path: str | None,
 ) -> None:  # fmt: skip
     """Watch the Scheduled Events document live: changes as they happen, countdowns.
 
@@ -362,6 +366,12 @@ def watch(
     """
     with _client(url, source_address, api_version) as client:
         vm = _identity(client, as_vm)
+        recorder: DocumentRecorder | None = None
+        if record_path is not None:
+            try:
+                recorder = DocumentRecorder(record_path, api_version, vm)
+            except OSError as exc:
+                raise click.UsageError(f"--record {record_path}: {exc.strerror or exc}") from None
         screen = console()
         view = _View(client.url, vm, screen.width, wide)
         try:
@@ -374,7 +384,8 @@ def watch(
                             view.problem = text
 
                     _follow(client, interval, lambda c: view.apply(c, datetime.now(UTC)),
-                            problem, lambda: view.gone(datetime.now(UTC)))  # fmt: skip
+                            problem, lambda: view.gone(datetime.now(UTC)),
+                            recorder)  # fmt: skip
             else:
 
                 def show(change: DocumentChange) -> None:
@@ -389,9 +400,12 @@ def watch(
                     click.echo(view.gone(datetime.now(UTC)))
                     sys.stdout.flush()
 
-                _follow(client, interval, show, warn, gone)
+                _follow(client, interval, show, warn, gone, recorder)
         except KeyboardInterrupt:
             return
+        finally:
+            if recorder is not None:
+                recorder.close()
 
 
 @click.command(name="discover")

@@ -78,7 +78,7 @@ def test_no_file_gives_the_defaults() -> None:
     ("text", "message"),
     [
         ("poll_interval = 'fast'", "poll_interval: expected `float`, got `str`"),
-        ("poll_interval = 0", "poll_interval: expected `float` > 0.0"),
+        ("poll_interval = 0", "poll_interval: expected `float` >= 0.05"),
         ("pol_interval = 1", "pol_interval: unknown key"),
         ("[[rules]]\nmin_vms = -1", "rules[0].min_vms: expected `int` >= 0"),
         ("[[rules]]\nhandlers = ['nope']", "rules[0].handlers: unknown handler 'nope'"),
@@ -161,5 +161,5 @@ def test_env_mistakes_are_named() -> None:
         env_settings({"FOREWARN_AGENT_POLL_INTERVAL": "soon"})
     with pytest.raises(ConfigError, match="FOREWARN_AGENT_POLL_INTERVL: unknown setting"):
         env_settings({"FOREWARN_AGENT_POLL_INTERVL": "1"})
-    with pytest.raises(ConfigError, match=r"POLL_INTERVAL='0': expected `float` > 0\.0"):
+    with pytest.raises(ConfigError, match=r"POLL_INTERVAL='0': expected `float` >= 0\.05"):
         load_config(None, {"FOREWARN_AGENT_POLL_INTERVAL": "0"})

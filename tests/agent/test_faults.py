@@ -8,11 +8,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from email.utils import formatdate
+from pathlib import Path
 
 import pytest
 
+from forewarn.replay.recorded import read_recording
 from tests.agent.agentproc import SLOW, AgentProcess, Recorder, handler_argv, slow, wait_until
 from tests.agent.faultserver import FaultServer
+
+LATEST = "2020-07-01"
 
 
 @pytest.fixture
@@ -153,3 +157,42 @@ def test_410_for_longer_than_the_clients_retry_window(
     agent.wait_log("endpoint error", status=410)
     assert agent.metric("forewarn_agent_errors_total", kind="endpoint") >= 1
     handled(agent, endpoint, "AFTER")
+
+
+def test_readyz_is_503_while_the_endpoint_answers_html_and_200_once_a_document_comes(
+    endpoint: FaultServer, recorder: Recorder, start_agent: Callable[..., AgentProcess]
+) -> None:
+    agent = start(start_agent, endpoint, recorder)
+    handled(agent, endpoint, "BEFORE")
+    assert agent.get("/readyz").status_code == 200
+    endpoint.set_mode("garbage")  # 200 with an HTML page: the transport calls it a success
+    wait_until(lambda: agent.get("/readyz").status_code == 503, what="readiness to fail")
+    answer = agent.get("/readyz")
+    assert "no scheduled-events document" in answer.text, answer.text
+    assert agent.metric("forewarn_agent_ready") == 0
+    assert agent.get("/healthz").status_code == 200  # alive, only not ready
+    time.sleep(1.0)  # polls keep meeting the garbage: still not ready
+    assert agent.get("/readyz").status_code == 503
+    endpoint.set_mode("ok")
+    wait_until(lambda: agent.get("/readyz").status_code == 200, what="readiness again")
+    handled(agent, endpoint, "AFTER")
+
+
+def test_record_writes_each_new_document_as_replay_reads_it(
+    endpoint: FaultServer, recorder: Recorder, start_agent: Callable[..., AgentProcess],
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    record = tmp_path / "captured.jsonl"
+    agent = start_agent("web-0", f"""
+        vm_name = "web-0"
+        poll_interval = 0.1
+        record = "{record}"
+    """, endpoint.url)  # fmt: skip
+    wait_until(lambda: record.exists() and record.read_text() != "", what="the first line")
+    endpoint.set_events([reboot("REC")])
+    wait_until(lambda: len(record.read_text().splitlines()) >= 2, what="the second line")
+    time.sleep(0.5)  # more polls of the same document (304s and 200s): no more lines
+    assert agent.alive()
+    frames = read_recording(record).frames["web-0"]
+    assert [(f.incarnation, f.api_version) for f in frames] == [(1, LATEST), (2, LATEST)]
+    assert [e.event_id for e in frames[1].document.events] == ["REC"]

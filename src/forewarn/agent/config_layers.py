@@ -23,8 +23,11 @@ from forewarn.agent.config_schema import (
     HandlerSpec,
     KubernetesTable,
     check,
+    check_value,
 )
 from forewarn.agent.kubernetes_table import with_kubernetes_table
+from forewarn.contract.model import EventSource, EventStatus
+from forewarn.contract.versions import EventType
 
 __all__ = ["ENV_PREFIX", "as_dict", "env_settings", "load_config"]
 
@@ -64,6 +67,9 @@ def _explain(error: msgspec.ValidationError, source: str, prefix: str = "") -> C
         return ConfigError(f"{source}: {key}: unknown key")
     if path.startswith("handlers.") and path.endswith(".type"):
         message += " (known: exec, webhook, python, kubernetes)"
+    field = re.sub(r"\[\d+\]$", "", path).rpartition(".")[2]
+    if field in _ENUMS and message.startswith("invalid enum value"):
+        message += f" (known: {', '.join(_ENUMS[field])})"
     return ConfigError(f"{source}: {path or '(top level)'}: {message}")
 
 
@@ -82,11 +88,53 @@ def _convert_env(name: str, value: str, type_: Any) -> Any:
     given: Any = value
     if getattr(type_, "__origin__", None) is list:  # a list: comma-separated
         given = [item.strip() for item in value.split(",") if item.strip()]
+        given = _canonical(name[len(ENV_PREFIX) :].lower().partition("_")[2], given)
     try:
-        return msgspec.convert(given, type_, strict=False)
+        converted = msgspec.convert(given, type_, strict=False)
     except msgspec.ValidationError as exc:
         why = str(exc).split(" - at")[0]
-        raise ConfigError(f"environment {name}={value!r}: {why[:1].lower()}{why[1:]}") from None
+        why = why[:1].lower() + why[1:] + _known(type_)
+        raise ConfigError(f"environment {name}={value!r}: {why}") from None
+    problem = check_value(name[len(ENV_PREFIX) :].lower(), converted)
+    if problem:
+        raise ConfigError(f"environment {name}={value!r}: {problem}")
+    return converted
+
+
+_ENUMS: dict[str, tuple[str, ...]] = {
+    "event_types": tuple(EventType),
+    "statuses": tuple(EventStatus),
+    "sources": tuple(EventSource),
+}
+
+
+def _canonical(field: str, values: Any) -> Any:
+    """``["reboot"]`` -> ``["Reboot"]``: the contract's names in any case (a typo stays,
+    for the enum check to refuse)."""
+    known = {name.lower(): name for name in _ENUMS.get(field, ())}
+    if not known or not isinstance(values, list):
+        return values
+    return [known.get(v.lower(), v) if isinstance(v, str) else v for v in values]
+
+
+def _canonical_tables(merged: dict[str, Any]) -> None:
+    tables = [merged.get("kubernetes")]
+    if isinstance(merged.get("rules"), list):
+        tables += merged["rules"]
+    for table in tables:
+        if isinstance(table, dict):
+            for field in _ENUMS:
+                if field in table:
+                    table[field] = _canonical(field, table[field])
+
+
+def _known(type_: Any) -> str:
+    """`` (known: Freeze, Reboot, ...)`` for a list of one of the contract's enums."""
+    args = getattr(type_, "__args__", ())
+    for enum in (EventType, EventStatus, EventSource):
+        if enum in args:
+            return f" (known: {', '.join(enum)})"
+    return ""
 
 
 def env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
@@ -145,6 +193,7 @@ def load_config(
     if path is not None:
         source = str(path)
         merged = _read_toml(Path(path))
+        _canonical_tables(merged)
         _check_handlers(merged.get("handlers"), source)
         try:  # the file alone must be valid: errors then point at the file's keys
             msgspec.convert(merged, AgentConfig)

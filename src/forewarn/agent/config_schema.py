@@ -8,7 +8,9 @@ a handler nobody defined). Layering (defaults < file < environment < flags) live
 
 from __future__ import annotations
 
+import ipaddress
 import re
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -16,6 +18,8 @@ import msgspec
 from msgspec import Meta
 
 from forewarn.agent.template import PLACEHOLDERS, placeholders
+from forewarn.contract.model import EventSource, EventStatus
+from forewarn.contract.versions import SUPPORTED_VERSIONS, EventType
 
 __all__ = [
     "AgentConfig",
@@ -32,11 +36,16 @@ __all__ = [
     "Shutdown",
     "WebhookSpec",
     "check",
+    "check_value",
 ]
 
-Seconds = Annotated[float, Meta(ge=0)]
-Positive = Annotated[float, Meta(gt=0)]
-Count = Annotated[int, Meta(ge=0)]
+#: The longest any duration may be: past it a timedelta overflows or a wait never ends.
+MAX_SECONDS = 30 * 86400.0
+Seconds = Annotated[float, Meta(ge=0, le=MAX_SECONDS)]
+Positive = Annotated[float, Meta(gt=0, le=MAX_SECONDS)]
+Minutes = Annotated[float, Meta(ge=0, le=MAX_SECONDS / 60)]
+PollInterval = Annotated[float, Meta(ge=0.05, le=3600)]
+Count = Annotated[int, Meta(ge=0, le=1_000_000)]
 
 
 class ConfigError(ValueError):
@@ -127,7 +136,8 @@ class KubernetesSpec(_Handler, kw_only=True, tag="kubernetes"):
     taint_key: str = "forewarn.io/scheduled-event"
     taint_value: str = "true"
     taint_effect: str = "NoSchedule"
-    grace_period: int = -1
+    #: Seconds each pod gets to stop; -1: the pod's own terminationGracePeriodSeconds.
+    grace_period: Annotated[int, Meta(ge=-1, le=int(MAX_SECONDS))] = -1
     ignore_daemonsets: bool = True
     delete_emptydir_data: bool = True
     pdb_timeout: Positive = 300.0
@@ -142,11 +152,17 @@ class KubernetesTable(KubernetesSpec, kw_only=True, tag="kubernetes"):
     whole configuration can come from ``FOREWARN_AGENT_KUBERNETES_*``)."""
 
     enabled: bool = True
-    event_types: list[str] = msgspec.field(
-        default_factory=lambda: ["Reboot", "Redeploy", "Freeze", "Preempt", "Terminate"]
+    event_types: list[EventType] = msgspec.field(
+        default_factory=lambda: [
+            EventType.REBOOT,
+            EventType.REDEPLOY,
+            EventType.FREEZE,
+            EventType.PREEMPT,
+            EventType.TERMINATE,
+        ]
     )
     approval: Approval = Approval.NEVER
-    act_minutes_before: Seconds | None = None
+    act_minutes_before: Minutes | None = None
 
 
 class RuleSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -154,11 +170,11 @@ class RuleSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     name: str = ""
     # ---- match (an empty list or an absent bound matches anything)
-    event_types: list[str] = []
-    sources: list[str] = []
-    statuses: list[str] = msgspec.field(default_factory=lambda: ["Scheduled"])
-    min_duration: int | None = None
-    max_duration: int | None = None
+    event_types: list[EventType] = []
+    sources: list[EventSource] = []
+    statuses: list[EventStatus] = msgspec.field(default_factory=lambda: [EventStatus.SCHEDULED])
+    min_duration: Annotated[int, Meta(ge=-1)] | None = None
+    max_duration: Annotated[int, Meta(ge=-1)] | None = None
     this_vm: bool | None = None
     min_vms: Count | None = None
     max_vms: Count | None = None
@@ -168,7 +184,7 @@ class RuleSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     recovery: list[str] | None = None
     approval: Approval = Approval.NEVER
     parallel: bool = False
-    act_minutes_before: Seconds | None = None
+    act_minutes_before: Minutes | None = None
     on_crash: OnCrash = OnCrash.RETRY
 
 
@@ -192,7 +208,7 @@ class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     endpoint: str = ""
     local_address: str = ""
     api_version: str = "2020-07-01"
-    poll_interval: Positive = 1.0
+    poll_interval: PollInterval = 1.0
     state_path: str = "/var/lib/forewarn-agent/state.db"
     safety_margin: Seconds = 10.0
     late_timeout: Positive = 5.0
@@ -203,6 +219,8 @@ class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: A deleted VM (Preempt, Terminate, scale-in): stop (exit 0) or idle, polling slowly.
     on_deleted: OnDeleted = OnDeleted.EXIT
     metrics_bind: str = "127.0.0.1:9465"
+    #: Append each new document the endpoint serves to this file (what replay plays).
+    record: str = ""
     log_format: str = "json"
     log_level: str = "info"
     coordination: Coordination | None = None
@@ -271,6 +289,51 @@ def _check_rule(config: AgentConfig, index: int, rule: RuleSpec) -> None:
         raise _err(f"{where}.statuses", "must list at least one status")
 
 
+def _bind_problem(value: str) -> str | None:
+    match = _BIND.match(value)
+    if value and not match:
+        return f'{value!r} is not HOST:PORT ("" turns it off)'
+    if match and not 1 <= int(match[2]) <= 65535:
+        return f"port {match[2]} is not 1-65535"
+    return None
+
+
+def _address_problem(value: str) -> str | None:
+    if not value:
+        return None
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return f'{value!r} is not an IP address ("" lets the system choose)'
+    return None
+
+
+def _version_problem(value: str) -> str | None:
+    if value in SUPPORTED_VERSIONS:
+        return None
+    return f"unknown api-version {value!r} (known: {', '.join(SUPPORTED_VERSIONS)})"
+
+
+_VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "metrics_bind": _bind_problem,
+    "local_address": _address_problem,
+    "api_version": _version_problem,
+    "endpoint": lambda v: (
+        f"{v!r} is not an http(s) URL" if v and not re.match(r"^https?://[^/\s]+", v) else None
+    ),
+    "log_format": lambda v: None if v in ("json", "console") else "must be json or console",
+    "log_level": lambda v: None if v in _LEVELS else f"must be one of {', '.join(_LEVELS)}",
+    "state_path": lambda v: None if v else "must name a file",
+}
+
+
+def check_value(key: str, value: Any) -> str | None:
+    """What is wrong with one top-level setting's value (None: nothing), so the
+    environment's variables get the same checks as the file's keys."""
+    checker = _VALUE_CHECKS.get(key)
+    return checker(value) if checker is not None else None
+
+
 def check(config: AgentConfig) -> AgentConfig:
     """Refuse what the types cannot: dangling names, bad ranges, malformed strings."""
     for name, spec in config.handlers.items():
@@ -288,16 +351,10 @@ def check(config: AgentConfig) -> AgentConfig:
                     f"rules[{index}].name", f"{rule.name!r} is also rules[{names[rule.name]}]"
                 )
             names[rule.name] = index
-    if config.metrics_bind and not _BIND.match(config.metrics_bind):
-        raise _err("metrics_bind", f'{config.metrics_bind!r} is not HOST:PORT ("" turns it off)')
-    if config.endpoint and not re.match(r"^https?://[^/\s]+", config.endpoint):
-        raise _err("endpoint", f"{config.endpoint!r} is not an http(s) URL")
-    if config.log_format not in ("json", "console"):
-        raise _err("log_format", "must be json or console")
-    if config.log_level not in _LEVELS:
-        raise _err("log_level", f"must be one of {', '.join(_LEVELS)}")
-    if not config.state_path:
-        raise _err("state_path", "must name a file")
+    for key in _VALUE_CHECKS:
+        problem = check_value(key, getattr(config, key))
+        if problem:
+            raise _err(key, problem)
     coordination = config.coordination
     if coordination is not None:
         if coordination.backend not in ("redis", "postgres"):

@@ -34,6 +34,8 @@ from forewarn.client import (
     AsyncScheduledEventsClient,
     ClientError,
     Document,
+    DocumentError,
+    DocumentRecorder,
     InvalidEndpoint,
     NotFoundError,
     resolve_endpoint,
@@ -90,6 +92,9 @@ class Agent:
         self._last_ok: float | None = None
         self._stopping = False
         self._said_deleted = False
+        #: Why the endpoint's last answer was no document (HTML, garbage), until one is.
+        self._bad_document: str | None = None
+        self._recorder: DocumentRecorder | None = None
         self.health: HealthServer | None = None
         self.endpoint = ""
         try:
@@ -114,6 +119,8 @@ class Agent:
             return False, "this VM's name is not known yet"
         if self._last_ok is None:
             return False, "the endpoint has not answered yet"
+        if self._bad_document is not None:
+            return False, f"the endpoint answers no scheduled-events document: {self._bad_document}"
         silent = self.clock.monotonic() - self._last_ok
         limit = max(5.0, 3 * self.config.poll_interval)
         if silent > limit:
@@ -186,6 +193,11 @@ class Agent:
         try:
             coordinator = self._coordinator()  # connects on first use: nothing to close
             client = self._client()
+            if config.record:
+                try:
+                    self._recorder = DocumentRecorder(config.record, config.api_version)
+                except OSError as exc:
+                    raise AgentError(f"record {config.record}: {exc.strerror or exc}") from None
         except AgentError:
             state.close()
             if self.health is not None:
@@ -224,6 +236,8 @@ class Agent:
             await self.health.close()
         pinger.cancel()
         state.close()
+        if self._recorder is not None:
+            self._recorder.close()
         self.log.info("agent stopped")
         if failure is not None:
             raise AgentError(f"{type(failure).__name__}: {failure}") from failure
@@ -294,15 +308,23 @@ class Agent:
             log=self.log,
         )
         interval = self.config.poll_interval
+        recorder = self._recorder
+        if recorder is not None:
+            recorder.vm = self.vm_name
         while True:
             try:
-                async for change in client.watch(interval):
+                async for change in client.watch(interval, on_document=recorder):
+                    if recorder is not None and recorder.error:
+                        self.log.warning("recording failed", error=recorder.error)
+                    self._bad_document = None
                     self._reconcile(svc, change.document)
             except NotFoundError:
                 if await self._deleted():
                     return
                 continue
             except ClientError as exc:
+                if isinstance(exc, DocumentError):  # 200, but HTML or garbage: not ready
+                    self._bad_document = " ".join(str(exc).split())[:200]
                 self.metrics.errors.labels("endpoint").inc()
                 self.log.warning("endpoint error", status=exc.status, error=str(exc)[:300])
             except Exception as exc:  # never let one bad poll end the daemon

@@ -7,6 +7,7 @@ is ignored too, and said so in the log.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from forewarn.agent.config_schema import AgentConfig, Approval, KubernetesSpec, OnCrash, RuleSpec
@@ -36,7 +37,7 @@ def _within(value: int, low: int | None, high: int | None) -> bool:
     return (low is None or value >= low) and (high is None or value <= high)
 
 
-def _listed(values: list[str], value: str) -> bool:
+def _listed(values: Sequence[str], value: str) -> bool:
     return not values or value.lower() in (v.lower() for v in values)
 
 

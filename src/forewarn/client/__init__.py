@@ -48,6 +48,7 @@ from forewarn.client.errors import (
     RateLimitedError,
     ServerError,
 )
+from forewarn.client.recording import DocumentRecorder
 from forewarn.client.sync import ScheduledEventsClient
 from forewarn.contract import (
     Document,
@@ -73,6 +74,7 @@ __all__ = [
     "Document",
     "DocumentChange",
     "DocumentError",
+    "DocumentRecorder",
     "EndpointError",
     "EndpointTimeout",
     "EndpointUnreachable",

@@ -96,14 +96,19 @@ class AsyncScheduledEventsClient:
         return core.read_instance(await self._send(self._settings.instance_request(api_version)))
 
     async def watch(
-        self, interval: float = 1.0, *, since: Document | None = None
+        self,
+        interval: float = 1.0,
+        *,
+        since: Document | None = None,
+        on_document: core.OnDocument | None = None,
     ) -> AsyncIterator[DocumentChange]:
         """The first document (every event added), then each change, polling every ``interval``.
 
         With ``since``, changes are relative to that document (resume after an error).
         Errors end the iteration by raising, after the retry rules gave up.
+        ``on_document`` gets every document received and its bytes (``--record``).
         """
-        watch = core.Watch(since)
+        watch = core.Watch(since, on_document)
         while True:
             news = watch.take(await self._send(watch.request(self._settings)))
             if news is not None:

@@ -37,6 +37,7 @@ __all__ = [
     "INSTANCE_API_VERSION",
     "Answer",
     "ClientOptions",
+    "OnDocument",
     "RequestSpec",
     "RetryPolicy",
     "Settings",
@@ -321,6 +322,10 @@ def watch_step(previous: Document | None, answer: Answer) -> tuple[Document, Doc
     return document, diff_documents(previous, document)
 
 
+#: Called with each document a watch receives (not a 304) and the bytes it came as.
+OnDocument = Callable[[Document, bytes], None]
+
+
 class Watch:
     """A watch's progress: the first poll reports every event, later ones only changes.
 
@@ -328,9 +333,10 @@ class Watch:
     on, or None when nothing changed.
     """
 
-    def __init__(self, since: Document | None) -> None:
+    def __init__(self, since: Document | None, on_document: OnDocument | None = None) -> None:
         self.previous = since
         self.first = since is None
+        self.on_document = on_document
 
     def request(self, settings: Settings) -> RequestSpec:
         """The next poll's request."""
@@ -339,6 +345,8 @@ class Watch:
     def take(self, answer: Answer) -> DocumentChange | None:
         """The change this answer brings (None when nothing changed after the first)."""
         document, change = watch_step(self.previous, answer)
+        if self.on_document is not None and answer.status == 200:
+            self.on_document(document, answer.body)
         news = change if self.first or change else None
         self.first = False
         self.previous = document

@@ -100,14 +100,19 @@ class ScheduledEventsClient:
         return core.read_instance(self._send(self._settings.instance_request(api_version)))
 
     def watch(
-        self, interval: float = 1.0, *, since: Document | None = None
+        self,
+        interval: float = 1.0,
+        *,
+        since: Document | None = None,
+        on_document: core.OnDocument | None = None,
     ) -> Iterator[DocumentChange]:
         """The first document (every event added), then each change, polling every ``interval``.
 
         With ``since``, changes are relative to that document (resume after an error).
         Errors end the iteration by raising, after the retry rules gave up.
+        ``on_document`` gets every document received and its bytes (``--record``).
         """
-        watch = core.Watch(since)
+        watch = core.Watch(since, on_document)
         while True:
             news = watch.take(self._send(watch.request(self._settings)))
             if news is not None:

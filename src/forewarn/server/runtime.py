@@ -40,7 +40,7 @@ from forewarn.imds import Endpoint, EndpointMetrics, ImdsSettings
 from forewarn.imds.recorder import DocumentRecorder
 from forewarn.rehearsal import ReactionStore, ReactionTracker, track_reactions
 from forewarn.server.config import ServeConfig
-from forewarn.store import SQLiteStore, StoreError, ThreadedJournal
+from forewarn.store import SQLiteStore, StoreError, ThreadedJournal, yield_to_the_loop
 
 if TYPE_CHECKING:
     from forewarn.server.cluster.leadership import Cluster
@@ -226,7 +226,8 @@ def build_runtime(
         FabricConfig(time_scale=config.time_scale or 1.0, enablement=config.enablement),
         journal=journal,
     )
-    reactions = track_reactions(fabric, store)  # who saw what when: the rehearsal report
+    # who saw what when (the rehearsal report), written on a thread below the loop's
+    reactions = track_reactions(fabric, store, thread_setup=yield_to_the_loop)
     registry = CollectorRegistry()
     metrics = EndpointMetrics(registry)
     recorder = DocumentRecorder(config.record, clock.now) if config.record else None

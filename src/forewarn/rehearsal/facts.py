@@ -158,9 +158,7 @@ class ReactionData(msgspec.Struct, kw_only=True):
 
     def empty(self) -> bool:
         """True when there is nothing in it."""
-        return not (
-            self.events or self.vms or self.polls or self.poll_rows or self.operations
-        )
+        return not (self.events or self.vms or self.polls or self.poll_rows or self.operations)
 
     def merged(self, other: ReactionData) -> ReactionData:
         """Both batches, merged record by record (as a store merges them)."""

@@ -378,9 +378,7 @@ class ReactionTracker:
                     1, thread_name_prefix="forewarn-reactions", initializer=self._thread_setup
                 )
             try:
-                await asyncio.get_running_loop().run_in_executor(
-                    self._executor, self.write, batch
-                )
+                await asyncio.get_running_loop().run_in_executor(self._executor, self.write, batch)
             except BaseException:
                 self.restore(batch)
                 raise

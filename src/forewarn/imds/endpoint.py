@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import Any
 from urllib.parse import unquote_plus
 
 import msgspec
@@ -315,7 +315,7 @@ class Endpoint:
         """The answer to a ticket's poll sent again: what ``handle`` would answer, for the
         rules that depend on time and state (deleted VM, faults: None, parse it; rate
         limit, first request, the scope's document, reaction tracking, metrics)."""
-        poll = cast(_Poll, ticket)
+        poll: _Poll = ticket  # type: ignore[assignment]  # only ``ticket`` makes them
         vm = poll.vm
         if self.faults.active or self.fabric.is_deleted(vm.name):
             return None

@@ -203,6 +203,9 @@ class Connection(asyncio.Protocol):
             future.add_done_callback(settled)  # still logged if it fails; nobody to tell
         self._queue.clear()
         self._pending = None
+        # The parser holds this connection's callbacks: dropping it breaks the cycle, so a
+        # closed connection is freed at once rather than by the collector (one per close).
+        self._parser = None  # type: ignore[assignment]  # never parsed again: closed
 
     def data_received(self, data: bytes) -> None:
         if self._closing or self._pending is not None or len(data) > SLICE:

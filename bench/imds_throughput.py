@@ -53,6 +53,8 @@ BARE_SERVER = textwrap.dedent(
     RESPONSE = (b"HTTP/1.1 200 OK\\r\\ncontent-type: application/json; charset=utf-8\\r\\n"
                 b"content-length: %d\\r\\n\\r\\n" % len(BODY)) + BODY
 
+    CLOSING = RESPONSE.replace(b"\\r\\n\\r\\n", b"\\r\\nconnection: close\\r\\n\\r\\n", 1)
+
     class Canned(asyncio.Protocol):
         def connection_made(self, transport):
             self.transport = transport
@@ -63,9 +65,17 @@ BARE_SERVER = textwrap.dedent(
                 _, self.buffer = self.buffer.split(b"\\r\\n\\r\\n", 1)
                 self.transport.write(RESPONSE)
 
+    class CannedClosing(Canned):  # wrk -H "Connection: close": answer, then close
+        def data_received(self, data):
+            self.buffer += data
+            if b"\\r\\n\\r\\n" in self.buffer:
+                self.transport.write(CLOSING)
+                self.transport.close()
+
     async def main(port):
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(Canned, "127.0.0.1", port, backlog=4096)
+        protocol = CannedClosing if sys.argv[2:] == ["close"] else Canned
+        server = await loop.create_server(protocol, "127.0.0.1", port, backlog=4096)
         print("ready", flush=True)
         await server.serve_forever()
 
@@ -111,9 +121,11 @@ def wrk(
     connections: int,
     server_pid: int | None = None,
     priority: str = "normal",
+    close: bool = False,
 ) -> Window:
+    extra = ["-H", "Connection: close"] if close else []
     command = pinned(1, ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-H", "Metadata: true",
-                         f"http://127.0.0.1:{port}{PATH}"])  # fmt: skip
+                         *extra, f"http://127.0.0.1:{port}{PATH}"])  # fmt: skip
     proc = subprocess.Popen(prioritised(priority, command), stdout=subprocess.PIPE, text=True)
     samplers = [ProcSampler(pid) for pid in (server_pid, proc.pid) if pid is not None]
     if seconds >= 2:  # the middle of the run: wrk is alive and connected
@@ -181,10 +193,11 @@ def measure(
     connections: int,
     priority: str = "normal",
     env: dict[str, str] | None = None,
+    close: bool = False,
 ) -> Window:
     with running(command, port, priority, env) as proc:
-        wrk(port, 1, connections, priority=priority)  # warm-up
-        return wrk(port, seconds, connections, proc.pid, priority)
+        wrk(port, 1, connections, priority=priority, close=close)  # warm-up
+        return wrk(port, seconds, connections, proc.pid, priority, close)
 
 
 def main() -> int:
@@ -195,6 +208,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=1, help="pairs of bare/forewarn runs")
     parser.add_argument("--priority", choices=PRIORITIES, default="normal",
                         help="run servers and wrk ahead of other work (root)")  # fmt: skip
+    parser.add_argument("--close", action="store_true",
+                        help="a new connection per request (wrk sends Connection: close)")
     parser.add_argument("--forewarn-src", type=Path,
                         help="serve forewarn from this src directory (git archive)")  # fmt: skip
     args = parser.parse_args()
@@ -207,8 +222,11 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             directory = Path(tmp)
             bare_port, imds_port, control_port = free_port(), free_port(), free_port()
-            bare = measure([sys.executable, "-c", BARE_SERVER, str(bare_port)], bare_port,
-                           args.seconds, args.connections, args.priority)  # fmt: skip
+            mode = ["close"] if args.close else []
+            canned = [sys.executable, "-c", BARE_SERVER, str(bare_port), *mode]
+            bare = measure(canned, bare_port,
+                           args.seconds, args.connections, args.priority,
+                           close=args.close)  # fmt: skip
             serve = [
                 sys.executable, "-m", "forewarn", "serve",
                 "--fleet", str(fleet_file(directory, args.vms)), "--db", str(directory / "b.db"),
@@ -216,9 +234,10 @@ def main() -> int:
                 "--control-bind", f"127.0.0.1:{control_port}", "--rate-limit", "0",
             ]  # fmt: skip
             endpoint = measure(serve, imds_port, args.seconds, args.connections, args.priority,
-                               env)  # fmt: skip
+                               env, args.close)  # fmt: skip
         ratios.append(report(run, bare, endpoint))
-    print(f"{args.vms} VMs in the fleet, {args.connections} connections, {args.seconds} s per "
+    print(f"{args.vms} VMs in the fleet, {args.connections} connections"
+          f"{' (Connection: close)' if args.close else ''}, {args.seconds} s per "
           f"run, priority {args.priority}; load average {load_average()}")  # fmt: skip
     if args.runs > 1:
         print(f"ratios: {', '.join(f'{r:.2f}' for r in ratios)} (goal >= {GOAL:.2f})")

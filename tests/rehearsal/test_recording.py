@@ -7,9 +7,14 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
+import pytest
+
+from forewarn.fabric import Clock, Fabric, FabricConfig, StoreUnavailable
+from forewarn.fleet import build_topology, load_fleet_file
 from forewarn.rehearsal import ReactionData
 from forewarn.store import SQLiteStore
-from tests.rehearsal.conftest import T0, Rehearsal, make_fabric, vm_verdict
+from tests.rehearsal.conftest import NEWEST, T0, Rehearsal, make_fabric, vm_verdict
+from tests.rehearsal.fleet_scale import THOUSAND
 
 
 class CountingStore(SQLiteStore):
@@ -116,5 +121,71 @@ async def test_a_database_made_before_reaction_tracking_gets_its_tables(db: Path
     await rehearsal.poll("web-0")
     report = await rehearsal.report()
     assert [e["id"] for e in report["events"]] == rehearsal.event_ids(op)
+    rehearsal.fabric.close()
+    store.close()
+
+
+async def test_a_poll_write_covers_only_the_vms_that_polled_since_the_last(db: Path) -> None:
+    """Of 1,000 VMs, the write every fifth second covers those that polled since the last
+    one, as plain rows (no object per VM), and nothing at all when nobody polled."""
+    store = CountingStore(db)
+    topology = build_topology(load_fleet_file(THOUSAND))
+    fabric = Fabric(topology, store, Clock.virtual(start=T0), FabricConfig(enablement="always"))
+    rehearsal = Rehearsal(fabric, store)
+    everyone = list(topology.vms)
+    assert len(everyone) == 1000
+    await asyncio.gather(*(rehearsal.poll(vm) for vm in everyone))
+    await rehearsal.reactions.flush()
+    assert len(store.batches[-1].poll_rows) == 1000  # the first write: everyone polled
+    assert store.batches[-1].polls == []  # rows, never a VmPolls per VM
+    written = len(store.batches)
+
+    rehearsal.advance(7)
+    movers = everyone[::100]  # 10 of 1,000 poll again
+    await asyncio.gather(*(rehearsal.poll(vm) for vm in movers))
+    await rehearsal.reactions.flush()
+    assert len(store.batches) == written + 1
+    rows = store.batches[-1].poll_rows
+    assert sorted(row[0] for row in rows) == sorted(movers)
+    assert {row[2] for row in rows} == {T0 + 7}  # their new last poll
+    assert {row[1] for row in rows} == {T0}  # first polls kept
+    assert {row[3] for row in rows} == {NEWEST}
+
+    await rehearsal.reactions.flush()  # nobody polled since: nothing written
+    assert len(store.batches) == written + 1
+    polls = {p.vm: p for p in store.polls()}
+    assert len(polls) == 1000
+    assert polls[movers[0]].last_poll == T0 + 7
+    assert polls[everyone[1]].last_poll == T0  # the others as written the first time
+    fabric.close()
+    store.close()
+
+
+class FailingOnceStore(CountingStore):
+    """Refuses its first reaction write, as a store out of reach would."""
+
+    failed = False
+
+    def save_reactions(self, data: ReactionData) -> None:
+        if not self.failed:
+            self.failed = True
+            raise StoreUnavailable("down for a moment")
+        super().save_reactions(data)
+
+
+async def test_polls_of_a_failed_write_are_written_with_the_next(db: Path) -> None:
+    store = FailingOnceStore(db)
+    rehearsal = Rehearsal(make_fabric(store), store)
+    await rehearsal.poll("web-0")
+    await rehearsal.poll("web-1")
+    with pytest.raises(StoreUnavailable):
+        await rehearsal.reactions.flush()
+    rehearsal.advance(3)
+    await rehearsal.poll("web-1")  # newer than the one that failed
+    await rehearsal.poll("web-2")
+    await rehearsal.reactions.flush()
+    last = {row[0]: row[2] for row in store.batches[-1].poll_rows}
+    assert last == {"web-0": T0, "web-1": T0 + 3, "web-2": T0 + 3}
+    assert {p.vm: p.last_poll for p in store.polls()} == last
     rehearsal.fabric.close()
     store.close()

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from forewarn.server.heap import THRESHOLDS, HeapKeeper, freeze_startup_heap
-from forewarn.store.writer import WRITER_NICENESS, _yield_to_the_loop
+from forewarn.store.writer import WRITER_NICENESS, yield_to_the_loop
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +61,7 @@ def test_the_writer_thread_runs_below_the_event_loop() -> None:
     seen: list[int] = []
 
     def writer() -> None:
-        _yield_to_the_loop()
+        yield_to_the_loop()
         seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
 
     thread = threading.Thread(target=writer)

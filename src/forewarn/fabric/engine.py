@@ -88,6 +88,8 @@ class Fabric:
         self.replicated = False
         #: Each VM's last request to this process's endpoint (``note_request``).
         self.last_requests: dict[str, float] = {}
+        #: The same, only of the VMs that asked since ``take_polled`` last took them.
+        self._polled: dict[str, float] = {}
         self._observers: list[FabricObserver] = []
         self._reload_listeners: list[Callable[[], None]] = []
 
@@ -245,6 +247,7 @@ class Fabric:
         wait, and a failed one is retried on a later request."""
         now = self.clock.now()
         self.last_requests[vm.name] = now  # the reaction tracker's "last poll"
+        self._polled[vm.name] = now  # ... and what it writes next (``take_polled``)
         scope_id = vm.scope_id
         last = self._last_seen.get(scope_id)
         recent = last is not None and now - last < self._idle_window
@@ -259,6 +262,12 @@ class Fabric:
             return False
         self._note_scope_request(self._tx(now), scope_id, vm.name, enables=not was_enabled)
         return not was_enabled
+
+    def take_polled(self) -> dict[str, float]:
+        """The last request of each VM that asked since the previous call (a swap: the
+        caller owns the dict, and a pass over it costs what changed, not the fleet)."""
+        polled, self._polled = self._polled, {}
+        return polled
 
     def approve(
         self,

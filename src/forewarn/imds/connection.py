@@ -43,7 +43,7 @@ from forewarn.imds.framing import (
     DateHeader,
     Encoder,
 )
-from forewarn.imds.messages import RESET, Handler, Reply, Request
+from forewarn.imds.messages import RESET, Handler, Repeater, Reply, Request, Ticket
 from forewarn.imds.shedding import Room
 
 __all__ = [
@@ -81,6 +81,8 @@ class Shared:
     """What the connections of one server share: the endpoint, framing, limits, registries."""
 
     endpoint: Handler
+    #: The endpoint again, when it answers repeated requests unparsed (``Repeater``).
+    repeater: Repeater | None
     encoder: Encoder
     date: DateHeader
     loop: asyncio.AbstractEventLoop
@@ -121,6 +123,7 @@ class Connection(asyncio.Protocol):
     def __init__(self, shared: Shared) -> None:
         self._shared = shared
         self._endpoint = shared.endpoint
+        self._repeater = shared.repeater
         self._encoder = shared.encoder
         self._date = shared.date
         self._loop = shared.loop
@@ -159,6 +162,12 @@ class Connection(asyncio.Protocol):
         self._chunk_start = 0
         self._phase_under_chunk = _BETWEEN
         self.last_active = 0.0
+        # The repeat fast path: a read that is byte for byte the last single request of
+        # this connection is answered from its ticket, without the parser (``_again``).
+        self._request: Request | None = None  # the last request parsed
+        self._raw = b""  # a read that held exactly one plain request
+        self._ticket: Ticket | None = None  # the endpoint's ticket for ``_raw``, once repeated
+        self._sent: tuple[Reply, bytes, bytes] | None = None  # reply, date line, bytes sent
 
     # -- asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -211,25 +220,77 @@ class Connection(asyncio.Protocol):
             future.add_done_callback(settled)  # still logged if it fails; nobody to tell
         self._queue.clear()
         self._pending = None
+        # The parser holds this connection's callbacks: dropping it breaks the cycle, so a
+        # closed connection is freed at once rather than by the collector (one per close).
+        self._parser = None  # type: ignore[assignment]  # never parsed again: closed
 
     def data_received(self, data: bytes) -> None:
         if self._closing or self._pending is not None or len(data) > SLICE:
             self._received_more(data)
             return
+        if data == self._raw and self._phase == _BETWEEN and not self._held and self._again():
+            return  # the same poll as last time, answered unparsed
         # The hot path, ``_feed`` and ``_parse`` inlined: one read of a request or a few.
         self._budget = PIPELINE_BUDGET
+        whole = self._phase == _BETWEEN  # the read starts a request
         if self._phase != _BODY:
             self._recv_head += len(data)
         try:
             self._parser.feed_data(data)
         except Exception as exc:  # an Upgrade, or bytes that are not HTTP
+            self._raw = b""
             rest = self._parse_stopped(exc, data)
             if rest:
                 self._parse(rest)
+        else:
+            if whole and self._budget == PIPELINE_BUDGET - 1 and self._phase == _BETWEEN:
+                self._answered_one(data)  # the read was one whole request
         if self._phase == _HEAD and self._recv_head > MAX_HEAD and not self._last:
             self._fail(HEAD_TOO_LARGE)
         if self._phase != self._deadline_phase and not self._closing:
             self._track(data)
+
+    def _answered_one(self, data: bytes) -> None:
+        """``data`` was one whole request, just answered: when the connection sent the same
+        bytes before, ask the endpoint for a ticket to answer them unparsed from now on."""
+        request = self._request
+        if (
+            request is None
+            or self._held
+            or self._last
+            or self._repeater is None
+            or request.method != "GET"
+        ):
+            self._raw = b""
+            return
+        if data != self._raw:
+            self._raw, self._ticket = data, None  # seen once: parsed again next time
+            return
+        self._ticket = self._repeater.ticket(request)
+        if self._ticket is None:
+            self._raw = b""
+
+    def _again(self) -> bool:
+        """Answer the connection's repeated poll from its ticket (False: parse it)."""
+        ticket = self._ticket
+        if ticket is None or self._repeater is None:
+            return False
+        reply = self._repeater.again(ticket)
+        if reply is None:
+            return False
+        self.last_active = self._date.second
+        if reply.wait is not None or reply.delay > 0:
+            self._deliver(reply, False, False)
+            return True
+        date = self._date.line()
+        sent = self._sent
+        if sent is not None and sent[0] is reply and sent[1] is date:
+            data = sent[2]  # the very bytes sent last time (same document, same second)
+        else:
+            data = self._encoder.encode(reply, False)
+            self._sent = (reply, date, data)
+        self._write(data, False)
+        return True
 
     def _received_more(self, data: bytes) -> None:
         if self._closing:
@@ -335,6 +396,7 @@ class Connection(asyncio.Protocol):
             local_port=self._local_port,
             body=b"".join(self._body),
         )
+        self._request = request
         if self._held:
             self._queue.append((request, close))
             return

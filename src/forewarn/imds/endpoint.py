@@ -40,7 +40,7 @@ from forewarn.imds.cache import DocumentCache
 from forewarn.imds.faults import FaultBook
 from forewarn.imds.identity import VmResolver
 from forewarn.imds.instance import INSTANCE, INSTANCE_VERSIONS, instance_reply
-from forewarn.imds.messages import Reply, Request
+from forewarn.imds.messages import Reply, Request, Ticket
 from forewarn.imds.ratelimit import RateLimiter
 from forewarn.imds.recorder import DocumentRecorder, RecordingCache
 from forewarn.rehearsal import ReactionTracker
@@ -198,6 +198,22 @@ def _not_tracked(vm: str, view: ScopeView, version: ApiVersion) -> None:
     """Served documents go unrecorded: no reaction tracker was given."""
 
 
+class _Poll(Ticket):
+    """A VM's poll that passed every rule that depends only on its bytes and its
+    connection (route, api-version, headers, which VM): sent again, only the rules that
+    depend on time and state are applied (``Endpoint.again``). Keeps the last document
+    served, to hand it out again while the scope's view is the same object."""
+
+    __slots__ = ("if_none_match", "reply", "version", "view", "vm")
+
+    def __init__(self, vm: VM, version: ApiVersion, if_none_match: bytes | None) -> None:
+        self.vm = vm
+        self.version = version
+        self.if_none_match = if_none_match
+        self.view: ScopeView | None = None
+        self.reply: Reply | None = None
+
+
 async def _later(wait: Awaitable[Reply], latency: float) -> Reply:
     """A deferred reply, ``latency`` seconds later than it would be sent."""
     reply = await wait
@@ -228,6 +244,7 @@ class Endpoint:
         # Recording (``--record``) wraps the cache, so that without it the hot path is
         # exactly what it was.
         self._cache = DocumentCache() if recorder is None else RecordingCache(recorder)
+        self._recording = recorder is not None  # every document served goes to the cache
         rate = self.settings.rate_limit
         self._limiter = RateLimiter(rate, monotonic) if rate else None
         self._on_response = on_response
@@ -263,6 +280,66 @@ class Endpoint:
             reply = _INTERNAL_ERROR
         if self._on_response is not None:
             self._on_response(target.route or "other", reply.status)
+        return reply
+
+    def ticket(self, request: Request) -> Ticket | None:
+        """A ticket for a plain poll (GET of the document, every rule passed), which its
+        connection sends again byte for byte: ``again`` answers those without parsing."""
+        if request.method != "GET" or request.body:
+            return None
+        target = self._targets.get((request.path, request.query))
+        if target is None or target.route != SCHEDULED_EVENTS or target.version is None:
+            return None
+        vm = self._resolver.resolve(request.client, request.local_port)
+        if vm is None:
+            return None
+        metadata_ok = False
+        if_none_match = None
+        for name, value in request.headers:
+            if name == b"metadata":
+                metadata_ok = value.strip().lower() == b"true"
+            elif name == b"x-forwarded-for":
+                return None
+            elif name == b"if-none-match":
+                if_none_match = value
+        if not metadata_ok or (if_none_match is not None and self.fabric.replicated):
+            return None  # (a replicated 304 may have to wait for this front-end's view)
+        return _Poll(vm, target.version, if_none_match)
+
+    def again(self, ticket: Ticket) -> Reply | None:
+        """The answer to a ticket's poll sent again: what ``handle`` would answer, for the
+        rules that depend on time and state (deleted VM, faults: None, parse it; rate
+        limit, first request, the scope's document, reaction tracking, metrics)."""
+        poll: _Poll = ticket  # type: ignore[assignment]  # only ``ticket`` makes them
+        vm = poll.vm
+        if self.faults.active or self.fabric.is_deleted(vm.name):
+            return None
+        if poll.if_none_match is not None and self.fabric.replicated:
+            return None
+        try:
+            if self._limiter is not None and not self._limiter.allow(vm.name):
+                reply = _RATE_LIMITED
+            else:
+                reply = self._poll_again(poll, vm)
+        except Exception:  # as ``handle``: a server fault is a 500
+            log.exception("internal error answering a repeated poll of %s", vm.name)
+            reply = _INTERNAL_ERROR
+        if self._on_response is not None:
+            self._on_response(SCHEDULED_EVENTS, reply.status)
+        return reply
+
+    def _poll_again(self, poll: _Poll, vm: VM) -> Reply:
+        first = self.fabric.note_request(vm)
+        view = self.fabric.view(vm.scope_id)
+        if first and self.settings.first_call_delay:
+            delay = self.settings.first_call_delay
+            return self._document(view, vm, poll.version, poll.if_none_match, delay)
+        if view is poll.view and poll.reply is not None:  # the same document as last time
+            self._served(vm.name, view, poll.version)
+            return poll.reply
+        reply = self._document(view, vm, poll.version, poll.if_none_match, 0.0)
+        if not self._recording:
+            poll.view, poll.reply = view, reply
         return reply
 
     def _faulted(self, target: _Target, request: Request) -> Reply:

@@ -4,9 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-__all__ = ["HANG_UP", "JSON", "RESET", "TEXT", "Handler", "Headers", "Reply", "Request"]
+__all__ = [
+    "HANG_UP",
+    "JSON",
+    "RESET",
+    "TEXT",
+    "Handler",
+    "Headers",
+    "Repeater",
+    "Reply",
+    "Request",
+    "Ticket",
+]
 
 Headers = tuple[tuple[bytes, bytes], ...]
 
@@ -54,4 +65,26 @@ class Handler(Protocol):
 
     def handle(self, request: Request) -> Reply:
         """Answer one request; never raises for anything a client can send."""
+        ...
+
+
+class Ticket:
+    """What an endpoint needs to answer a request again that a connection sends byte for
+    byte once more (opaque to the transports)."""
+
+    __slots__ = ()
+
+
+@runtime_checkable
+class Repeater(Protocol):
+    """An endpoint that answers a repeated request without it being parsed again."""
+
+    def ticket(self, request: Request) -> Ticket | None:
+        """A ticket for answering ``request`` again (just answered), or None when the same
+        bytes might need more than the ticket holds (then they are parsed every time)."""
+        ...
+
+    def again(self, ticket: Ticket) -> Reply | None:
+        """The answer to the ticket's request sent again, every rule applied as for a
+        parsed one (rate limit, faults, deleted VMs, documents); None: parse it instead."""
         ...

@@ -19,7 +19,7 @@ import socket
 from forewarn.imds.connection import IDLE_TIMEOUT, MAX_HEAD, Connection, Shared
 from forewarn.imds.endpoint import ImdsSettings
 from forewarn.imds.framing import DateHeader, Encoder
-from forewarn.imds.messages import Handler
+from forewarn.imds.messages import Handler, Repeater
 from forewarn.imds.shedding import Room, fd_threshold
 
 __all__ = ["IDLE_TIMEOUT", "MAX_HEAD", "EndpointServer", "per_address_cap", "serve_endpoint"]
@@ -106,6 +106,7 @@ async def serve_endpoint(
     date = DateHeader()
     shared = Shared(
         endpoint=endpoint,
+        repeater=endpoint if isinstance(endpoint, Repeater) else None,
         encoder=Encoder(date),
         date=date,
         loop=loop,

@@ -15,6 +15,7 @@ import msgspec
 __all__ = [
     "EventFacts",
     "OperationFacts",
+    "PollRow",
     "ReactionData",
     "ReactionStore",
     "VmPolls",
@@ -140,6 +141,10 @@ class VmPolls(msgspec.Struct, kw_only=True):
         )
 
 
+#: A VM's polls as a plain row: ``(vm, first_poll, last_poll, api_version)``.
+PollRow = tuple[str, float | None, float | None, str | None]
+
+
 class ReactionData(msgspec.Struct, kw_only=True):
     """A batch of facts to write, or everything a store knows."""
 
@@ -147,10 +152,13 @@ class ReactionData(msgspec.Struct, kw_only=True):
     vms: list[VmReaction] = []
     polls: list[VmPolls] = []
     operations: list[OperationFacts] = []
+    #: More polls, as rows: how the tracker hands over thousands of VMs' polls without an
+    #: object per VM (stores write them with ``polls``; reads return ``polls`` only).
+    poll_rows: list[PollRow] = []
 
     def empty(self) -> bool:
         """True when there is nothing in it."""
-        return not (self.events or self.vms or self.polls or self.operations)
+        return not (self.events or self.vms or self.polls or self.poll_rows or self.operations)
 
     def merged(self, other: ReactionData) -> ReactionData:
         """Both batches, merged record by record (as a store merges them)."""
@@ -162,7 +170,11 @@ class ReactionData(msgspec.Struct, kw_only=True):
             key = (r.event_id, r.vm)
             vms[key] = vms[key].merge(r) if key in vms else r
         polls: dict[str, VmPolls] = {}
-        for p in (*self.polls, *other.polls):
+        rows = (*self.poll_rows, *other.poll_rows)
+        as_polls = [
+            VmPolls(vm=v, first_poll=f, last_poll=last, api_version=a) for v, f, last, a in rows
+        ]
+        for p in (*self.polls, *other.polls, *as_polls):
             polls[p.vm] = polls[p.vm].merge(p) if p.vm in polls else p
         operations: dict[str, OperationFacts] = {}
         for o in (*self.operations, *other.operations):

@@ -1,7 +1,8 @@
 """Reaction tracking: who saw which event when, who approved it, who stopped polling.
 
-The fabric notes the time of each VM's requests (``Fabric.last_requests``, one dict store
-in ``Fabric.note_request``, which reads the clock anyway) and tells its observers about
+The fabric notes the time of each VM's requests (``Fabric.last_requests``, and the VMs
+that asked since the tracker last took them, ``Fabric.take_polled``: two dict stores in
+``Fabric.note_request``, which reads the clock anyway) and tells its observers about
 every published change, reload and approval; the endpoint tells the tracker about every
 document it serves (``served``). The hot path stays cheap: ``served`` is one dict look-up
 and two reference comparisons (the scope view and api-version the VM was last served);
@@ -11,6 +12,9 @@ per VM and incarnation.
 The composition root builds the tracker (``track_reactions``): the fabric does not know
 it. Every front-end of a scaled-out fleet records what it served and writes it to the
 shared store (batched, off the event loop, at most once a second); the report merges it.
+Polls are written every ``POLL_PERSIST_SECONDS``, of the VMs that polled since, as plain
+rows built on the tracker's own thread: on the loop, that write costs a dict swap, never a
+pass over the fleet nor an object per VM (the stall every fifth second of issue 17).
 
 Writing goes straight to the store rather than through the journal: it is bookkeeping
 that must also be written by followers (which have no journal), and it never joins the
@@ -23,6 +27,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from forewarn.contract import ApiVersion, EventStatus
 from forewarn.fabric import (
@@ -40,31 +46,39 @@ from forewarn.rehearsal.coping import FaultTally
 from forewarn.rehearsal.facts import (
     EventFacts,
     OperationFacts,
+    PollRow,
     ReactionData,
     ReactionStore,
     VmPolls,
     VmReaction,
 )
 
-__all__ = ["FLUSH_SECONDS", "POLL_PERSIST_SECONDS", "ReactionTracker", "track_reactions"]
+__all__ = ["FLUSH_SECONDS", "POLL_PERSIST_SECONDS", "Batch", "ReactionTracker", "track_reactions"]
 
 log = logging.getLogger(__name__)
 
 #: How often recorded reactions are written (at most).
 FLUSH_SECONDS = 1.0
-#: A VM's last poll is written again once it moved on by this much (the exact time of
-#: the last poll before each event started is written separately, exactly).
+#: How often the polls are written (at most): the last poll of each VM that polled since
+#: the previous write (the exact time of the last poll before each event started is
+#: written separately, exactly).
 POLL_PERSIST_SECONDS = 5.0
 
 
-def track_reactions(fabric: Fabric, store: ReactionStore) -> ReactionTracker:
-    """A tracker of ``fabric``'s reactions, kept in ``store``, told of every change."""
+def track_reactions(
+    fabric: Fabric, store: ReactionStore, *, thread_setup: Callable[[], None] | None = None
+) -> ReactionTracker:
+    """A tracker of ``fabric``'s reactions, kept in ``store``, told of every change;
+    ``thread_setup`` runs first on the thread that writes them (e.g. to lower its
+    priority below the event loop's)."""
     tracker = ReactionTracker(
         fabric.topology,
         fabric.clock,
         store,
         last_requests=fabric.last_requests,
+        take_polled=fabric.take_polled,
         operation_kind=fabric.operation_kind,
+        thread_setup=thread_setup,
     )
     fabric.observe(tracker)
     return tracker
@@ -73,13 +87,23 @@ def track_reactions(fabric: Fabric, store: ReactionStore) -> ReactionTracker:
 class _Track:
     """What one VM was last served."""
 
-    __slots__ = ("first_poll", "persisted", "version", "view")
+    __slots__ = ("first_poll", "version", "view")
 
     def __init__(self) -> None:
         self.first_poll = 0.0
-        self.persisted = 0.0
         self.view: ScopeView | None = None
         self.version: ApiVersion | None = None
+
+
+_NO_TRACK = _Track()
+
+
+@dataclass(slots=True)
+class Batch:
+    """One write: the facts taken, and each VM's last poll since the previous batch."""
+
+    facts: ReactionData
+    polled: dict[str, float]
 
 
 class ReactionTracker:
@@ -92,11 +116,15 @@ class ReactionTracker:
         store: ReactionStore,
         *,
         last_requests: Mapping[str, float],
+        take_polled: Callable[[], dict[str, float]],
         operation_kind: Callable[[str], str | None] = lambda _: None,
+        thread_setup: Callable[[], None] | None = None,
     ) -> None:
-        """``store`` keeps the facts (blocking: called on worker threads);
+        """``store`` keeps the facts (blocking: called on the tracker's thread);
         ``last_requests`` is each VM's last request as the fabric notes it (read, never
-        written); ``operation_kind`` names an event's operation."""
+        written); ``take_polled`` hands over (and forgets) the last request of each VM
+        that asked since its previous call; ``operation_kind`` names an event's
+        operation; ``thread_setup`` runs first on the writing thread."""
         self._now = clock.now
         self._save = store.save_reactions
         self._load = store.reactions
@@ -114,6 +142,11 @@ class ReactionTracker:
         #: Live rollouts as last published (a batch's operation is placed in its rollout).
         self._rollouts: dict[str, RolloutRecord] = {}
         self._flushing: asyncio.Lock | None = None
+        self._take_polled = take_polled
+        #: Polls of a batch that could not be written: part of the next one.
+        self._unwritten: dict[str, float] = {}
+        self._thread_setup = thread_setup
+        self._executor: ThreadPoolExecutor | None = None
         #: Requests an injected endpoint fault answered, per VM (memory only).
         self.fault_tallies: dict[str, FaultTally] = {}
 
@@ -282,36 +315,42 @@ class ReactionTracker:
 
     # ------------------------------------------------------------------ writing
 
-    def take(self, *, polls: bool = True) -> ReactionData | None:
-        """The batch to write now (None: nothing), no longer pending once taken;
-        ``polls``: with the VMs whose last poll moved on (a pass over every VM)."""
-        moved = []
-        tracks = self._tracks
-        for name, last in self.last_requests.items() if polls else ():
-            track = tracks[name]
-            if last - track.persisted >= POLL_PERSIST_SECONDS:
-                moved.append(
-                    VmPolls(
-                        vm=name,
-                        first_poll=track.first_poll or last,
-                        last_poll=last,
-                        api_version=track.version.name if track.version is not None else None,
-                    )
-                )
-                track.persisted = last
-        if not moved and not self._events and not self._vms and not self._operations:
+    def take(self, *, polls: bool = True) -> Batch | None:
+        """The batch to write now (None: nothing), no longer pending once taken; on the
+        loop, and cheap there: the facts noted since the last batch, and with ``polls`` the
+        VMs that polled since (a dict swapped, not a pass over the fleet: ``write`` turns
+        it into rows on the writing thread)."""
+        polled = self._take_polled() if polls else {}
+        if self._unwritten:  # polls of a failed write, older than these
+            self._unwritten.update(polled)
+            polled, self._unwritten = self._unwritten, {}
+        if not polled and not self._events and not self._vms and not self._operations:
             return None
         data = ReactionData(
             events=list(self._events.values()),
             vms=list(self._vms.values()),
-            polls=moved,
             operations=list(self._operations.values()),
         )
         self._events, self._vms, self._operations = {}, {}, {}
-        return data
+        return Batch(data, polled)
 
-    def restore(self, data: ReactionData) -> None:
+    def write(self, batch: Batch) -> None:
+        """Write ``batch`` (blocking: on a worker thread): its polls become one plain row
+        per VM that polled, built here rather than on the loop."""
+        tracks = self._tracks
+        rows: list[PollRow] = []
+        for vm, last in batch.polled.items():
+            track = tracks.get(vm, _NO_TRACK)
+            version = track.version
+            rows.append((
+                vm, track.first_poll or last, last, None if version is None else version.name
+            ))  # fmt: skip
+        batch.facts.poll_rows = rows
+        self._save(batch.facts)
+
+    def restore(self, batch: Batch) -> None:
         """A batch that could not be written is pending again (merged with newer facts)."""
+        data = batch.facts
         for facts in data.events:
             self._note_event(facts)
         for reaction in data.vms:
@@ -319,39 +358,46 @@ class ReactionTracker:
         for op in data.operations:
             known = self._operations.get(op.id)
             self._operations[op.id] = op if known is None else known.merge(op)
-        for poll in data.polls:
-            track = self._tracks.get(poll.vm)
-            if track is not None:
-                track.persisted = 0.0
+        unwritten = self._unwritten
+        for vm, last in batch.polled.items():
+            if last > unwritten.get(vm, last - 1.0):
+                unwritten[vm] = last
 
     async def flush(self, *, polls: bool = True) -> None:
-        """Write what is pending, off the event loop; one flush at a time. A failed write
-        raises ``StoreUnavailable`` and keeps everything pending."""
+        """Write what is pending, off the event loop (on the tracker's own thread); one
+        flush at a time. A failed write raises ``StoreUnavailable`` and keeps everything
+        pending."""
         if self._flushing is None:
             self._flushing = asyncio.Lock()
         async with self._flushing:
-            data = self.take(polls=polls)
-            if data is None:
+            batch = self.take(polls=polls)
+            if batch is None:
                 return
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    1, thread_name_prefix="forewarn-reactions", initializer=self._thread_setup
+                )
             try:
-                await asyncio.to_thread(self._save, data)
+                await asyncio.get_running_loop().run_in_executor(self._executor, self.write, batch)
             except BaseException:
-                self.restore(data)
+                self.restore(batch)
                 raise
 
     def closing(self) -> None:
         """The fabric is closing: write what is pending now."""
         self.flush_now()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
 
     def flush_now(self) -> None:
         """Write what is pending on this thread (at shutdown, with no loop running)."""
-        data = self.take()
-        if data is None:
+        batch = self.take()
+        if batch is None:
             return
         try:
-            self._save(data)
+            self.write(batch)
         except StoreUnavailable as exc:
-            self.restore(data)
+            self.restore(batch)
             log.warning("reactions not written at shutdown: %s", exc)
 
     async def run(self, interval: float = FLUSH_SECONDS) -> None:

@@ -42,7 +42,7 @@ from forewarn.imds import Endpoint, EndpointMetrics, ImdsSettings
 from forewarn.imds.recorder import DocumentRecorder
 from forewarn.rehearsal import ReactionStore, ReactionTracker, track_reactions
 from forewarn.server.config import ServeConfig
-from forewarn.store import SQLiteStore, StoreError, ThreadedJournal
+from forewarn.store import SQLiteStore, StoreError, ThreadedJournal, yield_to_the_loop
 from forewarn.store.marker import refuse_missing
 
 if TYPE_CHECKING:
@@ -232,7 +232,8 @@ def build_runtime(
         FabricConfig(time_scale=config.time_scale or 1.0, enablement=config.enablement),
         journal=journal,
     )
-    reactions = track_reactions(fabric, store)  # who saw what when: the rehearsal report
+    # who saw what when (the rehearsal report), written on a thread below the loop's
+    reactions = track_reactions(fabric, store, thread_setup=yield_to_the_loop)
     eventgrid = _eventgrid(fabric, prepared.spec, config)  # Event Grid, Resource Graph
     registry = CollectorRegistry()
     metrics = EndpointMetrics(registry)

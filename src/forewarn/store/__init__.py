@@ -3,6 +3,6 @@ scaled-out fleet), and the journal that writes it off the event loop."""
 
 from forewarn.store.errors import StoreError
 from forewarn.store.sqlite import SCHEMA_VERSION, SQLiteStore
-from forewarn.store.writer import ThreadedJournal
+from forewarn.store.writer import ThreadedJournal, yield_to_the_loop
 
-__all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreError", "ThreadedJournal"]
+__all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreError", "ThreadedJournal", "yield_to_the_loop"]

@@ -13,7 +13,7 @@ column, a VM its earliest sighting and approval and its latest poll.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -146,8 +146,12 @@ def vm_rows(data: ReactionData) -> list[tuple[Any, ...]]:
 
 
 def poll_rows(data: ReactionData) -> list[tuple[Any, ...]]:
-    """``data``'s polls as rows of ``reaction_polls``."""
-    return [(p.vm, p.first_poll, p.last_poll, p.api_version) for p in data.polls]
+    """``data``'s polls as rows of ``reaction_polls`` (its ``poll_rows`` as they are)."""
+    if not data.polls:
+        return cast(list[tuple[Any, ...]], data.poll_rows)  # no copy of thousands of rows
+    return [(p.vm, p.first_poll, p.last_poll, p.api_version) for p in data.polls] + list(
+        data.poll_rows
+    )
 
 
 def _float(value: Any) -> float | None:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from forewarn.fabric import Changes, Commit, SettleCallback, Store, StoreUnavailable
 from forewarn.fabric.journal import as_unavailable
 
-__all__ = ["ThreadedJournal"]
+__all__ = ["ThreadedJournal", "yield_to_the_loop"]
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class ThreadedJournal:
             self._thread.join(timeout=30)
 
     def _run(self) -> None:
-        _yield_to_the_loop()
+        yield_to_the_loop()
         while True:
             with self._cond:
                 while not self._queue and not self._closing:
@@ -125,9 +125,10 @@ class ThreadedJournal:
             self._loop.call_soon_threadsafe(self._settle, group, error)
 
 
-def _yield_to_the_loop() -> None:
+def yield_to_the_loop() -> None:
     """Run this thread below the event loop's: the loop answers every VM, the writer
-    only makes changes durable, and a moment later is fine for that. Under a real-time
+    (and the reaction tracker's thread) only makes changes durable, and a moment later
+    is fine for that. Under a real-time
     policy (benchmarks) the writer stays real-time one step below the loop, so that no
     other process can hold it up while it has the GIL; otherwise it is niced."""
     with contextlib.suppress(OSError, AttributeError):

@@ -1,0 +1,172 @@
+"""A poll a connection sends again byte for byte is answered without being parsed again
+(``Endpoint.ticket``/``again``), and every CONTRACT rule still holds for it: the document
+follows its scope, the api-version and headers of each request count, the rate limit
+counts it, If-None-Match and 304 work, pipelined requests are answered in order, and the
+request still counts as the VM's last poll.
+
+Each request goes in a write of its own and its answer is read before the next is sent,
+so the server reads each one alone: from the third on, the fast path answers them.
+"""
+
+from __future__ import annotations
+
+from forewarn.imds.endpoint import Endpoint
+from forewarn.imds.messages import Reply, Request, Ticket
+from tests.imds.conftest import (
+    BAD_VERSION_BODY,
+    EMPTY_WEB,
+    HEADER_BODY,
+    NEWEST,
+    RATE_BODY,
+    T0,
+    XFF_BODY,
+    Imds,
+    ImdsFactory,
+    reboot_document,
+)
+from tests.imds.rawhttp import (
+    WEB1,
+    Client,
+    Serve,
+    Served,
+    expected_bytes,
+    get,
+    request,
+    serve,
+    served,
+    web1,
+)
+
+__all__ = ["serve", "served", "web1"]  # fixtures shared from rawhttp
+
+
+async def one_by_one(client: Client, raw: bytes, count: int) -> list[tuple[int, bytes]]:
+    """Send ``raw`` ``count`` times, each alone; the status and body of each answer."""
+    out = []
+    for _ in range(count):
+        [response] = await client.ask(raw)
+        out.append((response.status, response.body))
+    return out
+
+
+class Counting:
+    """The real endpoint, counting which of its entry points the transport used."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.parsed: list[Request] = []
+        self.tickets = 0
+        self.again_calls = 0
+
+    def handle(self, request: Request) -> Reply:
+        self.parsed.append(request)
+        return self.endpoint.handle(request)
+
+    def ticket(self, request: Request) -> Ticket | None:
+        self.tickets += 1
+        return self.endpoint.ticket(request)
+
+    def again(self, ticket: Ticket) -> Reply | None:
+        self.again_calls += 1
+        return self.endpoint.again(ticket)
+
+
+async def test_a_repeated_poll_is_answered_unparsed_with_the_same_bytes(
+    imds: Imds, serve: Serve
+) -> None:
+    counting = Counting(imds.app.endpoint)
+    served = await serve(counting)
+    client = await served.connect(WEB1)
+    answers = [(await client.ask(get()))[0] for _ in range(6)]
+    for response in answers:
+        assert response.raw == expected_bytes(response, b"200 OK", EMPTY_WEB, b'etag: "1"')
+    assert len(counting.parsed) == 2  # once seen, once more to take a ticket
+    assert (counting.tickets, counting.again_calls) == (1, 4)
+    await client.assert_open()
+
+
+async def test_the_answer_follows_the_document(served: Served, imds: Imds) -> None:
+    client = await served.connect(WEB1)
+    assert await one_by_one(client, get(), 3) == [(200, EMPTY_WEB)] * 3
+    imds.submit("platform-reboot", "web-0")
+    [response] = await client.ask(get())
+    assert response.raw == expected_bytes(
+        response, b"200 OK", reboot_document(NEWEST), b'etag: "2"'
+    )
+    assert await one_by_one(client, get(), 2) == [(200, reboot_document(NEWEST))] * 2
+
+
+async def test_each_api_version_gets_its_own_answer(served: Served, imds: Imds) -> None:
+    imds.submit("platform-reboot", "web-0")
+    client = await served.connect(WEB1)
+    assert await one_by_one(client, get(NEWEST), 3) == [(200, reboot_document(NEWEST))] * 3
+    old = reboot_document("2017-03-01")
+    assert old != reboot_document(NEWEST)
+    assert await one_by_one(client, get("2017-03-01"), 3) == [(200, old)] * 3
+    assert await one_by_one(client, get("2099-01-01"), 3) == [(400, BAD_VERSION_BODY)] * 3
+    assert await one_by_one(client, get(NEWEST), 1) == [(200, reboot_document(NEWEST))]
+
+
+async def test_each_request_s_headers_count(served: Served) -> None:
+    client = await served.connect(WEB1)
+    assert await one_by_one(client, get(), 3) == [(200, EMPTY_WEB)] * 3
+    no_header = request("GET", headers=())
+    assert await one_by_one(client, no_header, 3) == [(400, HEADER_BODY)] * 3
+    forwarded = get(NEWEST, ("X-Forwarded-For", "10.0.0.1"))
+    assert await one_by_one(client, forwarded, 3) == [(400, XFF_BODY)] * 3
+    wrong = request("GET", headers=(("Metadata", "false"),))
+    assert await one_by_one(client, wrong, 3) == [(400, HEADER_BODY)] * 3
+    assert await one_by_one(client, get(), 2) == [(200, EMPTY_WEB)] * 2
+
+
+async def test_the_rate_limit_counts_repeated_polls(make_imds: ImdsFactory, serve: Serve) -> None:
+    limited = make_imds(rate_limit=5.0)
+    served = await serve(limited)
+    client = await served.connect(WEB1)
+    statuses = [status for status, _ in await one_by_one(client, get(), 8)]
+    assert statuses == [200] * 5 + [429] * 3
+    [response] = await client.ask(get())
+    assert (response.status, response.body) == (429, RATE_BODY)
+    other = await served.connect(limited.address("web-2"))  # another VM: its own bucket
+    assert [s for s, _ in await one_by_one(other, get(), 3)] == [200] * 3
+
+
+async def test_if_none_match_still_answers_304_then_the_new_document(
+    served: Served, imds: Imds
+) -> None:
+    client = await served.connect(WEB1)
+    conditional = get(NEWEST, ("If-None-Match", '"1"'))
+    for _ in range(4):
+        [response] = await client.ask(conditional)
+        assert response.status == 304
+        assert response.body == b""
+        assert response.header("etag") == b'"1"'
+    imds.submit("platform-reboot", "web-0")
+    [response] = await client.ask(conditional)
+    assert (response.status, response.body) == (200, reboot_document(NEWEST))
+    assert response.header("etag") == b'"2"'
+
+
+async def test_pipelined_repeats_are_answered_in_order(served: Served, imds: Imds) -> None:
+    client = await served.connect(WEB1)
+    assert await one_by_one(client, get(), 3) == [(200, EMPTY_WEB)] * 3
+    responses = await client.ask(get(), get(), get("2099-01-01"), get())
+    assert [(r.status, r.body) for r in responses] == [
+        (200, EMPTY_WEB), (200, EMPTY_WEB), (400, BAD_VERSION_BODY), (200, EMPTY_WEB),
+    ]  # fmt: skip
+    raw = get()
+    await client.send(raw[:7], raw[7:], pause=0.05)  # one request in two reads
+    [split] = await client.responses(1)
+    assert (split.status, split.body) == (200, EMPTY_WEB)
+    imds.submit("platform-reboot", "web-0")
+    assert await one_by_one(client, raw, 2) == [(200, reboot_document(NEWEST))] * 2
+    await client.assert_open()
+
+
+async def test_a_repeated_poll_is_the_vm_s_last_poll(served: Served, imds: Imds) -> None:
+    client = await served.connect(WEB1)
+    await one_by_one(client, get(), 3)
+    assert imds.fabric.last_requests["web-1"] == T0
+    imds.fabric.advance(42)
+    await one_by_one(client, get(), 1)
+    assert imds.fabric.last_requests["web-1"] == T0 + 42

@@ -16,6 +16,8 @@ from forewarn.scenarios import Run, Runner, Scenario
 from forewarn.testing.server import Fleet, Forewarn
 
 LATEST = "2020-07-01"
+#: What injected status faults answer (recorded as "HTTP 410" and so on).
+FAULTED = (410, 429, 500, 503)
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,10 @@ class Watch:
             if response.status_code == 404:
                 seen.append("deleted")
                 continue
+            if response.status_code in FAULTED:  # an injected fault (a scenario's fault step)
+                if not seen or seen[-1] != f"HTTP {response.status_code}":
+                    seen.append(f"HTTP {response.status_code}")
+                continue
             assert response.status_code == 200, response.text
             body = response.json()
             if (
@@ -70,7 +76,7 @@ class Watch:
             seen.append(Doc(round(now - self.start, 3), body["DocumentIncarnation"], events))
 
     def timeline(self, vm: str) -> list[tuple[float, list[str]] | str]:
-        """``vm``'s documents as (when, event states), or "deleted"."""
+        """``vm``'s documents as (when, event states), "deleted", or "HTTP 410" (a fault)."""
         return [d if isinstance(d, str) else (d.at, d.states) for d in self.docs[vm]]
 
     def at(self, seconds: float) -> str:

@@ -240,6 +240,21 @@ class ControlClient:
         out: list[dict[str, Any]] = self._json("GET", "/history", params=params)
         return out
 
+    def faults(self) -> list[dict[str, Any]]:
+        """The injected endpoint faults not over yet, with the requests each hit."""
+        out: list[dict[str, Any]] = self._json("GET", "/faults")
+        return out
+
+    def add_fault(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Inject an endpoint fault described by ``body`` (``kind``, ``scope``…); the fault."""
+        out: dict[str, Any] = self._json("POST", "/faults", json=body)
+        return out
+
+    def clear_faults(self) -> list[dict[str, Any]]:
+        """Clear every injected fault; the faults cleared."""
+        out: list[dict[str, Any]] = self._json("DELETE", "/faults", json={})
+        return out
+
     # ------------------------------------------------------------------ lifetime
 
     def close(self) -> None:

@@ -25,6 +25,7 @@ import msgspec
 from forewarn.fabric.catalogue import OperationKind
 from forewarn.fleet.yamlfile import YamlError, line_of, read_yaml
 from forewarn.scenarios.durations import parse_duration
+from forewarn.scenarios.faultsteps import FaultSpec, FaultStepError, check_fault, fault_summary
 from forewarn.scenarios.weather import Weather, parse_weather
 
 __all__ = [
@@ -108,6 +109,8 @@ class StepSpec(
     ] = None
     for_: Annotated[str | None, _doc("The named operation the wait is about.")] = None
     within: Annotated[Duration | None, _doc("How long the wait may take (platform time).")] = None
+    fault: Annotated[FaultSpec | None, _doc("Inject an endpoint fault (see FaultSpec).")] = None
+    clear_faults: Annotated[bool | None, _doc("true: clear every injected fault.")] = None
 
 
 class ExpectSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -189,6 +192,11 @@ class Step:
     pause: float | None
     wait_for: str | None
     within: float | None
+    #: An endpoint fault to inject, and how long it lasts (platform seconds; None: until
+    #: cleared).
+    fault: FaultSpec | None = None
+    fault_for: float | None = None
+    clear_faults: bool = False
 
     @property
     def is_action(self) -> bool:
@@ -207,6 +215,10 @@ class Step:
             else:
                 shown = str(target)
             parts.append(f"{self.do} {shown}" + (f" as {self.name}" if self.name else ""))
+        if self.fault is not None:
+            parts.append(fault_summary(self.fault, self.fault_for))
+        if self.clear_faults:
+            parts.append("clear every fault")
         if self.wait is not None:
             parts.append(f"wait until {self.wait_for} {self.wait}")
         if self.pause is not None:
@@ -253,13 +265,35 @@ def _duration(value: object, path: str, what: str) -> float:
         raise _Located(str(exc), path) from None
 
 
+def _fault(spec: StepSpec, where: str) -> float | None:
+    """A step's ``fault:`` / ``clear_faults:`` checked; how long the fault lasts."""
+    if spec.clear_faults is False:
+        raise _Located("clear_faults: true clears every fault (or leave it out)", where)
+    if spec.fault is None:
+        return None
+    if spec.clear_faults:
+        raise _Located("a step injects a fault or clears faults, not both", where + ".fault")
+    if spec.do is not None:
+        raise _Located(
+            "a fault step does not also do an operation (give it its own step)", where + ".fault"
+        )
+    try:
+        return check_fault(spec.fault)
+    except FaultStepError as exc:
+        raise _Located(str(exc), where + ".fault" + exc.key) from None
+
+
 def _step(spec: StepSpec, index: int, names: set[str]) -> Step:
     where = f"$.steps[{index}]"
     kinds = {k.value for k in OperationKind}
     if spec.at is not None and spec.after is not None:
         raise _Located("give at or after, not both", where + ".after")
-    if spec.do is None and spec.wait is None:
-        raise _Located("a step needs do: (an operation or event action) or wait:", where)
+    fault_for = _fault(spec, where)
+    if spec.do is None and spec.wait is None and spec.fault is None and not spec.clear_faults:
+        raise _Located(
+            "a step needs do: (an operation or event action), wait:, fault: or clear_faults:",
+            where,
+        )
     if spec.do is not None and spec.do not in kinds and spec.do not in ACTIONS:
         known = ", ".join([*sorted(kinds), *ACTIONS])
         raise _Located(f"unknown operation {spec.do!r}; known: {known}", where + ".do")
@@ -329,6 +363,9 @@ def _step(spec: StepSpec, index: int, names: set[str]) -> Step:
         pause=pause,
         wait_for=wait_for,
         within=None if spec.within is None else _duration(spec.within, where + ".within", "within"),
+        fault=spec.fault,
+        fault_for=fault_for,
+        clear_faults=bool(spec.clear_faults),
     )
 
 

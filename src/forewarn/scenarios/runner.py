@@ -20,6 +20,7 @@ from forewarn.fabric.catalogue import OperationKind
 from forewarn.fabric.clock import monotonic
 from forewarn.scenarios.durations import format_duration
 from forewarn.scenarios.expect import Check, OperationFacts, evaluate
+from forewarn.scenarios.faultsteps import fault_body
 from forewarn.scenarios.fleetview import FleetView
 from forewarn.scenarios.model import PickSpec, Scenario, ScenarioError, Step
 from forewarn.scenarios.outcome import ArrivalResult, NullReporter, Reporter, Run, StepResult
@@ -335,6 +336,12 @@ class _Play:
                 self._create(step, result)
             elif step.is_action:
                 self._act(step, result)
+            elif step.fault is not None:
+                fault = self.control.add_fault(fault_body(step.fault, step.fault_for, self.scale))
+                result.summary = f"{step.summary()} ({fault['id']})"
+            elif step.clear_faults:
+                cleared = self.control.clear_faults()
+                result.summary = f"cleared {len(cleared)} fault(s)"
         except (ScenarioError, ControlRefused) as exc:  # a refusal says its HTTP status
             result.error = str(exc)
             self.run_.checks.append(

@@ -186,6 +186,7 @@
     tickClock();
     setLink(true, "live");
     refreshVerdicts();
+    refreshFaults();
     if (!document.body.dataset.ready) {
       document.body.dataset.ready = "1";
       window.forewarnRenderedAt = performance.now();
@@ -677,6 +678,81 @@
     }));
   }
 
+  // ------------------------------------------------------------ endpoint faults
+  // Injected faults (/api/v1/faults): listed, added and cleared through the same JSON
+  // API as every other control; the server checks each input and says what is wrong.
+  function faultWhat(f) {
+    if (f.kind === "status") return `HTTP ${f.status}`;
+    if (f.kind === "latency") return `+${f.latency_seconds} s`;
+    if (f.kind === "cotenant") return `co-tenant ${f.rate} req/s`;
+    return f.kind === "timeout" ? "never answered" : "connection reset";
+  }
+
+  function paintFaults(faults) {
+    $("#fault-count").textContent = faults.length ? String(faults.length) : "";
+    $("#no-faults").hidden = faults.length > 0;
+    $("#faults tbody").innerHTML = faults.map((f) => {
+      const on = f.vm || f.scope || "fleet";
+      const span = f.ends_at == null ? "until cleared" : `${(f.ends_at - f.starts_at).toFixed(0)} s`;
+      return `<tr data-fault="${esc(f.id)}"><td><code>${esc(f.id)}</code></td><td>${esc(f.kind)}</td>`
+        + `<td>${esc(on)}</td><td>${esc(faultWhat(f))}</td><td>${esc(span)}</td>`
+        + `<td>${esc(f.share)}</td><td class="hits">${esc(f.hits)}</td>`
+        + `<td><button type="button" class="quiet fault-remove" data-fault="${esc(f.id)}">clear</button></td></tr>`;
+    }).join("");
+  }
+
+  async function refreshFaults() {
+    if ($("#app").hidden) return;
+    let faults;
+    try { faults = await api("GET", "/api/v1/faults"); } catch (e) { return; }
+    paintFaults(faults);
+  }
+
+  function syncFaultForm() {
+    const kind = $("#fault-kind").value;
+    $("#fault-status").parentElement.hidden = kind !== "status";
+    $("#fault-latency").parentElement.hidden = kind !== "latency";
+    $("#fault-rate").parentElement.hidden = kind !== "cotenant";
+  }
+  $("#fault-kind").addEventListener("change", syncFaultForm);
+  syncFaultForm();
+
+  $("#fault-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const kind = $("#fault-kind").value;
+    const body = { kind };
+    const on = $("#fault-target").value.trim();
+    if (on) body[state.scopes.has(on) ? "scope" : "vm"] = on;
+    if (kind === "status") body.status = Number($("#fault-status").value);
+    if (kind === "latency") body.latency_seconds = Number($("#fault-latency").value);
+    if (kind === "cotenant") body.rate = Number($("#fault-rate").value);
+    const lasts = $("#fault-for").value;
+    if (lasts !== "") body.duration_seconds = Number(lasts);
+    try {
+      const f = await api("POST", "/api/v1/faults", body);
+      say(`${f.id}: ${faultWhat(f)} on ${f.vm || f.scope || "the fleet"}`);
+    } catch (e) { say(e.message, true); }
+    refreshFaults();
+  });
+
+  $("#fault-clear").addEventListener("click", async () => {
+    try {
+      const gone = await api("DELETE", "/api/v1/faults", {});
+      say(`cleared ${gone.length} fault${gone.length === 1 ? "" : "s"}`);
+    } catch (e) { say(e.message, true); }
+    refreshFaults();
+  });
+
+  $("#faults").addEventListener("click", async (event) => {
+    const button = event.target.closest("button.fault-remove");
+    if (!button) return;
+    try {
+      const f = await api("DELETE", "/api/v1/faults/" + encodeURIComponent(button.dataset.fault), {});
+      say(`cleared ${f.id}`);
+    } catch (e) { say(e.message, true); }
+    refreshFaults();
+  });
+
   // --------------------------------------------------------------------- clock
   function tickClock() {
     const now = serverNow();
@@ -687,5 +763,6 @@
   setInterval(paintAges, 1000);
   setInterval(refreshVerdicts, 10000);
   setInterval(refreshDeliveries, 3000);
+  setInterval(refreshFaults, 3000);
   connect();
 })();

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from tests.agent.agentproc import HERE, AgentProcess, Recorder, handler_argv, wait_until
+from tests.agent.agentproc import HERE, AgentProcess, Recorder, handler_argv
 from tests.agent.conftest import Fleet
+from tests.support.waiting import wait_until
 
 
 def test_kubernetes_preset_drains_before_and_uncordons_after(

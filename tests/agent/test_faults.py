@@ -11,8 +11,10 @@ from email.utils import formatdate
 
 import pytest
 
-from tests.agent.agentproc import SLOW, AgentProcess, Recorder, handler_argv, slow, wait_until
+from tests.agent.agentproc import AgentProcess, Recorder, handler_argv
 from tests.agent.faultserver import FaultServer
+from tests.support.marks import SLOW, slow
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture

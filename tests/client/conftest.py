@@ -14,8 +14,7 @@ import pytest
 from forewarn.fabric import Clock, OperationRequest
 from forewarn.imds import ImdsApp, ImdsSettings
 from forewarn.server import Runtime, ServeConfig, build_runtime
-from tests.serverproc import ServerProcess
-from tests.wire import VERSIONS as VERSIONS  # re-exported for the tests here
+from tests.support.serverproc import VIRTUAL, ServerProcess
 
 T0 = 1_700_000_000.0
 BASE = "http://169.254.169.254"
@@ -59,7 +58,7 @@ def inproc(tmp_path: Path) -> Iterator[InProcess]:
 @pytest.fixture
 def served(start_server: Callable[..., ServerProcess]) -> ServerProcess:
     """A real ``forewarn serve`` (demo fleet, virtual clock, every scope on, no rate limit)."""
-    return start_server(["--clock", "virtual", "--enablement", "always", "--rate-limit", "0"])
+    return start_server(VIRTUAL)
 
 
 @dataclass

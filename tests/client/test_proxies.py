@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from forewarn.client import AsyncScheduledEventsClient, ScheduledEventsClient
-from tests.serverproc import ServerProcess, free_port
+from tests.support.serverproc import ServerProcess, free_port
 
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
                    "all_proxy")  # fmt: skip

@@ -15,8 +15,9 @@ from forewarn.client import (
     EventType,
     ScheduledEventsClient,
 )
-from tests.client.conftest import ADDRESS, BASE, T0, VERSIONS, InProcess
-from tests.serverproc import ServerProcess
+from tests.client.conftest import ADDRESS, BASE, T0, InProcess
+from tests.support.serverproc import ServerProcess
+from tests.support.wire import VERSIONS
 
 REBOOT_TEXT = "Virtual machine is going to be restarted as requested by authorized user."
 MIGRATION_TEXT = (

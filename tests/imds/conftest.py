@@ -18,19 +18,15 @@ import httpx
 import pytest
 
 from forewarn.fabric import (
-    Clock,
     EventRecord,
     Fabric,
-    FabricConfig,
     OperationRecord,
     OperationRequest,
 )
-from forewarn.fleet import FleetSpec, build_topology, demo_fleet, fleet_from_builtins
+from forewarn.fleet import FleetSpec
 from forewarn.imds import ImdsApp, ImdsSettings
-from forewarn.store import SQLiteStore
-from tests.wire import VERSIONS as VERSIONS  # re-exported for the tests here
+from tests.support.fabrics import make_fabric
 
-T0 = 1_700_000_000.0
 BASE_URL = "http://169.254.169.254"
 SE = "/metadata/scheduledevents"
 INSTANCE = "/metadata/instance"
@@ -67,11 +63,6 @@ _UNSET: Any = object()
 def event_id(n: int) -> str:
     """The n-th deterministic event id (upper-case hex, so lower-casing changes it)."""
     return f"{n:08X}-AAAA-4BBB-8CCC-DDDDEEEEFFFF"
-
-
-def fleet(*scopes: Mapping[str, Any], **top: Any) -> FleetSpec:
-    """A fleet spec from plain scope dicts, validated like a fleet file."""
-    return fleet_from_builtins({"scopes": [dict(s) for s in scopes], **top})
 
 
 def compact(body: bytes) -> bytes:
@@ -266,15 +257,8 @@ def make_imds() -> ImdsFactory:
         first_call_delay: float = 0.0,
         **config: Any,
     ) -> Imds:
-        config.setdefault("enablement", "always")
         ids = itertools.count(1)
-        fabric = Fabric(
-            build_topology(spec or demo_fleet()),
-            SQLiteStore(":memory:"),
-            Clock.virtual(start=T0),
-            FabricConfig(**config),
-            new_id=lambda: event_id(next(ids)),
-        )
+        fabric = make_fabric(spec, new_id=lambda: event_id(next(ids)), **config)
         settings = ImdsSettings(rate_limit=rate_limit, first_call_delay=first_call_delay)
         return Imds(fabric, ImdsApp(fabric, settings))
 

@@ -22,8 +22,8 @@ from forewarn.server.cluster.postgres_relay import PostgresRelay, apply_requests
 from forewarn.server.cluster.replication import Replicator
 from forewarn.store.postgres import PostgresStore
 from forewarn.store.postgres_cluster import ClusterTables
-from tests.fabric.helpers import MINUTE, T0, live, make_fabric, submit
 from tests.scaleout.pg import PgDatabase
+from tests.support.fabrics import MINUTE, T0, live, make_fabric, submit
 
 
 @dataclass

@@ -12,6 +12,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -271,29 +272,25 @@ def imds(make_imds: ImdsFactory) -> Imds:
     return make_imds()
 
 
-# ------------------------------------------------------------------ a sample event
+# ------------------------------------------------------------------ expected documents
 
-#: NotBefore of a platform reboot created at T0 (15 minutes of notice).
-REBOOT_NOT_BEFORE = "Tue, 14 Nov 2023 22:28:20 GMT"
-REBOOT_DESCRIPTION = "Host server is undergoing maintenance."
-EMPTY_WEB = b'{"DocumentIncarnation":1,"Events":[]}'
+#: Expected documents, one file per scenario and api-version (``test_golden_documents``
+#: writes them with FOREWARN_WRITE_GOLDEN=1; each was reviewed against the contract).
+GOLDEN = Path(__file__).parent / "golden"
 
 
-def reboot_document(version: str, *, incarnation: int = 2, eid: str | None = None) -> bytes:
+def golden_document(scenario: str, version: str) -> bytes:
+    """The exact document of ``scenario`` (see ``test_golden_documents``) at ``version``."""
+    return (GOLDEN / scenario / f"{version}.json").read_bytes()
+
+
+def reboot_document(version: str) -> bytes:
     """The exact document the web scope shows at ``version`` after ``reboot_web0``."""
-    resources = '"_web-0"' if version == "2017-03-01" else '"web-0"'
-    event = (
-        f'{{"EventId":"{eid or event_id(1)}","EventStatus":"Scheduled","EventType":"Reboot",'
-        f'"ResourceType":"VirtualMachine","Resources":[{resources}],'
-        f'"NotBefore":"{REBOOT_NOT_BEFORE}"'
-    )
-    if version >= "2019-04-01":
-        event += f',"Description":"{REBOOT_DESCRIPTION}"'
-    if version >= "2019-08-01":
-        event += ',"EventSource":"Platform"'
-    if version >= "2020-07-01":
-        event += ',"DurationInSeconds":-1'
-    return f'{{"DocumentIncarnation":{incarnation},"Events":[{event}}}]}}'.encode()
+    return golden_document("platform-reboot", version)
+
+
+#: The web scope's document before anything happened.
+EMPTY_WEB = golden_document("no-events", NEWEST)
 
 
 @pytest.fixture

@@ -122,13 +122,16 @@ def history_kinds(fabric: Fabric, **filters: Any) -> list[str]:
     return [h.kind for h in fabric.history(limit=1_000_000, **filters)]
 
 
-def observable(fabric: Fabric) -> dict[str, Any]:
-    """Everything visible about a fabric, for "nothing changed" and "same after restart"."""
-    return {
+def observable(fabric: Fabric, *, history: bool = True) -> dict[str, Any]:
+    """Everything visible about a fabric, for "nothing changed" and "same after restart"
+    (``history=False`` leaves the history out, e.g. for two fabrics reading one table)."""
+    seen: dict[str, Any] = {
         "views": {sid: fabric.view(sid) for sid in fabric.topology.scopes},
         "events": fabric.events(),
         "operations": fabric.operations(),
         "rollouts": fabric.rollouts(),
         "deleted": sorted(n for n in fabric.topology.vms if fabric.is_deleted(n)),
-        "history": fabric.history(limit=1_000_000),
     }
+    if history:
+        seen["history"] = fabric.history(limit=1_000_000)
+    return seen

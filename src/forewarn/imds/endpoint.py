@@ -26,7 +26,6 @@ from forewarn.contract import (
     METHOD_NOT_ALLOWED,
     MISSING_VERSION,
     NOT_FOUND,
-    TOO_MANY_REQUESTS,
     ApiVersion,
     StartRequestError,
     error_body,
@@ -41,7 +40,7 @@ from forewarn.imds.cache import DocumentCache
 from forewarn.imds.faults import FaultBook
 from forewarn.imds.identity import VmResolver
 from forewarn.imds.instance import INSTANCE_VERSIONS, instance_document
-from forewarn.imds.messages import TEXT, Reply, Request
+from forewarn.imds.messages import RATE_LIMITED, TEXT, Reply, Request
 from forewarn.imds.ratelimit import RateLimiter
 from forewarn.imds.recorder import DocumentRecorder, RecordingCache
 from forewarn.rehearsal import ReactionTracker
@@ -100,7 +99,6 @@ _INSTANCE_MISSING_VERSION = Reply(400, version_error_body(MISSING_VERSION, _NEWE
 _INSTANCE_BAD_VERSION = Reply(400, version_error_body(BAD_VERSION, _NEWEST_INSTANCE))
 _NO_HEADER = Reply(400, error_body(METADATA_HEADER_MISSING))
 _FORWARDED = Reply(400, error_body(FORWARDED_NOT_ALLOWED))
-_RATE_LIMITED = Reply(429, error_body(TOO_MANY_REQUESTS))
 _NOT_FOUND = Reply(404, error_body(NOT_FOUND))
 _NOT_ALLOWED = Reply(405, error_body(METHOD_NOT_ALLOWED), ((b"allow", b"GET, POST"),))
 _GET_ONLY = Reply(405, error_body(METHOD_NOT_ALLOWED), ((b"allow", b"GET"),))
@@ -297,7 +295,7 @@ class Endpoint:
         if vm is None or self.fabric.is_deleted(vm.name):
             raise _Abort(_NOT_FOUND)
         if self._limiter is not None and not self._limiter.allow(vm.name):
-            raise _Abort(_RATE_LIMITED)
+            raise _Abort(RATE_LIMITED)
         method = request.method
         if route == SCHEDULED_EVENTS:
             if method != "GET" and method != "POST":

@@ -6,7 +6,11 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["HANG_UP", "JSON", "RESET", "TEXT", "Handler", "Headers", "Reply", "Request"]
+from forewarn.contract import TOO_MANY_REQUESTS, error_body
+
+__all__ = [
+    "HANG_UP", "JSON", "RATE_LIMITED", "RESET", "TEXT", "Handler", "Headers", "Reply", "Request",
+]  # fmt: skip
 
 Headers = tuple[tuple[bytes, bytes], ...]
 
@@ -55,3 +59,7 @@ class Handler(Protocol):
     def handle(self, request: Request) -> Reply:
         """Answer one request; never raises for anything a client can send."""
         ...
+
+
+#: The answer to a VM over its rate limit (also what a co-tenant poller's fault causes).
+RATE_LIMITED = Reply(429, error_body(TOO_MANY_REQUESTS))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.serverproc import ServerProcess
+from tests.support.serverproc import ServerProcess
 
 
 @pytest.fixture

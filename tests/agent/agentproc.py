@@ -10,7 +10,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -18,27 +18,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.serverproc import free_port
+from tests.support.serverproc import free_port
 
-__all__ = ["HERE", "SLOW", "AgentProcess", "Recorder", "handler_argv", "slow"]
+__all__ = ["HERE", "AgentProcess", "Recorder", "handler_argv", "running"]
 
 HERE = Path(__file__).parent
-
-#: Long end-to-end tests run only with FOREWARN_SLOW_TESTS=1 (``.ci/run`` sets it and
-#: selects them with ``-m slow``), so the default ``pytest -q`` stays quick.
-SLOW = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not os.environ.get("FOREWARN_SLOW_TESTS"), reason="slow: set FOREWARN_SLOW_TESTS=1"
-    ),
-]
-
-
-def slow(test: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a test slow (see ``SLOW``)."""
-    for mark in SLOW:
-        test = mark(test)
-    return test
 
 
 def handler_argv(log: Path, name: str, *options: str) -> str:
@@ -184,14 +168,3 @@ def running(agents: list[AgentProcess]) -> Iterator[None]:
         for agent in agents:
             if agent.alive():
                 agent.stop(signal.SIGKILL)
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 60, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what or predicate}")
-        time.sleep(0.02)

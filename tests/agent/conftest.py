@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.agent.agentproc import AgentProcess, Recorder
-from tests.serverproc import ServerProcess
+from tests.support.serverproc import ServerProcess
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -13,7 +13,7 @@ import threading
 from collections import Counter
 from contextlib import suppress
 
-from tests.serverproc import free_port
+from tests.support.serverproc import free_port
 
 __all__ = ["CountingProxy"]
 

@@ -7,8 +7,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.agent.agentproc import AgentProcess, wait_until
+from tests.agent.agentproc import AgentProcess
 from tests.agent.faultserver import FaultServer
+from tests.support.waiting import wait_until
 
 DELETED = "the platform deleted this VM (the endpoint answers 404)"
 

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.agentproc import SLOW, AgentProcess, Recorder, handler_argv, slow, wait_until
+from tests.agent.agentproc import AgentProcess, Recorder, handler_argv
 from tests.agent.conftest import Fleet
+from tests.support.marks import SLOW, slow
+from tests.support.waiting import wait_until
 
 BACKENDS = {
     "redis": "redis://127.0.0.1:6379/0",

@@ -9,8 +9,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tests.agent.agentproc import AgentProcess, Recorder, handler_argv, wait_until
+from tests.agent.agentproc import AgentProcess, Recorder, handler_argv
 from tests.agent.conftest import Fleet
+from tests.support.waiting import wait_until
 
 
 def config(fleet: Fleet, recorder: Recorder) -> str:

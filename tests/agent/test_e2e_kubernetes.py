@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.agent.agentproc import AgentProcess, wait_until
+from tests.agent.agentproc import AgentProcess
 from tests.agent.conftest import Fleet
 from tests.agent.kubefake import FakeCluster
+from tests.support.waiting import wait_until
 
 NODE = "workers000000"
 LB = "node.kubernetes.io/exclude-from-external-load-balancers"

@@ -16,9 +16,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.agent.agentproc import SLOW, AgentProcess, Recorder, handler_argv, wait_until
+from tests.agent.agentproc import AgentProcess, Recorder, handler_argv
 from tests.agent.conftest import Fleet
 from tests.agent.countingproxy import CountingProxy
+from tests.support.marks import SLOW
+from tests.support.waiting import wait_until
 
 BACKENDS = {
     "redis": "redis://127.0.0.1:6379/0",

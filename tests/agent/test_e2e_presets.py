@@ -7,9 +7,10 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from tests.agent.agentproc import AgentProcess, Recorder, handler_argv, wait_until
+from tests.agent.agentproc import AgentProcess, Recorder, handler_argv
 from tests.agent.conftest import Fleet
 from tests.agent.kubefake import FakeCluster
+from tests.support.waiting import wait_until
 
 
 def test_kubernetes_preset_drains_before_and_uncordons_after(

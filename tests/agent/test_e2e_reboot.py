@@ -6,8 +6,9 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from tests.agent.agentproc import AgentProcess, Recorder, handler_argv, wait_until
+from tests.agent.agentproc import AgentProcess, Recorder, handler_argv
 from tests.agent.conftest import Fleet
+from tests.support.waiting import wait_until
 
 REBOOT_HOLD = 600.0
 

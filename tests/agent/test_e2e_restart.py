@@ -7,8 +7,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.agent.agentproc import AgentProcess, Recorder, handler_argv, slow, wait_until
+from tests.agent.agentproc import AgentProcess, Recorder, handler_argv
 from tests.agent.conftest import Fleet
+from tests.support.marks import slow
+from tests.support.waiting import wait_until
 
 
 def config(fleet: Fleet, recorder: Recorder, gate: Path, shutdown: str = "finish") -> str:

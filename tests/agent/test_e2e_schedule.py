@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.agentproc import AgentProcess, Recorder, handler_argv, wait_until
+from tests.agent.agentproc import AgentProcess, Recorder, handler_argv
 from tests.agent.faultserver import FaultServer
 from tests.agent.helpers import recording_webhook
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture

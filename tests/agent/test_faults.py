@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from forewarn.replay.recorded import read_recording
-from tests.agent.agentproc import SLOW, AgentProcess, Recorder, handler_argv, slow, wait_until
+from tests.agent.agentproc import AgentProcess, Recorder, handler_argv
 from tests.agent.faultserver import FaultServer
+from tests.support.marks import SLOW, slow
+from tests.support.waiting import wait_until
 
 LATEST = "2020-07-01"
 

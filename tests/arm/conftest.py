@@ -15,7 +15,7 @@ import pytest
 from azure.core.credentials import AccessToken
 from azure.mgmt.compute import ComputeManagementClient
 
-from tests.serverproc import ServerProcess, free_port
+from tests.support.serverproc import ServerProcess, free_port
 
 SUBSCRIPTION = "11111111-2222-3333-4444-555555555555"
 GROUP = "rg-arm"

@@ -13,8 +13,8 @@ import pytest
 
 from forewarn.fabric import Changes, HistoryEntry
 from forewarn.store import SQLiteStore
-from tests.cli.conftest import VIRTUAL, Cli, run_cli
-from tests.serverproc import ServerProcess, free_port
+from tests.support.cli import Cli, run_cli
+from tests.support.serverproc import VIRTUAL, ServerProcess, free_port
 
 EVENT_ID = r"[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}"
 TRIGGERED = re.compile(

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.cli.conftest import Result, run_cli
+from tests.support.cli import Result, run_cli
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.cli.conftest import VIRTUAL, Cli, run_cli
-from tests.serverproc import ServerProcess
+from tests.support.cli import Cli, run_cli
+from tests.support.serverproc import VIRTUAL, ServerProcess
 
 SPOTS = ["workers_0", "workers_1", "workers_2", "workers_3"]
 

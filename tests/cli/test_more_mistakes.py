@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from forewarn.cli import main
-from tests.cli.conftest import run_cli
 from tests.cli.test_local_commands import assert_one_error_line, effective, runner, write
-from tests.serverproc import ServerProcess
+from tests.support.cli import run_cli
+from tests.support.serverproc import ServerProcess
 
 __all__ = ["runner"]  # the fixture, re-used
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from forewarn.cli.output import Column, table
-from tests.cli.conftest import VIRTUAL, Result, run_cli
-from tests.serverproc import ServerProcess
+from tests.support.cli import Result, run_cli
+from tests.support.serverproc import VIRTUAL, ServerProcess
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from forewarn.cli import main
-from tests.cli.conftest import VIRTUAL
 from tests.cli.test_local_commands import assert_one_error_line, effective, runner, write
-from tests.serverproc import ServerProcess, free_port
+from tests.support.serverproc import VIRTUAL, ServerProcess, free_port
 
 __all__ = ["runner"]  # the fixture, re-used
 

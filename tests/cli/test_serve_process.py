@@ -11,8 +11,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.cli.conftest import VIRTUAL
-from tests.serverproc import ServerProcess
+from tests.support.serverproc import VIRTUAL, ServerProcess
 
 
 def banner_lines(server: ServerProcess, timeout: float = 10.0) -> list[str]:

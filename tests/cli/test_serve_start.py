@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.serverproc import ServerProcess, free_port
+from tests.support.serverproc import ServerProcess, free_port
 
 
 def _serve(*args: str) -> subprocess.CompletedProcess[str]:

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.cli.conftest import VIRTUAL, run_cli
-from tests.serverproc import ServerProcess
+from tests.support.cli import run_cli
+from tests.support.serverproc import VIRTUAL, ServerProcess
 
 SCALED = ["--clock", "virtual", "--enablement", "always", "--time-scale", "60"]
 

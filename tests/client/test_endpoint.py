@@ -16,7 +16,7 @@ from forewarn.client import (
     option_245,
     resolve_endpoint,
 )
-from tests.serverproc import ServerProcess
+from tests.support.serverproc import ServerProcess
 
 DHCLIENT_LEASE = """\
 lease {

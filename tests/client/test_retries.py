@@ -21,7 +21,7 @@ from forewarn.client import (
     ServerError,
 )
 from tests.client.conftest import ADDRESS, BASE, FakeTime, Script, reply
-from tests.serverproc import ServerProcess, free_port
+from tests.support.serverproc import ServerProcess, free_port
 
 EMPTY = {"DocumentIncarnation": 1, "Events": []}
 GONE = b'{"error":"Gone"}'

@@ -1,4 +1,5 @@
-"""Every api-version, against forewarn in-process (ASGI) and as a real ``forewarn serve``:
+"""Every api-version, against forewarn in-process (the testing kit) and as a real
+``forewarn serve``:
 what each version shows reaches the typed document, and approvals work in each."""
 
 from __future__ import annotations
@@ -8,15 +9,16 @@ from datetime import UTC, datetime
 import pytest
 
 from forewarn.client import (
-    AsyncScheduledEventsClient,
     Event,
     EventSource,
     EventStatus,
     EventType,
     ScheduledEventsClient,
 )
-from tests.client.conftest import ADDRESS, BASE, T0, VERSIONS, InProcess
-from tests.serverproc import ServerProcess
+from forewarn.testing import Forewarn
+from tests.client.conftest import ADDRESS
+from tests.support.serverproc import ServerProcess
+from tests.support.wire import VERSIONS
 
 REBOOT_TEXT = "Virtual machine is going to be restarted as requested by authorized user."
 MIGRATION_TEXT = (
@@ -45,32 +47,27 @@ def _check_reboot(event: Event, version: str, vm: str, not_before: datetime | No
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-async def test_every_version_in_process(inproc: InProcess, version: str) -> None:
-    (reboot_id,) = inproc.submit("user-reboot", "web-0")
-    (freeze_id,) = inproc.submit("live-migration", "jumpbox")
-    (preempt_id,) = inproc.submit("spot-eviction", "workers_0")
-    reboot_at = datetime.fromtimestamp(T0 + 15 * 60, tz=UTC)
+async def test_every_version_in_process(forewarn: Forewarn, version: str) -> None:
+    reboot = forewarn.trigger("user-reboot", "web-0")
+    (reboot_id,) = reboot["event_ids"]
+    (freeze_id,) = forewarn.trigger("live-migration", "jumpbox")["event_ids"]
+    (preempt_id,) = forewarn.trigger("spot-eviction", "workers_0")["event_ids"]
+    reboot_at = datetime.fromtimestamp(int(reboot["not_before"]), tz=UTC)
 
-    async with AsyncScheduledEventsClient(
-        BASE, api_version=version, transport=inproc.transport("web-0")
-    ) as web0:
+    async with forewarn.async_client("web-0", api_version=version) as web0:
         document = await web0.get()
         assert document.etag == f'"{document.incarnation}"'
         (event,) = document.events
         assert event.event_id == reboot_id
         _check_reboot(event, version, "web-0", reboot_at)
 
-    async with AsyncScheduledEventsClient(
-        BASE, api_version=version, transport=inproc.transport("jumpbox")
-    ) as jumpbox:
+    async with forewarn.async_client("jumpbox", api_version=version) as jumpbox:
         (freeze,) = (await jumpbox.get()).events
         assert (freeze.event_id, freeze.event_type) == (freeze_id, EventType.FREEZE)
         assert freeze.duration_seconds == (5 if _has(version, "2020-07-01") else -1)
         assert freeze.description == (MIGRATION_TEXT if _has(version, "2019-04-01") else "")
 
-    async with AsyncScheduledEventsClient(
-        BASE, api_version=version, transport=inproc.transport("workers_0")
-    ) as worker:
+    async with forewarn.async_client("workers_0", api_version=version) as worker:
         events = (await worker.get()).events
         if _has(version, "2017-11-01"):
             assert [(e.event_id, e.event_type) for e in events] == [(preempt_id, EventType.PREEMPT)]
@@ -78,9 +75,7 @@ async def test_every_version_in_process(inproc: InProcess, version: str) -> None
             assert events == ()
 
     # approving in this version starts the reboot of web-0
-    async with AsyncScheduledEventsClient(
-        BASE, api_version=version, transport=inproc.transport("web-0")
-    ) as web0:
+    async with forewarn.async_client("web-0", api_version=version) as web0:
         await web0.approve(reboot_id.lower())
         (started,) = (await web0.get()).events
         assert started.event_id == reboot_id
@@ -118,16 +113,14 @@ def test_every_version_against_a_serve_process(served: ServerProcess) -> None:
     assert served.control("GET", f"/api/v1/events/{event_id}").json()["status"] == "Started"
 
 
-def test_instance_metadata_from_each_vm(served: ServerProcess) -> None:
-    with ScheduledEventsClient(served.imds_url, local_address=ADDRESS["workers_0"]) as c:
-        worker = c.instance()
+def test_instance_metadata_from_each_vm(forewarn: Forewarn) -> None:
+    worker = forewarn.client("workers_0").instance()
     assert worker.compute_name == "workers_0"
     assert worker.vm_scale_set_name == "workers"
     assert (worker.platform_update_domain, worker.platform_fault_domain) == (0, 0)
     assert worker.location == "westeurope"
     assert worker.raw["compute"]["priority"] == "Spot"
-    with ScheduledEventsClient(served.imds_url, local_address=ADDRESS["web-1"]) as c:
-        web1 = c.instance()
+    web1 = forewarn.client("web-1").instance()
     assert (web1.compute_name, web1.vm_scale_set_name, web1.zone) == ("web-1", None, None)
     assert web1.platform_update_domain == 1
     assert web1.vm_id and web1.vm_id != worker.vm_id

@@ -6,13 +6,11 @@ from __future__ import annotations
 import httpx
 
 from forewarn.client import (
-    AsyncScheduledEventsClient,
     EventStatus,
     EventType,
     ScheduledEventsClient,
 )
 from forewarn.testing import Forewarn
-from tests.client.conftest import BASE, InProcess
 
 
 class Recording(httpx.HTTPTransport):
@@ -71,13 +69,13 @@ def test_watch_follows_a_user_reboot(forewarn: Forewarn) -> None:
     assert (removed.document.etag, 304) == transport.seen[-1]
 
 
-async def test_async_watch_follows_a_user_reboot(inproc: InProcess) -> None:
-    async with AsyncScheduledEventsClient(BASE, transport=inproc.transport("web-0")) as client:
-        changes = client.watch(interval=0)
+async def test_async_watch_follows_a_user_reboot(forewarn: Forewarn) -> None:
+    async with forewarn.async_client("web-0") as client:
+        changes = client.watch(interval=0.01)
         first = await anext(changes)
         assert first.document.events == ()
 
-        (event_id,) = inproc.submit("user-reboot", "web-0")
+        (event_id,) = forewarn.trigger("user-reboot", "web-0")["event_ids"]
         added = await anext(changes)
         assert [e.event_id for e in added.added] == [event_id]
 
@@ -87,7 +85,7 @@ async def test_async_watch_follows_a_user_reboot(inproc: InProcess) -> None:
             (event_id, EventStatus.STARTED)
         ]
 
-        inproc.complete(event_id)
+        forewarn.complete(event_id)
         removed = await anext(changes)
         assert [e.event_id for e in removed.removed] == [event_id]
         assert removed.document.events == ()

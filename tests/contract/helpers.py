@@ -17,7 +17,6 @@ from forewarn.contract import (
     lookup_version,
     render_document,
 )
-from tests.wire import VERSIONS as VERSIONS  # re-exported for the tests here
 
 #: The first api-version that shows each event type.
 TYPE_SINCE = {

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from forewarn.contract import EVENT_KEYS, Document, Event, parse_document, resource_matches
-from tests.contract.helpers import VERSIONS, expected_keys, make_event, render
+from tests.contract.helpers import expected_keys, make_event, render
+from tests.support.wire import VERSIONS
 
 
 def _event(event_id: str, *resources: str, status: str = "Scheduled") -> Event:

@@ -15,7 +15,8 @@ from forewarn.contract import (
     EventType,
     parse_document,
 )
-from tests.contract.helpers import EPOCH, VERSIONS, has_key, make_event, render, supports
+from tests.contract.helpers import EPOCH, has_key, make_event, render, supports
+from tests.support.wire import VERSIONS
 
 _SEP_19 = datetime(2016, 9, 19, 18, 29, 47, tzinfo=UTC)
 

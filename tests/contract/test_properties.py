@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forewarn.contract import EventStatus, EventType, RenderableEvent, parse_document
-from tests.contract.helpers import VERSIONS, expected_keys, render, supports
+from tests.contract.helpers import expected_keys, render, supports
+from tests.support.wire import VERSIONS
 
 _text = st.text(st.characters(codec="utf-8"), max_size=20)
 

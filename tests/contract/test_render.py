@@ -8,15 +8,8 @@ from typing import Any
 import pytest
 
 from forewarn.contract import EventStatus, EventType
-from tests.contract.helpers import (
-    EPOCH_TEXT,
-    VERSIONS,
-    expected_keys,
-    has_key,
-    make_event,
-    render,
-    supports,
-)
+from tests.contract.helpers import EPOCH_TEXT, expected_keys, has_key, make_event, render, supports
+from tests.support.wire import VERSIONS
 
 _HEAD = (
     b'{"DocumentIncarnation":1,"Events":[{"EventId":"602d9444-d2cd-49c7-8624-8643e7171297",'

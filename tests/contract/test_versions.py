@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from forewarn.contract import NEWEST_VERSIONS, SUPPORTED_VERSIONS, EventType, lookup_version
-from tests.contract.helpers import VERSIONS, api, has_key, supports
+from tests.contract.helpers import api, has_key, supports
+from tests.support.wire import VERSIONS
 
 
 def test_supported_versions_are_exactly_the_seven_oldest_first() -> None:

@@ -10,35 +10,21 @@ import httpx
 import pytest
 
 from forewarn.control import ControlApp
-from forewarn.fabric import Clock, Fabric, FabricConfig
-from forewarn.fleet import build_topology, demo_fleet
+from forewarn.fabric import Fabric
 from forewarn.rehearsal import track_reactions
 from forewarn.store import SQLiteStore
+from tests.support.fabrics import make_fabric
 
 with warnings.catch_warnings():
     # Starlette nudges towards httpx2 on import; the httpx it was installed with is fine.
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
-T0 = 1_700_000_000.0
 API = "/api/v1"
 #: What every state-changing request must carry, a body or not.
 JSON = {"Content-Type": "application/json"}
 
-__all__ = ["API", "JSON", "T0", "TestClient", "create", "make_fabric", "observe", "reported_app"]
-
-
-def make_fabric(
-    clock: Clock | None = None, *, store: SQLiteStore | None = None, **config: Any
-) -> Fabric:
-    """The demo fleet over an in-memory store, every scope enabled unless told otherwise."""
-    config.setdefault("enablement", "always")
-    return Fabric(
-        build_topology(demo_fleet()),
-        store or SQLiteStore(":memory:"),
-        clock or Clock.virtual(start=T0),
-        FabricConfig(**config),
-    )
+__all__ = ["API", "JSON", "TestClient", "create", "observe", "reported_app"]
 
 
 def reported_app(**options: Any) -> ControlApp:

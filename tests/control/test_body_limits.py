@@ -15,8 +15,9 @@ from forewarn.control.body_limit import MAX_BODY
 from forewarn.control.dashboard import ScenarioHook
 from forewarn.control.schemas import DESCRIPTION_MAX, NAME_MAX
 from forewarn.fabric import Fabric, NotFoundError
-from tests.control.conftest import make_fabric, observe
-from tests.control.live import live_server, raw_request
+from tests.control.conftest import observe
+from tests.support.fabrics import make_fabric
+from tests.support.liveserver import live_server, raw_request
 
 JSONH = [("Host", "127.0.0.1"), ("Content-Type", "application/json")]
 OPS = "/api/v1/operations"

@@ -9,7 +9,8 @@ import pytest
 
 from forewarn.control import ControlApp
 from forewarn.fabric import Clock, Fabric
-from tests.control.conftest import API, JSON, T0, TestClient, make_fabric, observe
+from tests.control.conftest import API, JSON, TestClient, observe
+from tests.support.fabrics import T0, make_fabric
 
 Submit = Callable[..., dict[str, Any]]
 
@@ -58,7 +59,7 @@ def test_advance_by_zero_fires_what_is_due_now(client: TestClient, submit: Submi
 
 
 def test_advancing_a_real_clock_is_a_conflict() -> None:
-    fabric = make_fabric(Clock.real())
+    fabric = make_fabric(clock=Clock.real())
     client = TestClient(ControlApp(fabric).asgi)
     assert client.get(f"{API}/clock").json()["virtual"] is False
     events, start = fabric.events(), fabric.clock.now()

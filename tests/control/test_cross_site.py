@@ -16,7 +16,7 @@ import pytest
 from forewarn.control import ControlApp
 from forewarn.fabric import Fabric
 from tests.control.conftest import API, JSON, TestClient, create, observe
-from tests.control.live import live_server, raw_request
+from tests.support.liveserver import live_server, raw_request
 
 OPS = f"{API}/operations"
 ADVANCE = f"{API}/clock/advance"

@@ -10,7 +10,8 @@ from forewarn.fabric import Clock, Fabric, FabricConfig, OperationRequest
 from forewarn.fleet import build_topology, fleet_from_builtins
 from forewarn.imds import ImdsApp, ImdsSettings
 from forewarn.store import SQLiteStore
-from tests.control.conftest import API, T0, TestClient
+from tests.control.conftest import API, TestClient
+from tests.support.fabrics import T0
 
 #: One VM of every scope kind, plus one that sees only another VM's events.
 VMS = ["web-0", "web-3", "workers_2", "jumpbox", "FrontEnd_IN_1"]

@@ -12,7 +12,8 @@ from forewarn.control import ControlApp
 from forewarn.fabric import Clock, Fabric
 from forewarn.imds import Endpoint, ImdsSettings, Request
 from forewarn.store import SQLiteStore
-from tests.control.conftest import API, JSON, TestClient, create, make_fabric, observe
+from tests.control.conftest import API, JSON, TestClient, create, observe
+from tests.support.fabrics import make_fabric
 
 
 def drill(fabric: Fabric) -> tuple[TestClient, Endpoint]:
@@ -72,7 +73,7 @@ def test_reset_brings_deleted_vms_back_clears_events_and_keeps_history(tmp_path:
     fabric.close()
     store.close()
     later = Clock.virtual(start=fabric.clock.now())
-    again = make_fabric(later, store=SQLiteStore(tmp_path / "f.db"))
+    again = make_fabric(clock=later, store=SQLiteStore(tmp_path / "f.db"))
     assert again.events() == [] and again.operations() == []
     assert not any(again.is_deleted(name) for name in spots)
     after = {sid: again.view(sid).incarnation for sid in again.topology.scopes}

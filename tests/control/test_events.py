@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from forewarn.fabric import Fabric
-from tests.control.conftest import API, JSON, T0, TestClient
+from tests.control.conftest import API, JSON, TestClient
+from tests.support.fabrics import T0
 
 Submit = Callable[..., dict[str, Any]]
 

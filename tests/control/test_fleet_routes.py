@@ -11,7 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from forewarn import __version__
 from forewarn.control import ControlApp
 from forewarn.fabric import CATALOGUE, Fabric
-from tests.control.conftest import API, TestClient, make_fabric
+from tests.control.conftest import API, TestClient
+from tests.support.fabrics import make_fabric
 
 #: The demo fleet: VM -> (scope, host, update domain, fault domain, address).
 DEMO = {

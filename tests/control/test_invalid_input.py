@@ -15,7 +15,7 @@ import pytest
 from forewarn.control import ControlApp
 from forewarn.fabric import Fabric
 from tests.control.conftest import API, JSON, TestClient, create, observe
-from tests.control.live import live_server, raw_request
+from tests.support.liveserver import live_server, raw_request
 
 SCHEDULED = "{scheduled}"
 STARTED = "{started}"

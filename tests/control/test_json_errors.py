@@ -9,7 +9,7 @@ import pytest
 from forewarn.control import ControlApp
 from forewarn.fabric import Fabric, HistoryEntry
 from tests.control.conftest import API, JSON, TestClient, observe
-from tests.control.live import live_server, raw_request
+from tests.support.liveserver import live_server, raw_request
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ import pytest
 
 from forewarn.control import ControlApp
 from tests.control.conftest import TestClient, reported_app
-from tests.control.live import live_server
 from tests.dashboard.sse import Stream
+from tests.support.liveserver import live_server
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ import pytest
 from forewarn.contract import SUPPORTED_VERSIONS
 from forewarn.control import ControlApp
 from forewarn.fabric import Fabric
-from tests.control.conftest import API, T0, TestClient, create, make_fabric
+from tests.control.conftest import API, TestClient, create
+from tests.support.fabrics import T0, make_fabric
 
 #: body -> (target, vms, rolling).
 TARGETS = [

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from forewarn.cli import main
 from forewarn.server import ConfigError, ServeConfig, parse_bind
-from tests.control.live import raw_request
-from tests.serverproc import ServerProcess
+from tests.support.liveserver import raw_request
+from tests.support.serverproc import ServerProcess
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.control.live import raw_request
-from tests.serverproc import ServerProcess
+from tests.support.liveserver import raw_request
+from tests.support.serverproc import ServerProcess
 
 TOKEN = "env-only-s3cret"
 

@@ -17,7 +17,7 @@ from forewarn.controlapi import (
     NotControlApi,
 )
 from forewarn.testing import Forewarn, ForewarnError
-from tests.serverproc import ServerProcess, free_port
+from tests.support.serverproc import ServerProcess, free_port
 
 TOKEN = "s3cret"
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.serverproc import ServerProcess
+from tests.support.serverproc import VIRTUAL, ServerProcess
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
@@ -181,7 +181,7 @@ def test_with_a_token_the_page_asks_for_it_and_keeps_it_in_the_tab(
 def test_a_scenario_plays_from_the_page(
     browser: object, start_server: Callable[..., ServerProcess]
 ) -> None:
-    server = start_server(["--clock", "virtual", "--enablement", "always", "--rate-limit", "0"])
+    server = start_server(VIRTUAL)
     page = browser.new_page()  # type: ignore[attr-defined]
     page.goto(server.control_url + "/")
     page.wait_for_selector("body[data-ready]", timeout=20_000)

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.serverproc import ServerProcess
+from tests.support.serverproc import ServerProcess
 
 sync_api = pytest.importorskip("playwright.sync_api")
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from forewarn.fleet import build_topology, load_fleet_file
-from tests.serverproc import ServerProcess
+from tests.support.serverproc import ServerProcess
 
 sync_api = pytest.importorskip("playwright.sync_api")
 

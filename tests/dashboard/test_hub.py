@@ -12,7 +12,7 @@ from forewarn.control.dashboard.hub import BATCH_SECONDS, BROADCAST_SLICE, QUEUE
 from forewarn.fabric import Clock, Fabric, OperationRequest
 from forewarn.fleet import build_topology, demo_fleet
 from forewarn.store import SQLiteStore
-from tests.control.conftest import T0, make_fabric
+from tests.support.fabrics import T0, make_fabric
 
 
 def _decode(message: bytes | None) -> tuple[str, dict[str, object]]:

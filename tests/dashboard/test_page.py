@@ -11,8 +11,9 @@ import pytest
 
 from forewarn.control import ControlApp
 from forewarn.fabric import Fabric
-from tests.control.conftest import JSON, TestClient, make_fabric, reported_app
-from tests.control.live import live_server, raw_request
+from tests.control.conftest import JSON, TestClient, reported_app
+from tests.support.fabrics import make_fabric
+from tests.support.liveserver import live_server, raw_request
 
 BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,*/*;q=0.8"
 TOKEN = "s3cret-token"

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.dashboard.sse import Stream
-from tests.scaleout.fleet import Fleet, wait_until
+from tests.scaleout.fleet import Fleet
+from tests.support.waiting import wait_until
 
 JSON = {"Content-Type": "application/json"}
 WEB0 = "127.1.0.1"

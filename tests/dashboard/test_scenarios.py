@@ -8,8 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from forewarn.control import ControlApp
-from tests.control.conftest import JSON, TestClient, make_fabric
-from tests.serverproc import ServerProcess
+from tests.control.conftest import JSON, TestClient
+from tests.support.fabrics import make_fabric
+from tests.support.serverproc import VIRTUAL, ServerProcess
 
 
 def _runs(server: ServerProcess) -> list[dict[str, Any]]:
@@ -22,7 +23,7 @@ def _runs(server: ServerProcess) -> list[dict[str, Any]]:
 def test_a_named_scenario_plays_in_the_background(
     start_server: Callable[..., ServerProcess],
 ) -> None:
-    server = start_server(["--clock", "virtual", "--enablement", "always", "--rate-limit", "0"])
+    server = start_server(VIRTUAL)
     listed = server.control("GET", "/api/v1/scenarios").json()
     assert "user-reboot" in listed["names"] and listed["runs"] == []
     started = server.control(

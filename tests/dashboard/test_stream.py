@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.dashboard.sse import Stream
-from tests.serverproc import ServerProcess
+from tests.support.serverproc import ServerProcess
 
 JSON = {"Content-Type": "application/json"}
 TOKEN = "dashboard-token"

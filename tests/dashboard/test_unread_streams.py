@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.serverproc import ServerProcess
+from tests.support.serverproc import ServerProcess
 
 FLEET = Path(__file__).resolve().parents[2] / "src/forewarn/fleet/fleets/thousand.yaml"
 

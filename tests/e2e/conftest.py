@@ -1,13 +1,12 @@
 """Fixtures and helpers of the end-to-end tests.
 
-Every test starts ``forewarn serve`` as a real process (``tests/serverproc.py``) and
+Every test starts ``forewarn serve`` as a real process (``tests/support/serverproc.py``) and
 looks at it only from the outside: each VM's document over the metadata endpoint (from
 the VM's own loopback address) and the control API.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from email.utils import formatdate
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.serverproc import ServerProcess
+from tests.support.serverproc import ServerProcess
 
 LATEST = "2020-07-01"
 MINUTE = 60.0
@@ -72,20 +71,6 @@ def rfc1123(epoch: float) -> str:
 def statuses(doc: dict[str, Any]) -> dict[str, str]:
     """EventId -> EventStatus of a document."""
     return {e["EventId"]: e["EventStatus"] for e in doc["Events"]}
-
-
-def wait_until(
-    predicate: Callable[[], Any], timeout: float, interval: float = 0.05, what: str = ""
-) -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what or predicate}")
-        time.sleep(interval)
 
 
 class Platform:

@@ -25,8 +25,8 @@ from tests.e2e.conftest import (
     Platform,
     scope_of,
     statuses,
-    wait_until,
 )
+from tests.support.waiting import wait_until
 
 LIVE = [vm for vm in DEMO if vm != "workers_1"]
 ONE_PER_SCOPE = [vms[0] for vms in SCOPES.values()]

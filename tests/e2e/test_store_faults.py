@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import VIRTUAL, Platform, wait_until
-from tests.faults import small_disk
-from tests.serverproc import ServerProcess
+from tests.e2e.conftest import VIRTUAL, Platform
+from tests.support.faults import small_disk
+from tests.support.serverproc import ServerProcess
+from tests.support.waiting import wait_until
 
 DISK_FULL = "full"
 

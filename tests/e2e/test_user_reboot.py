@@ -16,8 +16,8 @@ from tests.e2e.conftest import (
     Platform,
     rfc1123,
     statuses,
-    wait_until,
 )
+from tests.support.waiting import wait_until
 
 WEB = SCOPES["web"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.serverproc import ServerProcess, free_port
+from tests.support.serverproc import ServerProcess, free_port
 
 
 def test_each_vm_port_answers_as_its_vm(

@@ -9,7 +9,7 @@ import pytest
 
 from forewarn.fabric import Clock, Fabric
 from forewarn.fleet import VM, FleetSpec
-from tests.fabric.helpers import T0, make_fabric
+from tests.support.fabrics import T0, make_fabric
 
 FabricFactory = Callable[..., Fabric]
 
@@ -25,7 +25,6 @@ def build(clock: Clock) -> FabricFactory:
     """Build a fabric on the shared clock; every scope enabled unless told otherwise."""
 
     def factory(spec: FleetSpec | None = None, **config: Any) -> Fabric:
-        config.setdefault("enablement", "always")
         return make_fabric(spec, clock=clock, **config)
 
     return factory

@@ -10,7 +10,7 @@ from forewarn.contract import EventStatus
 from forewarn.fabric import EventNotVisible, Fabric
 from forewarn.fleet import VM
 from tests.fabric.conftest import FabricFactory
-from tests.fabric.helpers import fleet, history_kinds, live, observable, only_event, status, submit
+from tests.support.fabrics import fleet, history_kinds, live, observable, only_event, status, submit
 
 GHOST_ID = "5DD55B64-45AD-49D3-BBC9-6E8B5A3E0B4F"
 

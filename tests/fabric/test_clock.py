@@ -7,7 +7,7 @@ import math
 import pytest
 
 from forewarn.fabric import Clock, ClockError, Fabric
-from tests.fabric.helpers import T0, observable, submit
+from tests.support.fabrics import T0, observable, submit
 
 
 class FakeSource:

@@ -7,7 +7,7 @@ import pytest
 from forewarn.contract import EventStatus
 from forewarn.fabric import Fabric
 from tests.fabric.conftest import FabricFactory
-from tests.fabric.helpers import DAY, MINUTE, history_kinds, observable, only_event, submit
+from tests.support.fabrics import DAY, MINUTE, history_kinds, observable, only_event, submit
 
 
 def request(fabric: Fabric, name: str) -> bool:

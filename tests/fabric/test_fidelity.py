@@ -7,7 +7,7 @@ import pytest
 
 from forewarn.fabric import Conflict, Fabric, InvalidOperation
 from tests.fabric.conftest import FabricFactory
-from tests.fabric.helpers import fleet, history_kinds, live, observable, only_event, submit
+from tests.support.fabrics import fleet, history_kinds, live, observable, only_event, submit
 
 #: One host, so that scale-set VMs share a host and an update domain (and so an event).
 SPOT_SET = {"kind": "scale_set", "name": "set", "vms": 3, "spot": True, "update_domains": 1}

@@ -18,7 +18,7 @@ from forewarn.fleet import (
     fleet_to_builtins,
     load_fleet_file,
 )
-from tests.fabric.helpers import DEMO_LAYOUT, fleet
+from tests.support.fabrics import DEMO_LAYOUT, fleet
 
 
 @pytest.fixture(scope="module")

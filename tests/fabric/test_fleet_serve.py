@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.serverproc import ServerProcess
+from tests.support.serverproc import ServerProcess
 
 NAME = "/metadata/instance/compute/name"
 

@@ -8,7 +8,7 @@ import pytest
 
 from forewarn.contract import EventStatus
 from forewarn.fabric import Fabric, InvalidOperation, InvalidTransition, NotFoundError
-from tests.fabric.helpers import (
+from tests.support.fabrics import (
     DAY,
     HOUR,
     MINUTE,

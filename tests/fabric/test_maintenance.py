@@ -13,7 +13,7 @@ from forewarn.fabric import (
     Fabric,
     OperationRequest,
 )
-from tests.fabric.helpers import (
+from tests.support.fabrics import (
     DEMO_LAYOUT,
     MINUTE,
     T0,

@@ -10,7 +10,7 @@ from forewarn.contract import EventSource, EventStatus, EventType
 from forewarn.fabric import Fabric, InvalidOperation, OperationRequest
 from forewarn.fleet import UnknownName
 from tests.fabric.conftest import FabricFactory
-from tests.fabric.helpers import (
+from tests.support.fabrics import (
     DAY,
     MINUTE,
     T0,

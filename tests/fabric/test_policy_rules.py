@@ -11,7 +11,7 @@ from pathlib import Path
 from forewarn.contract import EventStatus, EventType
 from forewarn.fabric import Fabric, OperationState
 from forewarn.store import SQLiteStore
-from tests.fabric.helpers import MINUTE, fleet, live, make_fabric, submit
+from tests.support.fabrics import MINUTE, fleet, live, make_fabric, submit
 
 SPEC = fleet(
     {"kind": "standalone", "name": "solo"},

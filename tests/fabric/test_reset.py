@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from forewarn.fabric import Changes, Clock, Fabric, StoreUnavailable
 from forewarn.store import SQLiteStore
-from tests.fabric.helpers import MINUTE, T0, incarnations, live, make_fabric, submit
+from tests.support.fabrics import MINUTE, T0, incarnations, live, make_fabric, submit
 
 
 class _FailingStore(SQLiteStore):

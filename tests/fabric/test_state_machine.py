@@ -38,7 +38,7 @@ from forewarn.fabric import (
 )
 from forewarn.fleet import Topology, UnknownName, build_topology, demo_fleet
 from forewarn.store import SQLiteStore
-from tests.fabric.helpers import DAY, DEMO_LAYOUT, T0, observable
+from tests.support.fabrics import DAY, DEMO_LAYOUT, T0, observable
 
 TOPOLOGY: Topology = build_topology(demo_fleet())
 VMS = sorted(TOPOLOGY.vms)

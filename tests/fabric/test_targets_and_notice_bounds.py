@@ -12,7 +12,7 @@ from forewarn.fabric import Fabric, InvalidOperation, OperationKind, OperationRe
 from forewarn.fabric.planner import plan_request
 from forewarn.fleet import build_topology
 from tests.fabric.conftest import FabricFactory
-from tests.fabric.helpers import DAY, T0, fleet, only_event, submit
+from tests.support.fabrics import DAY, T0, fleet, only_event, submit
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -7,7 +7,7 @@ import pytest
 from forewarn.contract import EventStatus
 from forewarn.fabric import Clock, ClockError, Fabric, InvalidTransition
 from forewarn.store import SQLiteStore
-from tests.fabric.helpers import MINUTE, T0, history_kinds, make_fabric, only_event, submit
+from tests.support.fabrics import MINUTE, T0, history_kinds, make_fabric, only_event, submit
 
 
 class FakeTime:
@@ -56,7 +56,7 @@ def test_a_late_approval_does_not_move_the_start() -> None:
 @pytest.mark.parametrize("seconds", [1e12, 11 * 365.25 * 86400])
 def test_advance_refuses_absurd_jumps_and_saves_nothing(seconds: float) -> None:
     store = SQLiteStore(":memory:")
-    fabric = make_fabric(store=store, clock=Clock.virtual(start=T0))
+    fabric = make_fabric(store=store, clock=Clock.virtual(start=T0), enablement="on-first-request")
     fabric.advance(60)
     with pytest.raises(ClockError, match="at most"):
         fabric.advance(seconds)

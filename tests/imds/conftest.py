@@ -12,25 +12,22 @@ import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from forewarn.fabric import (
-    Clock,
     EventRecord,
     Fabric,
-    FabricConfig,
     OperationRecord,
     OperationRequest,
 )
-from forewarn.fleet import FleetSpec, build_topology, demo_fleet, fleet_from_builtins
+from forewarn.fleet import FleetSpec
 from forewarn.imds import ImdsApp, ImdsSettings
-from forewarn.store import SQLiteStore
-from tests.wire import VERSIONS as VERSIONS  # re-exported for the tests here
+from tests.support.fabrics import make_fabric
 
-T0 = 1_700_000_000.0
 BASE_URL = "http://169.254.169.254"
 SE = "/metadata/scheduledevents"
 INSTANCE = "/metadata/instance"
@@ -67,11 +64,6 @@ _UNSET: Any = object()
 def event_id(n: int) -> str:
     """The n-th deterministic event id (upper-case hex, so lower-casing changes it)."""
     return f"{n:08X}-AAAA-4BBB-8CCC-DDDDEEEEFFFF"
-
-
-def fleet(*scopes: Mapping[str, Any], **top: Any) -> FleetSpec:
-    """A fleet spec from plain scope dicts, validated like a fleet file."""
-    return fleet_from_builtins({"scopes": [dict(s) for s in scopes], **top})
 
 
 def compact(body: bytes) -> bytes:
@@ -266,15 +258,8 @@ def make_imds() -> ImdsFactory:
         first_call_delay: float = 0.0,
         **config: Any,
     ) -> Imds:
-        config.setdefault("enablement", "always")
         ids = itertools.count(1)
-        fabric = Fabric(
-            build_topology(spec or demo_fleet()),
-            SQLiteStore(":memory:"),
-            Clock.virtual(start=T0),
-            FabricConfig(**config),
-            new_id=lambda: event_id(next(ids)),
-        )
+        fabric = make_fabric(spec, new_id=lambda: event_id(next(ids)), **config)
         settings = ImdsSettings(rate_limit=rate_limit, first_call_delay=first_call_delay)
         return Imds(fabric, ImdsApp(fabric, settings))
 
@@ -287,29 +272,25 @@ def imds(make_imds: ImdsFactory) -> Imds:
     return make_imds()
 
 
-# ------------------------------------------------------------------ a sample event
+# ------------------------------------------------------------------ expected documents
 
-#: NotBefore of a platform reboot created at T0 (15 minutes of notice).
-REBOOT_NOT_BEFORE = "Tue, 14 Nov 2023 22:28:20 GMT"
-REBOOT_DESCRIPTION = "Host server is undergoing maintenance."
-EMPTY_WEB = b'{"DocumentIncarnation":1,"Events":[]}'
+#: Expected documents, one file per scenario and api-version (``test_golden_documents``
+#: writes them with FOREWARN_WRITE_GOLDEN=1; each was reviewed against the contract).
+GOLDEN = Path(__file__).parent / "golden"
 
 
-def reboot_document(version: str, *, incarnation: int = 2, eid: str | None = None) -> bytes:
+def golden_document(scenario: str, version: str) -> bytes:
+    """The exact document of ``scenario`` (see ``test_golden_documents``) at ``version``."""
+    return (GOLDEN / scenario / f"{version}.json").read_bytes()
+
+
+def reboot_document(version: str) -> bytes:
     """The exact document the web scope shows at ``version`` after ``reboot_web0``."""
-    resources = '"_web-0"' if version == "2017-03-01" else '"web-0"'
-    event = (
-        f'{{"EventId":"{eid or event_id(1)}","EventStatus":"Scheduled","EventType":"Reboot",'
-        f'"ResourceType":"VirtualMachine","Resources":[{resources}],'
-        f'"NotBefore":"{REBOOT_NOT_BEFORE}"'
-    )
-    if version >= "2019-04-01":
-        event += f',"Description":"{REBOOT_DESCRIPTION}"'
-    if version >= "2019-08-01":
-        event += ',"EventSource":"Platform"'
-    if version >= "2020-07-01":
-        event += ',"DurationInSeconds":-1'
-    return f'{{"DocumentIncarnation":{incarnation},"Events":[{event}}}]}}'.encode()
+    return golden_document("platform-reboot", version)
+
+
+#: The web scope's document before anything happened.
+EMPTY_WEB = golden_document("no-events", NEWEST)
 
 
 @pytest.fixture

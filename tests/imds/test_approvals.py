@@ -15,9 +15,9 @@ from tests.imds.conftest import (
     ImdsFactory,
     assert_json_reply,
     compact,
-    fleet,
     reboot_document,
 )
+from tests.support.fabrics import fleet
 
 
 def start_requests(*ids: str, **extra: Any) -> bytes:

@@ -18,14 +18,14 @@ from tests.imds.conftest import (
     INSTANCE_VERSION,
     NEWEST,
     NOT_FOUND_BODY,
-    VERSIONS,
     VERSIONS_PATH,
     Imds,
     ImdsFactory,
     assert_json_reply,
     event_id,
-    fleet,
 )
+from tests.support.fabrics import fleet
+from tests.support.wire import VERSIONS
 
 DAY = 24 * 3600.0
 

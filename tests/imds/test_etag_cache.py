@@ -8,13 +8,13 @@ from tests.imds.conftest import (
     EMPTY_WEB,
     GPU_SCOPE,
     NEWEST,
-    VERSIONS,
     Imds,
     ImdsFactory,
     assert_json_reply,
-    fleet,
     reboot_document,
 )
+from tests.support.fabrics import fleet
+from tests.support.wire import VERSIONS
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.imds.rawhttp import Client, Served, get, serve, served
-from tests.serverproc import ServerProcess
+from tests.support.serverproc import ServerProcess
 
 __all__ = ["serve", "served"]  # fixtures shared from rawhttp
 

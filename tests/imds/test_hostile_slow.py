@@ -35,7 +35,7 @@ from tests.imds.rawhttp import (
     request,
     serve,
 )
-from tests.serverproc import ServerProcess
+from tests.support.serverproc import ServerProcess
 
 __all__ = ["serve"]  # fixture shared from rawhttp
 

@@ -22,8 +22,8 @@ from tests.imds.conftest import (
     ImdsFactory,
     assert_json_reply,
     compact,
-    fleet,
 )
+from tests.support.fabrics import fleet
 
 NAME_QUERY = b"api-version=" + INSTANCE_VERSION.encode() + b"&format=text"
 

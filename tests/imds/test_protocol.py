@@ -25,11 +25,9 @@ from tests.imds.conftest import (
     NEWEST,
     RATE_BODY,
     TEXT_TYPE,
-    VERSIONS,
     Imds,
     ImdsFactory,
     event_id,
-    fleet,
     reboot_document,
 )
 from tests.imds.rawhttp import (
@@ -56,6 +54,8 @@ from tests.imds.rawhttp import (
     start_requests,
     web1,
 )
+from tests.support.fabrics import fleet
+from tests.support.wire import VERSIONS
 
 __all__ = ["serve", "served", "web1"]  # fixtures shared from rawhttp
 

@@ -18,7 +18,6 @@ from tests.imds.conftest import (
     HEADER_BODY,
     NEWEST,
     RATE_BODY,
-    T0,
     XFF_BODY,
     Imds,
     ImdsFactory,
@@ -36,6 +35,7 @@ from tests.imds.rawhttp import (
     served,
     web1,
 )
+from tests.support.fabrics import T0
 
 __all__ = ["serve", "served", "web1"]  # fixtures shared from rawhttp
 

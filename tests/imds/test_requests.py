@@ -17,13 +17,13 @@ from tests.imds.conftest import (
     NEWEST,
     NOT_FOUND_BODY,
     SE,
-    VERSIONS,
     XFF_BODY,
     Imds,
     assert_json_reply,
     compact,
     reboot_document,
 )
+from tests.support.wire import VERSIONS
 
 SE_PATHS = [
     "/metadata/scheduledevents",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.imds.conftest import VERSIONS, Imds
+from tests.imds.conftest import Imds
+from tests.support.wire import VERSIONS
 
 
 @pytest.mark.parametrize(

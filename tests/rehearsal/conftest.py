@@ -16,13 +16,12 @@ import httpx
 import pytest
 
 from forewarn.control import ControlApp
-from forewarn.fabric import Clock, Fabric, FabricConfig, OperationRecord, OperationRequest, Store
-from forewarn.fleet import build_topology, demo_fleet
+from forewarn.fabric import Fabric, OperationRecord, OperationRequest
 from forewarn.imds import ImdsApp, ImdsSettings
 from forewarn.rehearsal import ReactionTracker, track_reactions
 from forewarn.store import SQLiteStore
+from tests.support.fabrics import make_fabric
 
-T0 = 1_700_000_000.0
 SE = "/metadata/scheduledevents"
 NEWEST = "2020-07-01"
 
@@ -98,13 +97,6 @@ def vm_verdict(event: dict[str, Any], vm: str) -> dict[str, Any]:
     return found
 
 
-def make_fabric(store: Store, **config: Any) -> Fabric:
-    config.setdefault("enablement", "always")
-    return Fabric(
-        build_topology(demo_fleet()), store, Clock.virtual(start=T0), FabricConfig(**config)
-    )
-
-
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "rehearsal.db"
@@ -113,7 +105,7 @@ def db(tmp_path: Path) -> Path:
 @pytest.fixture
 def rehearsal(db: Path) -> Iterator[Rehearsal]:
     store = SQLiteStore(db)
-    fabric = make_fabric(store)
+    fabric = make_fabric(store=store)
     yield Rehearsal(fabric, store)
     fabric.close()
     store.close()

@@ -15,7 +15,8 @@ from pathlib import Path
 from forewarn.fabric import Clock, Fabric, FabricConfig
 from forewarn.fleet import build_topology, load_fleet_file
 from forewarn.store import SQLiteStore
-from tests.rehearsal.conftest import T0, Rehearsal
+from tests.rehearsal.conftest import Rehearsal
+from tests.support.fabrics import T0
 
 THOUSAND = Path(__file__).resolve().parents[2] / "src/forewarn/fleet/fleets/thousand.yaml"
 SILENT = ("api-5", "api-10")

@@ -13,8 +13,9 @@ from forewarn.fabric import Clock, Fabric, FabricConfig, StoreUnavailable
 from forewarn.fleet import build_topology, load_fleet_file
 from forewarn.rehearsal import ReactionData
 from forewarn.store import SQLiteStore
-from tests.rehearsal.conftest import NEWEST, T0, Rehearsal, make_fabric, vm_verdict
+from tests.rehearsal.conftest import NEWEST, Rehearsal, vm_verdict
 from tests.rehearsal.fleet_scale import THOUSAND
+from tests.support.fabrics import T0, make_fabric
 
 
 class CountingStore(SQLiteStore):
@@ -31,7 +32,7 @@ class CountingStore(SQLiteStore):
 
 async def test_polls_are_written_in_batches_never_one_by_one(db: Path) -> None:
     store = CountingStore(db)
-    rehearsal = Rehearsal(make_fabric(store), store)
+    rehearsal = Rehearsal(make_fabric(store=store), store)
     op = rehearsal.submit("user-reboot", "web-0")
     (event_id,) = rehearsal.event_ids(op)
     for _ in range(50):
@@ -51,7 +52,7 @@ async def test_polls_are_written_in_batches_never_one_by_one(db: Path) -> None:
 
 async def test_the_flusher_writes_once_a_second_at_most(db: Path) -> None:
     store = CountingStore(db)
-    rehearsal = Rehearsal(make_fabric(store), store)
+    rehearsal = Rehearsal(make_fabric(store=store), store)
     rehearsal.submit("user-reboot", "web-0")
     task = asyncio.create_task(rehearsal.reactions.run(interval=0.05))
     try:
@@ -73,7 +74,7 @@ async def test_the_flusher_writes_once_a_second_at_most(db: Path) -> None:
 
 async def test_the_verdict_survives_a_restart(db: Path) -> None:
     store = SQLiteStore(db)
-    rehearsal = Rehearsal(make_fabric(store), store)
+    rehearsal = Rehearsal(make_fabric(store=store), store)
     await rehearsal.poll("web-0")
     op = rehearsal.submit("user-reboot", "web-0")
     (event_id,) = rehearsal.event_ids(op)
@@ -85,7 +86,7 @@ async def test_the_verdict_survives_a_restart(db: Path) -> None:
     store.close()
 
     store = SQLiteStore(db)
-    fabric = make_fabric(store)
+    fabric = make_fabric(store=store)
     fabric.clock.jump(3)  # the virtual clock where it stood
     after = await Rehearsal(fabric, store).report()
     assert after["events"] == before["events"]
@@ -97,7 +98,7 @@ async def test_the_verdict_survives_a_restart(db: Path) -> None:
 async def test_a_kill_loses_at_most_what_was_not_flushed(db: Path) -> None:
     """A flush makes reactions durable at once: a new process reads them back."""
     store = SQLiteStore(db)
-    rehearsal = Rehearsal(make_fabric(store), store)
+    rehearsal = Rehearsal(make_fabric(store=store), store)
     op = rehearsal.submit("user-reboot", "web-0")
     (event_id,) = rehearsal.event_ids(op)
     await rehearsal.poll("web-0")
@@ -116,7 +117,7 @@ async def test_a_database_made_before_reaction_tracking_gets_its_tables(db: Path
         for table in ("reaction_events", "reaction_vms", "reaction_polls"):
             old.execute(f"DROP TABLE {table}")
     store = SQLiteStore(db)
-    rehearsal = Rehearsal(make_fabric(store), store)
+    rehearsal = Rehearsal(make_fabric(store=store), store)
     op = rehearsal.submit("user-reboot", "web-0")
     await rehearsal.poll("web-0")
     report = await rehearsal.report()

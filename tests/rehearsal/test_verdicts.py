@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.rehearsal.conftest import T0, Rehearsal, vm_verdict
+from tests.rehearsal.conftest import Rehearsal, vm_verdict
+from tests.support.fabrics import T0
 
 MINUTE = 60.0
 

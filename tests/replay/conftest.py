@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.serverproc import free_port
+from tests.support.serverproc import free_port
 
 LATEST = "2020-07-01"
 

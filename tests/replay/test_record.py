@@ -14,9 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from forewarn.cli import main
-from tests.serverproc import ServerProcess
+from tests.support.serverproc import VIRTUAL, ServerProcess
 
-VIRTUAL = ["--clock", "virtual", "--enablement", "always", "--rate-limit", "0"]
 WEB_0, WEB_3 = "127.1.0.1", "127.1.0.4"
 JSON = {"Content-Type": "application/json"}
 

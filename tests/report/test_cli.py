@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import VIRTUAL, Result, run_cli
-from tests.serverproc import ServerProcess
+from tests.support.cli import Result, run_cli
+from tests.support.serverproc import VIRTUAL, ServerProcess
 
 JSON = {"Content-Type": "application/json"}
 WEB0, WEB3 = "127.1.0.1", "127.1.0.4"  # their addresses in the demo fleet
@@ -20,7 +20,7 @@ WEB0, WEB3 = "127.1.0.1", "127.1.0.4"  # their addresses in the demo fleet
 
 @pytest.fixture
 def server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
-    return start_server([*VIRTUAL, "--rate-limit", "0"])
+    return start_server(VIRTUAL)
 
 
 def _cli(server: ServerProcess, *args: str) -> Result:

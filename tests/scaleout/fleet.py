@@ -6,44 +6,20 @@ metadata endpoint (from each VM's own source address) and the control API.
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-from tests.serverproc import ServerProcess
+from tests.support.serverproc import ServerProcess
+from tests.support.waiting import wait_until
 
-__all__ = ["SLOW", "Fleet", "wait_until"]
+__all__ = ["Fleet"]
 
-#: Long tests (real processes on a real clock, a benchmark) run only with
-#: FOREWARN_SLOW_TESTS=1, as ``.ci/run`` does: ``pytest -m slow tests/scaleout``.
-SLOW = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not os.environ.get("FOREWARN_SLOW_TESTS"), reason="slow: set FOREWARN_SLOW_TESTS=1"
-    ),
-]
 
 LATEST = "2020-07-01"
-
-
-def wait_until(
-    predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05
-) -> Any:
-    """Poll ``predicate`` until it is truthy; fail the test after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
 
 
 class Fleet:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.scaleout.fleet import SLOW
 from tests.scaleout.pg import ADMIN_URL, pg_available
+from tests.support.marks import SLOW
 
 pytestmark = SLOW
 

@@ -18,8 +18,10 @@ from typing import Any
 
 import httpx
 
-from tests.scaleout.fleet import SLOW, Fleet, wait_until
+from tests.scaleout.fleet import Fleet
 from tests.scaleout.pg import PgDatabase
+from tests.support.marks import SLOW
+from tests.support.waiting import wait_until
 
 pytestmark = SLOW
 

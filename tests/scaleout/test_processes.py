@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from tests.scaleout.conftest import VIRTUAL
-from tests.scaleout.fleet import SLOW, Fleet, wait_until
+from tests.scaleout.fleet import Fleet
 from tests.scaleout.pg import PgDatabase, pg_database
+from tests.support.marks import SLOW
+from tests.support.waiting import wait_until
 
 #: Source addresses of VMs of the demo fleet's availability set "web", and the jumpbox.
 WEB_0, WEB_3, WORKERS_0, JUMPBOX = "127.1.0.1", "127.1.0.4", "127.1.0.7", "127.1.0.11"

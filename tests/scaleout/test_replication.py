@@ -22,8 +22,8 @@ from forewarn.server.cluster.postgres_relay import PostgresRelay, apply_requests
 from forewarn.server.cluster.replication import Replicator
 from forewarn.store.postgres import PostgresStore
 from forewarn.store.postgres_cluster import ClusterTables
-from tests.fabric.helpers import MINUTE, T0, live, make_fabric, submit
 from tests.scaleout.pg import PgDatabase
+from tests.support.fabrics import MINUTE, T0, live, make_fabric, observable, submit
 
 
 @dataclass
@@ -51,17 +51,6 @@ class Pair:
         """Wait until the follower applied everything the leader wrote."""
         head = self.stores[0].head
         assert await self.replicator.wait_applied(head, timeout), (head, self.replicator.applied)
-
-
-def _shown(fabric: Fabric) -> dict[str, Any]:
-    """What readers of a fabric see (history aside: both read the same table)."""
-    return {
-        "views": {sid: fabric.view(sid) for sid in fabric.topology.scopes},
-        "events": fabric.events(),
-        "operations": fabric.operations(),
-        "rollouts": fabric.rollouts(),
-        "deleted": sorted(n for n in fabric.topology.vms if fabric.is_deleted(n)),
-    }
 
 
 @pytest.fixture
@@ -106,13 +95,13 @@ async def test_a_follower_shows_exactly_what_the_leader_made_durable(
     leader.submit(OperationRequest(kind="platform-reboot", scope="shop"))
     leader.advance(MINUTE)  # the eviction completes: workers_1 is deleted
     await p.synced()
-    assert _shown(p.follower) == _shown(leader)
+    assert observable(p.follower, history=False) == observable(leader, history=False)
     assert p.follower.clock.now() == leader.clock.now()  # a virtual clock follows the leader's
     assert p.follower.is_deleted("workers_1")
     assert p.follower.view("web").incarnation == leader.view("web").incarnation > 2
     leader.advance(20 * MINUTE)
     await p.synced()
-    assert _shown(p.follower) == _shown(leader)
+    assert observable(p.follower, history=False) == observable(leader, history=False)
     assert p.reloads == []
 
 
@@ -196,7 +185,7 @@ async def test_a_hole_in_the_log_reloads_the_whole_state(
     p.start()
     await p.synced()
     assert p.reloads == [1]
-    assert _shown(p.follower) == _shown(p.leader)
+    assert observable(p.follower, history=False) == observable(p.leader, history=False)
 
 
 async def test_a_front_end_behind_waits_for_the_incarnation_a_vm_saw_elsewhere(

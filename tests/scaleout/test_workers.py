@@ -12,9 +12,10 @@ import httpx
 import pytest
 
 from tests.scaleout.conftest import VIRTUAL
-from tests.scaleout.fleet import SLOW, wait_until
 from tests.scaleout.pg import PgDatabase
-from tests.serverproc import ServerProcess
+from tests.support.marks import SLOW
+from tests.support.serverproc import ServerProcess
+from tests.support.waiting import wait_until
 
 pytestmark = SLOW
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from forewarn.scenarios import load_scenario_file
-from tests.cli.conftest import VIRTUAL, run_cli
-from tests.serverproc import ServerProcess
+from tests.support.cli import run_cli
+from tests.support.serverproc import VIRTUAL, ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "scenarios").glob("*.yaml"))

@@ -12,8 +12,8 @@ from typing import Any
 from forewarn.controlapi import ControlClient
 from forewarn.scenarios import Runner, parse_scenario
 from forewarn.testing.server import Forewarn
-from tests.cli.conftest import VIRTUAL, run_cli
-from tests.serverproc import ServerProcess
+from tests.support.cli import run_cli
+from tests.support.serverproc import VIRTUAL, ServerProcess
 
 
 def _scenario(text: str) -> Any:

@@ -21,8 +21,8 @@ from forewarn.scenarios import (
 )
 from forewarn.scenarios.weather import Weather
 from forewarn.testing.server import Forewarn
-from tests.cli.conftest import VIRTUAL, run_cli
-from tests.serverproc import ServerProcess
+from tests.support.cli import run_cli
+from tests.support.serverproc import VIRTUAL, ServerProcess
 
 HOUR = 3600.0
 

@@ -10,7 +10,7 @@ import pytest
 
 from forewarn.fabric import Clock, Fabric
 from forewarn.store import SQLiteStore
-from tests.fabric.helpers import T0, make_fabric
+from tests.support.fabrics import T0, make_fabric
 
 
 class Database:
@@ -22,7 +22,6 @@ class Database:
         self.stores: list[SQLiteStore] = []
 
     def open(self, **config: Any) -> Fabric:
-        config.setdefault("enablement", "always")
         store = SQLiteStore(self.path)
         self.stores.append(store)
         return make_fabric(store=store, clock=self.clock, **config)

@@ -31,8 +31,8 @@ from forewarn.fabric import (
 from forewarn.rehearsal import EventFacts, ReactionData, VmPolls, VmReaction
 from forewarn.store import SQLiteStore, StoreError
 from forewarn.store.postgres import PostgresStore
-from tests.fabric.helpers import MINUTE, T0, live, make_fabric, observable, submit
 from tests.scaleout.pg import PgDatabase, pg_database
+from tests.support.fabrics import MINUTE, T0, live, make_fabric, observable, submit
 
 
 class Backend:

@@ -19,8 +19,8 @@ import pytest
 
 from forewarn.fabric import Clock, StoreUnavailable
 from forewarn.store import SQLiteStore
-from tests.fabric.helpers import T0, make_fabric, submit
-from tests.serverproc import ServerProcess
+from tests.support.fabrics import T0, make_fabric, submit
+from tests.support.serverproc import ServerProcess
 
 ARGS = ("--clock", "virtual", "--enablement", "always", "--rate-limit", "0")
 

@@ -17,8 +17,8 @@ import pytest
 
 from forewarn.fabric import Clock, Fabric, StoreUnavailable
 from forewarn.store import SQLiteStore, StoreError
-from tests.fabric.helpers import MINUTE, T0, make_fabric, observable, submit
-from tests.faults import SmallDisk, small_disk
+from tests.support.fabrics import MINUTE, T0, make_fabric, observable, submit
+from tests.support.faults import SmallDisk, small_disk
 
 
 @pytest.fixture

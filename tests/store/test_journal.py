@@ -19,8 +19,8 @@ from forewarn.fleet import build_topology, demo_fleet
 from forewarn.imds import Endpoint, ImdsSettings
 from forewarn.imds.messages import Request
 from forewarn.store import SQLiteStore, ThreadedJournal
-from tests.fabric.helpers import T0, submit
-from tests.faults import small_disk
+from tests.support.fabrics import T0, submit
+from tests.support.faults import small_disk
 
 
 class GatedStore(SQLiteStore):

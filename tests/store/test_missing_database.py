@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from forewarn.store import SQLiteStore, StoreError
-from tests.serverproc import ServerProcess, free_port
+from tests.support.serverproc import ServerProcess, free_port
 
 ARGS = ("--clock", "virtual", "--enablement", "always", "--rate-limit", "0")
 

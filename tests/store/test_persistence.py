@@ -6,8 +6,8 @@ import pytest
 
 from forewarn.contract import EventStatus
 from forewarn.fabric import Fabric, OperationRequest
-from tests.fabric.helpers import MINUTE, T0, live, observable, only_event, status, submit
 from tests.store.conftest import Database
+from tests.support.fabrics import MINUTE, T0, live, observable, only_event, status, submit
 
 
 def busy(fabric: Fabric) -> dict[str, str]:

@@ -9,8 +9,8 @@ import pytest
 
 from forewarn.fabric import Changes, HistoryEntry, OperationRecord, OperationState
 from forewarn.store import SCHEMA_VERSION, SQLiteStore, StoreError
-from tests.fabric.helpers import T0, history_kinds, live, submit
 from tests.store.conftest import Database
+from tests.support.fabrics import T0, history_kinds, live, submit
 
 
 def test_new_database_records_its_schema(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from forewarn.client import EventStatus
 from forewarn.testing import Forewarn, ForewarnError
-from tests.serverproc import free_port
+from tests.support.serverproc import free_port
 
 FLEET_YAML = """\
 scopes:

@@ -3,7 +3,6 @@ run the way a person on a VM runs it (no control API unless a test says so)."""
 
 from __future__ import annotations
 
-import os
 import queue
 import signal
 import subprocess
@@ -11,50 +10,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
 import pytest
 
-from tests.serverproc import ServerProcess
+from tests.support.cli import cli_env
+from tests.support.serverproc import VIRTUAL, ServerProcess
 
 #: Source addresses of demo-fleet VMs (assigned in fleet order).
 WEB0, WEB1, WEB2 = "127.1.0.1", "127.1.0.2", "127.1.0.3"
-IDENTITY_VARIABLES = ("FOREWARN_IMDS_URL", "SCHEDULEDEVENTSIP", "FOREWARN_CONTROL",
-                      "FOREWARN_TOKEN")  # fmt: skip
-
-
-def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
-    for name in IDENTITY_VARIABLES:
-        env.pop(name, None)
-    env.update(extra or {})
-    return env
-
-
-@dataclass
-class Result:
-    code: int
-    stdout: str
-    stderr: str
-
-    def assert_one_error_line(self, fragment: str = "") -> str:
-        """Failed with exactly one ``forewarn: error:`` line and no traceback."""
-        assert self.code != 0, self.stdout
-        assert "Traceback" not in self.stdout + self.stderr, self.stderr
-        lines = self.stderr.splitlines()
-        assert len(lines) == 1, self.stderr
-        assert lines[0].startswith("forewarn: error: "), self.stderr
-        assert fragment in lines[0], lines[0]
-        return lines[0]
-
-
-def run(*args: str, env: Mapping[str, str] | None = None, control: str | None = None) -> Result:
-    """``python -m forewarn ARGS`` to completion."""
-    prefix = ["--control", control] if control else []
-    proc = subprocess.run([sys.executable, "-m", "forewarn", *prefix, *args],
-                          capture_output=True, text=True, timeout=120,
-                          env=cli_env(env))  # fmt: skip
-    return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
 class Running:
@@ -106,7 +69,7 @@ class Running:
 @pytest.fixture
 def server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
     """``forewarn serve``: demo fleet, virtual clock, every scope on, no rate limit."""
-    return start_server(["--clock", "virtual", "--enablement", "always", "--rate-limit", "0"])
+    return start_server(VIRTUAL)
 
 
 @pytest.fixture
@@ -120,15 +83,3 @@ def running() -> Iterator[Callable[..., Running]]:
     yield start
     for proc in started:
         proc.kill()
-
-
-def trigger(server: ServerProcess, kind: str, target: str) -> str:
-    """Start ``kind`` on ``target`` through the control API; its one event id."""
-    response = server.control("POST", "/api/v1/operations", json={"kind": kind, "target": target})
-    assert response.status_code == 201, response.text
-    (event_id,) = response.json()["event_ids"]
-    return str(event_id)
-
-
-def status(server: ServerProcess, event_id: str) -> str:
-    return str(server.control("GET", f"/api/v1/events/{event_id}").json()["status"])

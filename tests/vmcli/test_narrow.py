@@ -13,8 +13,8 @@ from rich.console import Console
 from forewarn.client import parse_document
 from forewarn.contract import format_rfc1123
 from forewarn.vmcli import _View
-from tests.serverproc import ServerProcess
-from tests.vmcli.conftest import run, trigger
+from tests.support.cli import run_cli
+from tests.support.serverproc import ServerProcess, trigger
 
 
 def whole(word: str, lines: list[str]) -> bool:
@@ -24,7 +24,7 @@ def whole(word: str, lines: list[str]) -> bool:
 
 def test_events_url_fits_80_columns_and_keeps_ids_and_countdowns(server: ServerProcess) -> None:
     ids = [trigger(server, "user-reboot", "web-0"), trigger(server, "user-reboot", "web-1")]
-    result = run("events", "--url", server.imds_url, env={"COLUMNS": "80"})
+    result = run_cli(["events", "--url", server.imds_url], columns=80)
     assert (result.code, result.stderr) == (0, "")
     lines = result.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80, result.stdout
@@ -34,7 +34,7 @@ def test_events_url_fits_80_columns_and_keeps_ids_and_countdowns(server: ServerP
     assert len(countdowns) == 2, result.stdout  # "in 14m59s", on one line each
     assert lines[-1].rstrip() == "hidden to fit: Source, Duration (--wide shows them)"
 
-    wide = run("events", "--url", server.imds_url, "--wide", env={"COLUMNS": "80"})
+    wide = run_cli(["events", "--url", server.imds_url, "--wide"], columns=80)
     assert wide.code == 0, wide.stderr
     row = next(line for line in wide.stdout.splitlines() if ids[0] in line)
     assert re.search(r"Reboot Scheduled +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +web-0 +User +-", row), row

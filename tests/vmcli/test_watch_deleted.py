@@ -6,8 +6,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from tests.serverproc import ServerProcess
-from tests.vmcli.conftest import Running, run, trigger
+from tests.support.cli import run_cli
+from tests.support.serverproc import ServerProcess, trigger
+from tests.vmcli.conftest import Running
 
 DELETED = "the platform deleted this VM (the endpoint answers 404: Preempt, Terminate or scale-in)"
 
@@ -47,5 +48,5 @@ def test_watch_says_once_that_the_vm_was_deleted(
 def test_watch_of_a_vm_already_deleted_is_one_error_line(server: ServerProcess) -> None:
     address = _address(server, "workers_1")
     _evict(server, "workers_1")
-    result = run("watch", "--url", server.imds_url, "--source-address", address)
+    result = run_cli(["watch", "--url", server.imds_url, "--source-address", address])
     assert result.assert_one_error_line() == f"forewarn: error: {DELETED}"

@@ -8,8 +8,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.serverproc import ServerProcess, free_port
-from tests.vmcli.conftest import WEB1, Running, run, trigger
+from tests.support.cli import run_cli
+from tests.support.serverproc import ServerProcess, free_port, trigger
+from tests.vmcli.conftest import WEB1, Running
 
 
 def test_watch_shows_a_user_reboot_as_it_happens(
@@ -55,7 +56,7 @@ def test_watch_reads_the_endpoint_from_the_environment(
 
 def test_watch_of_a_dead_endpoint_is_one_error_line() -> None:
     dead = f"http://127.0.0.1:{free_port()}"
-    run("watch", "--url", dead).assert_one_error_line("cannot reach")
+    run_cli(["watch", "--url", dead]).assert_one_error_line("cannot reach")
 
 
 def _lease(path: Path, text: str, mtime: float) -> Path:
@@ -68,11 +69,11 @@ def test_discover_reads_option_245(tmp_path: Path) -> None:
     dhclient = _lease(tmp_path / "dhclient.eth0.leases",
                       "lease {\n  option unknown-245 a9:fe:a9:fe;\n}\n", 1_000)  # fmt: skip
     networkd = _lease(tmp_path / "2", "ADDRESS=10.1.0.4\nOPTION_245=0A010009\n", 2_000)
-    result = run("discover", "--lease-file", str(dhclient), "--lease-file", str(networkd))
+    result = run_cli(["discover", "--lease-file", str(dhclient), "--lease-file", str(networkd)])
     assert result.code == 0, result.stderr
     assert result.stdout == f"http://10.1.0.9  (from DHCP option 245 in {networkd})\n"
 
-    result = run("discover", "--lease-file", str(dhclient), "--json")
+    result = run_cli(["discover", "--lease-file", str(dhclient), "--json"])
     assert json.loads(result.stdout) == {
         "url": "http://169.254.169.254", "source": "DHCP option 245", "lease_file": str(dhclient),
     }  # fmt: skip
@@ -80,7 +81,9 @@ def test_discover_reads_option_245(tmp_path: Path) -> None:
 
 def test_discover_variables_and_default(tmp_path: Path) -> None:
     empty = _lease(tmp_path / "l", "lease {\n}\n", 1_000)
-    result = run("discover", "--lease-file", str(empty), env={"SCHEDULEDEVENTSIP": "10.0.0.5"})
+    result = run_cli(
+        ["discover", "--lease-file", str(empty)], env={"SCHEDULEDEVENTSIP": "10.0.0.5"}
+    )
     assert result.stdout == "http://10.0.0.5  (from $SCHEDULEDEVENTSIP)\n"
-    result = run("discover", "--lease-file", str(empty))
+    result = run_cli(["discover", "--lease-file", str(empty)])
     assert result.stdout.startswith("http://169.254.169.254  (the default")

@@ -11,8 +11,9 @@ from typing import Any
 
 from forewarn.client import ScheduledEventsClient
 from tests.replay.conftest import ReplayProcess
-from tests.serverproc import ServerProcess
-from tests.vmcli.conftest import WEB0, Running, run, trigger
+from tests.support.cli import run_cli
+from tests.support.serverproc import ServerProcess, trigger
+from tests.vmcli.conftest import WEB0, Running
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -72,8 +73,8 @@ def test_watch_records_what_replay_plays_back(
 
 def test_watch_refuses_a_record_file_it_cannot_write(server: ServerProcess, tmp_path: Path) -> None:
     target = tmp_path / "no-such-dir" / "x.jsonl"
-    result = run("watch", "--url", server.imds_url, "--as-vm", "web-0",
-                 "--source-address", WEB0, "--record", str(target))  # fmt: skip
+    result = run_cli(["watch", "--url", server.imds_url, "--as-vm", "web-0",
+                      "--source-address", WEB0, "--record", str(target)])  # fmt: skip
     assert result.code == 2, result
     assert f"--record {target}: No such file or directory" in result.stderr
     assert "Traceback" not in result.stderr

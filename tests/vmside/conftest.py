@@ -8,7 +8,6 @@ entry point with the given arguments and, however the command ends, writes the n
 from __future__ import annotations
 
 import json
-import os
 import queue
 import signal
 import subprocess
@@ -21,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.serverproc import ServerProcess
+from tests.support.cli import cli_env
+from tests.support.serverproc import VIRTUAL, ServerProcess
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT_EXAMPLE = REPO / "examples" / "agent" / "agent.toml"
@@ -60,12 +60,7 @@ def emulator_modules(modules: Sequence[str]) -> list[str]:
 
 
 def command_env(modules_file: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1", "NO_COLOR": "1",
-           "FOREWARN_TEST_MODULES": str(modules_file)}  # fmt: skip
-    for name in ("FOREWARN_IMDS_URL", "SCHEDULEDEVENTSIP", "FOREWARN_CONTROL", "FOREWARN_TOKEN"):
-        env.pop(name, None)
-    env.update(extra or {})
-    return env
+    return cli_env({"NO_COLOR": "1", "FOREWARN_TEST_MODULES": str(modules_file), **(extra or {})})
 
 
 @dataclass
@@ -158,15 +153,7 @@ def forewarn(tmp_path: Path) -> Iterator[Callable[..., Command]]:
 @pytest.fixture
 def server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
     """``forewarn serve``: demo fleet, virtual clock, every scope on, no rate limit."""
-    return start_server(["--clock", "virtual", "--enablement", "always", "--rate-limit", "0"])
-
-
-def trigger(server: ServerProcess, kind: str, target: str) -> str:
-    """Start ``kind`` on ``target`` through the control API; its one event id."""
-    response = server.control("POST", "/api/v1/operations", json={"kind": kind, "target": target})
-    assert response.status_code == 201, response.text
-    (event_id,) = response.json()["event_ids"]
-    return str(event_id)
+    return start_server(VIRTUAL)
 
 
 AGENT_CONFIG = """

@@ -11,8 +11,8 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.serverproc import ServerProcess
-from tests.vmside.conftest import AGENT_CONFIG, AGENT_EXAMPLE, WEB0, Command, Ran, trigger
+from tests.support.serverproc import ServerProcess, trigger
+from tests.vmside.conftest import AGENT_CONFIG, AGENT_EXAMPLE, WEB0, Command, Ran
 
 Start = Callable[..., Command]
 

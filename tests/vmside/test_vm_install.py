@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.serverproc import ServerProcess
+from tests.support.serverproc import VIRTUAL, ServerProcess, trigger
 from tests.vmside.conftest import (
     AGENT_CONFIG,
     AGENT_EXAMPLE,
@@ -26,7 +26,6 @@ from tests.vmside.conftest import (
     REPO,
     WEB0,
     Command,
-    trigger,
 )
 
 pytestmark = [
@@ -87,7 +86,7 @@ def test_the_vm_install_pulls_nothing_of_the_emulator(vm_bin: Path) -> None:
 def test_the_agent_runs_against_a_real_server(
     vm_bin: Path, tmp_path: Path, start_server: Callable[..., ServerProcess]
 ) -> None:
-    server = start_server(["--clock", "virtual", "--enablement", "always", "--rate-limit", "0"])
+    server = start_server(VIRTUAL)
     event_id = trigger(server, "user-reboot", "web-0")
     config = tmp_path / "agent.toml"
     config.write_text(AGENT_CONFIG)
@@ -111,7 +110,7 @@ def test_the_agent_runs_against_a_real_server(
 def test_the_vm_commands_run_against_a_real_server(
     vm_bin: Path, tmp_path: Path, start_server: Callable[..., ServerProcess]
 ) -> None:
-    server = start_server(["--clock", "virtual", "--enablement", "always", "--rate-limit", "0"])
+    server = start_server(VIRTUAL)
     event_id = trigger(server, "user-reboot", "web-0")
     watch = _vm(vm_bin, tmp_path, "watch", "--url", server.imds_url, "--source-address", WEB0,
                 "--interval", "0.1")  # fmt: skip

@@ -25,7 +25,6 @@ from forewarn.contract import (
     METHOD_NOT_ALLOWED,
     MISSING_VERSION,
     NOT_FOUND,
-    TOO_MANY_REQUESTS,
     ApiVersion,
     StartRequestError,
     error_body,
@@ -40,7 +39,7 @@ from forewarn.imds.cache import DocumentCache
 from forewarn.imds.faults import FaultBook
 from forewarn.imds.identity import VmResolver
 from forewarn.imds.instance import INSTANCE, INSTANCE_VERSIONS, instance_reply
-from forewarn.imds.messages import Reply, Request, Ticket
+from forewarn.imds.messages import RATE_LIMITED, Reply, Request, Ticket
 from forewarn.imds.ratelimit import RateLimiter
 from forewarn.imds.recorder import DocumentRecorder, RecordingCache
 from forewarn.rehearsal import ReactionTracker
@@ -95,7 +94,6 @@ _MISSING_VERSION = Reply(400, version_error_body(MISSING_VERSION))
 _BAD_VERSION = Reply(400, version_error_body(BAD_VERSION))
 _NO_HEADER = Reply(400, error_body(METADATA_HEADER_MISSING))
 _FORWARDED = Reply(400, error_body(FORWARDED_NOT_ALLOWED))
-_RATE_LIMITED = Reply(429, error_body(TOO_MANY_REQUESTS))
 _NOT_FOUND = Reply(404, error_body(NOT_FOUND))
 _NOT_ALLOWED = Reply(405, error_body(METHOD_NOT_ALLOWED), ((b"allow", b"GET, POST"),))
 _GET_ONLY = Reply(405, error_body(METHOD_NOT_ALLOWED), ((b"allow", b"GET"),))
@@ -318,7 +316,7 @@ class Endpoint:
             return None
         try:
             if self._limiter is not None and not self._limiter.allow(vm.name):
-                reply = _RATE_LIMITED
+                reply = RATE_LIMITED
             else:
                 reply = self._poll_again(poll, vm)
         except Exception:  # as ``handle``: a server fault is a 500
@@ -369,7 +367,7 @@ class Endpoint:
         if vm is None or self.fabric.is_deleted(vm.name):
             raise _Abort(_NOT_FOUND)
         if self._limiter is not None and not self._limiter.allow(vm.name):
-            raise _Abort(_RATE_LIMITED)
+            raise _Abort(RATE_LIMITED)
         method = request.method
         if route == SCHEDULED_EVENTS:
             if method != "GET" and method != "POST":

@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from forewarn.contract import TOO_MANY_REQUESTS, error_body
+from forewarn.contract.limits import RATE_LIMIT
 from forewarn.fabric import Clock, monotonic
 from forewarn.fleet import VM
-from forewarn.imds.messages import HANG_UP, RESET, Reply
+from forewarn.imds.messages import HANG_UP, RATE_LIMITED, RESET, Reply
 
 __all__ = [
     "FAULT_STATUSES",
@@ -125,7 +126,6 @@ class Hit:
     latency: float = 0.0
 
 
-_RATE_LIMITED = Reply(429, error_body(TOO_MANY_REQUESTS))
 _REPLIES = {code: Reply(code, body) for code, body in FAULT_STATUSES.items()}
 
 
@@ -143,7 +143,7 @@ class FaultBook:
         self,
         clock: Clock,
         *,
-        rate_limit: float | None = 5.0,
+        rate_limit: float | None = RATE_LIMIT,
         draw: Callable[[], float] | None = None,
         real_time: Callable[[], float] = monotonic,
         on_hit: Callable[[str, str], None] | None = None,
@@ -154,7 +154,7 @@ class FaultBook:
         self.clock = clock
         self.active = False
         self._faults: dict[str, Fault] = {}
-        self._limit = rate_limit or 5.0
+        self._limit = rate_limit or RATE_LIMIT
         self._draw = draw or random.Random().random
         self._real = real_time
         self._on_hit = on_hit
@@ -239,7 +239,7 @@ class FaultBook:
                 continue
             if fault.kind is FaultKind.COTENANT:
                 if not fault.cotenant_allows(vm.name, self._limit, self._real()):
-                    chosen = Hit(fault, _RATE_LIMITED)
+                    chosen = Hit(fault, RATE_LIMITED)
                 continue
             if fault.share < 1.0 and self._draw() >= fault.share:
                 continue

@@ -6,9 +6,12 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from forewarn.contract import TOO_MANY_REQUESTS, error_body
+
 __all__ = [
     "HANG_UP",
     "JSON",
+    "RATE_LIMITED",
     "RESET",
     "TEXT",
     "Handler",
@@ -88,3 +91,5 @@ class Repeater(Protocol):
         """The answer to the ticket's request sent again, every rule applied as for a
         parsed one (rate limit, faults, deleted VMs, documents); None: parse it instead."""
         ...
+#: The answer to a VM over its rate limit (also what a co-tenant poller's fault causes).
+RATE_LIMITED = Reply(429, error_body(TOO_MANY_REQUESTS))

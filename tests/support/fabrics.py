@@ -1,4 +1,5 @@
-"""Builders and observers shared by the fabric and store tests.
+"""A fabric in process for tests: ``make_fabric`` (the one builder) and the observers
+shared by the fabric, store, control, rehearsal and endpoint tests.
 
 Everything here reads the fabric through its public surface only (views, live events,
 operations, history, ``is_deleted``), so the tests assert what a client or an operator
@@ -7,7 +8,7 @@ could observe.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,14 +60,23 @@ def make_fabric(
     clock: Clock | None = None,
     store: Store | None = None,
     db: str | Path = ":memory:",
+    new_id: Callable[[], str] | None = None,
     **config: Any,
 ) -> Fabric:
-    """A fabric over ``spec`` (the demo fleet by default) on a virtual clock at T0."""
+    """A fabric over ``spec`` (the demo fleet by default) on a frozen virtual clock at T0,
+    over ``store`` (a new SQLite store at ``db`` by default), ``FabricConfig(**config)``.
+
+    Every scope's Scheduled Events are on unless ``enablement="on-first-request"`` (the
+    faithful rule) is passed: most tests ask for documents without enabling first.
+    """
+    config.setdefault("enablement", "always")
+    extra: dict[str, Any] = {} if new_id is None else {"new_id": new_id}
     return Fabric(
         build_topology(spec or demo_fleet()),
         store if store is not None else SQLiteStore(db),
         clock or Clock.virtual(start=T0),
         FabricConfig(**config),
+        **extra,
     )
 
 
@@ -112,13 +122,16 @@ def history_kinds(fabric: Fabric, **filters: Any) -> list[str]:
     return [h.kind for h in fabric.history(limit=1_000_000, **filters)]
 
 
-def observable(fabric: Fabric) -> dict[str, Any]:
-    """Everything visible about a fabric, for "nothing changed" and "same after restart"."""
-    return {
+def observable(fabric: Fabric, *, history: bool = True) -> dict[str, Any]:
+    """Everything visible about a fabric, for "nothing changed" and "same after restart"
+    (``history=False`` leaves the history out, e.g. for two fabrics reading one table)."""
+    seen: dict[str, Any] = {
         "views": {sid: fabric.view(sid) for sid in fabric.topology.scopes},
         "events": fabric.events(),
         "operations": fabric.operations(),
         "rollouts": fabric.rollouts(),
         "deleted": sorted(n for n in fabric.topology.vms if fabric.is_deleted(n)),
-        "history": fabric.history(limit=1_000_000),
     }
+    if history:
+        seen["history"] = fabric.history(limit=1_000_000)
+    return seen

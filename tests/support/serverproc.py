@@ -15,7 +15,11 @@ from typing import Any
 
 import httpx
 
-__all__ = ["ServerProcess", "free_port"]
+__all__ = ["VIRTUAL", "ServerProcess", "event_status", "free_port", "trigger"]
+
+#: The usual options of a test server: a virtual clock, every scope's Scheduled Events
+#: on from the start, no rate limit (the tests poll).
+VIRTUAL = ("--clock", "virtual", "--enablement", "always", "--rate-limit", "0")
 
 
 def free_port() -> int:
@@ -58,7 +62,7 @@ class ServerProcess:
             *self.args,
         ]  # fmt: skip
 
-    def start(self, timeout: float = 20.0) -> ServerProcess:
+    def start(self, timeout: float = 60.0) -> ServerProcess:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         limit = self.open_files
 
@@ -133,3 +137,18 @@ class ServerProcess:
             return client.request(
                 method, self.imds_url + path, params=params, headers=hdrs, **kwargs
             )
+
+
+def trigger(server: ServerProcess, kind: str, target: str) -> str:
+    """Start ``kind`` on ``target`` through the control API; its one event id."""
+    response = server.control("POST", "/api/v1/operations", json={"kind": kind, "target": target})
+    assert response.status_code == 201, response.text
+    (event_id,) = response.json()["event_ids"]
+    return str(event_id)
+
+
+def event_status(server: ServerProcess, event_id: str) -> str:
+    """An event's status as the control API reports it."""
+    response = server.control("GET", f"/api/v1/events/{event_id}")
+    assert response.status_code == 200, response.text
+    return str(response.json()["status"])

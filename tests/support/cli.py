@@ -1,0 +1,68 @@
+"""The ``forewarn`` command run as a user runs it (a subprocess, a terminal of a chosen
+width, none of the caller's forewarn settings), and the checks of what the user saw."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = ["IDENTITY_VARIABLES", "Cli", "Result", "cli_env", "run_cli"]
+
+#: Settings from the environment that would point a command somewhere the test did not.
+IDENTITY_VARIABLES = ("FOREWARN_IMDS_URL", "SCHEDULEDEVENTSIP", "FOREWARN_CONTROL",
+                      "FOREWARN_TOKEN")  # fmt: skip
+
+
+@dataclass
+class Result:
+    """What a user sees of one CLI run."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+    def assert_one_error_line(self, fragment: str = "") -> str:
+        """Failed, with exactly one ``forewarn: error:`` line on stderr and no traceback."""
+        assert self.code != 0, self.stdout
+        assert "Traceback" not in self.stdout + self.stderr, self.stderr
+        lines = self.stderr.splitlines()
+        assert len(lines) == 1, self.stderr
+        assert lines[0].startswith("forewarn: error: "), self.stderr
+        assert fragment in lines[0], lines[0]
+        return lines[0]
+
+
+Cli = Callable[..., Result]
+
+
+def cli_env(extra: Mapping[str, str] | None = None, columns: int = 200) -> dict[str, str]:
+    """This process's environment without forewarn's settings, ``columns`` wide, plus
+    ``extra``."""
+    env = {**os.environ, "COLUMNS": str(columns), "PYTHONUNBUFFERED": "1"}
+    for name in IDENTITY_VARIABLES:
+        env.pop(name, None)
+    env.update(extra or {})
+    return env
+
+
+def run_cli(
+    args: Sequence[str],
+    control: str | None = None,
+    columns: int = 200,
+    *,
+    env: Mapping[str, str] | None = None,
+) -> Result:
+    """``python -m forewarn [--control URL] ARGS`` to completion, in a terminal ``columns``
+    wide."""
+    prefix = ["--control", control] if control is not None else []
+    proc = subprocess.run(
+        [sys.executable, "-m", "forewarn", *prefix, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=cli_env(env, columns),
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)

@@ -29,8 +29,10 @@ from forewarn.scenarios.weather import Weather, parse_weather
 
 __all__ = [
     "ACTIONS",
+    "ARM_ACTIONS",
     "CONDITIONS",
     "START_REASONS",
+    "ArmStepSpec",
     "ExpectSpec",
     "Expectation",
     "PickSpec",
@@ -53,6 +55,8 @@ CONDITIONS = ("approved", "started", "ended")
 #: created Started (hardware failure, auto-approval) and operations with no notice.
 START_REASONS = ("approved", "not_before", "forced", "at_once")
 STATES = ("scheduled", "started", "completed", "canceled")
+#: What an ``arm:`` step may ask ARM to do to a VM (as azure-mgmt-compute's begin_*).
+ARM_ACTIONS = ("restart", "redeploy", "reimage")
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")
 
@@ -72,6 +76,13 @@ class PickSpec(msgspec.Struct, forbid_unknown_fields=True):
     """A target chosen from the running server's fleet (see ``targets.SELECTORS``)."""
 
     pick: Annotated[str, _doc("What to pick, e.g. host, shared-host, spot-vm.")]
+
+
+class ArmStepSpec(msgspec.Struct, forbid_unknown_fields=True):
+    """A call to the server's ARM listener: ``{action: restart, vm: web-0}``."""
+
+    action: Annotated[str, _doc("restart, redeploy or reimage (a VM action of ARM).")]
+    vm: Annotated[str, _doc("The VM it acts on ($target allowed).")]
 
 
 class StepSpec(
@@ -108,6 +119,9 @@ class StepSpec(
     ] = None
     for_: Annotated[str | None, _doc("The named operation the wait is about.")] = None
     within: Annotated[Duration | None, _doc("How long the wait may take (platform time).")] = None
+    arm: Annotated[
+        ArmStepSpec | None, _doc("A call through ARM instead of do: (as: names its operation).")
+    ] = None
 
 
 class ExpectSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -189,6 +203,8 @@ class Step:
     pause: float | None
     wait_for: str | None
     within: float | None
+    #: An ``arm:`` step: the action and the VM (None otherwise).
+    arm: ArmStepSpec | None = None
 
     @property
     def is_action(self) -> bool:
@@ -207,6 +223,9 @@ class Step:
             else:
                 shown = str(target)
             parts.append(f"{self.do} {shown}" + (f" as {self.name}" if self.name else ""))
+        if self.arm is not None:
+            named = f" as {self.name}" if self.name else ""
+            parts.append(f"arm {self.arm.action} {self.arm.vm}{named}")
         if self.wait is not None:
             parts.append(f"wait until {self.wait_for} {self.wait}")
         if self.pause is not None:
@@ -258,8 +277,10 @@ def _step(spec: StepSpec, index: int, names: set[str]) -> Step:
     kinds = {k.value for k in OperationKind}
     if spec.at is not None and spec.after is not None:
         raise _Located("give at or after, not both", where + ".after")
-    if spec.do is None and spec.wait is None:
-        raise _Located("a step needs do: (an operation or event action) or wait:", where)
+    if spec.do is None and spec.wait is None and spec.arm is None:
+        raise _Located("a step needs do: (an operation or event action), arm: or wait:", where)
+    if spec.arm is not None:
+        _arm_step(spec, where)
     if spec.do is not None and spec.do not in kinds and spec.do not in ACTIONS:
         known = ", ".join([*sorted(kinds), *ACTIONS])
         raise _Located(f"unknown operation {spec.do!r}; known: {known}", where + ".do")
@@ -281,7 +302,7 @@ def _step(spec: StepSpec, index: int, names: set[str]) -> Step:
     if spec.count is not None and (spec.do not in ACTIONS or spec.count < 1):
         raise _Located("count (at least 1) is for event actions only", where + ".count")
     if spec.as_ is not None:
-        if spec.do is None or spec.do in ACTIONS:
+        if (spec.do is None and spec.arm is None) or spec.do in ACTIONS:
             raise _Located("as: names an operation a step starts", where + ".as")
         if not _NAME.fullmatch(spec.as_):
             raise _Located(
@@ -329,7 +350,25 @@ def _step(spec: StepSpec, index: int, names: set[str]) -> Step:
         pause=pause,
         wait_for=wait_for,
         within=None if spec.within is None else _duration(spec.within, where + ".within", "within"),
+        arm=spec.arm,
     )
+
+
+def _arm_step(spec: StepSpec, where: str) -> None:
+    """An ``arm:`` step is a call of its own: no do:/on: beside it, a known action."""
+    assert spec.arm is not None
+    if spec.do is not None or spec.on is not None:
+        raise _Located("give do: or arm:, not both (arm: names its vm:)", where + ".arm")
+    for key in ("notice", "duration", "description", "count"):
+        if getattr(spec, key) is not None:
+            raise _Located(f"{key} is not something an ARM call takes", where + f".{key}")
+    if spec.arm.action not in ARM_ACTIONS:
+        raise _Located(
+            f"unknown ARM action {spec.arm.action!r}; known: {', '.join(ARM_ACTIONS)}",
+            where + ".arm.action",
+        )
+    if not spec.arm.vm:
+        raise _Located("arm: needs vm: (the VM it acts on)", where + ".arm.vm")
 
 
 def _expectation(spec: ExpectSpec, index: int, names: set[str]) -> Expectation:
@@ -405,6 +444,7 @@ def compile_scenario(spec: ScenarioSpec, name: str, source: str = "") -> Scenari
         any(s.target == "$target" for s in steps)
         or any(isinstance(s.target, tuple) and "$target" in s.target for s in steps)
         or any(e.spec.vm == "$target" for e in expectations)
+        or any(s.arm is not None and s.arm.vm == "$target" for s in steps)
     )
     if uses_target and spec.target is None:
         raise _Located("steps use $target, but target: is not given", "$.target")

@@ -11,7 +11,7 @@ import pytest
 
 from forewarn.control.dashboard import DashboardRoutes
 from forewarn.fabric import OperationRequest
-from tests.control.conftest import make_fabric
+from tests.support.fabrics import make_fabric
 
 
 async def test_streams_asking_at_once_share_one_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -108,3 +108,23 @@ def test_a_database_of_a_forewarn_before_reactions_gets_their_tables(tmp_path: P
     db.close()
     SQLiteStore(path).close()
     assert sqlite_layout(path) == GOLDEN.read_text()
+
+
+def test_a_database_before_via_gets_the_columns_and_keeps_its_facts(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    SQLiteStore(path).close()
+    db = sqlite3.connect(path)
+    db.executescript(
+        "ALTER TABLE reaction_operations DROP COLUMN via;"
+        "ALTER TABLE reaction_events DROP COLUMN approved_via;"
+        "INSERT INTO reaction_operations (id, kind) VALUES ('op-old', 'user-reboot');"
+    )
+    db.close()
+    SQLiteStore(path).close()
+    assert sqlite_layout(path) == GOLDEN.read_text()
+    db = sqlite3.connect(path)
+    try:
+        rows = db.execute("SELECT id, kind, via FROM reaction_operations").fetchall()
+    finally:
+        db.close()
+    assert rows == [("op-old", "user-reboot", None)]

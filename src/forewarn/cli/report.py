@@ -114,12 +114,12 @@ def _print(data: dict[str, Any], wide: bool, everything: bool) -> None:
     if operations:
         rows = [
             [o["verdict"], when(o["created_at"]), o["kind"] or "-", o["target"] or "-",
-             o["progress"]]
+             o.get("via") or "-", o["progress"]]
             for o in operations
         ]  # fmt: skip
         columns = [
             Column("verdict"), Column("created", optional=1), Column("operation"),
-            Column("target"), Column("progress", "list"),
+            Column("target"), Column("via", optional=2), Column("progress", "list"),
         ]  # fmt: skip
         title, rows = _capped("Operations", rows, everything)
         table(title, columns, rows, wide=wide)

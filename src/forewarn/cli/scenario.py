@@ -24,6 +24,7 @@ from forewarn.controlapi import ControlError
 from forewarn.fabric.catalogue import CATALOGUE, OperationKind
 from forewarn.scenarios import (
     SELECTORS,
+    ArmAccess,
     ArrivalResult,
     Run,
     Runner,
@@ -254,12 +255,13 @@ def _play(
     as_json: bool,
     junit_file: Path | None = None,
     reset: bool = False,
+    arm: ArmAccess | None = None,
 ) -> None:
     console = Console(stderr=as_json, color_system=None if not sys.stdout.isatty() else "auto")
     with _Progress(console, len(found.steps)) as progress:
         try:
             run = Runner(
-                control_client(ctx), target=target, reporter=progress, reset=reset
+                control_client(ctx), target=target, reporter=progress, reset=reset, arm=arm
             ).run(found)
         except (ScenarioError, ControlError) as exc:  # no server there, a broken file…
             fail(str(exc), UNPLAYABLE)
@@ -301,6 +303,21 @@ def _cases(run: Run) -> list[Case]:
 @click.option(
     "--reset", is_flag=True, help="Reset the fleet first (forewarn fleet reset): a fresh drill."
 )
+@click.option("--arm", "arm_url", default=None, help="The server's ARM URL, for arm: steps.")
+@click.option(
+    "--arm-ca",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="The CA file its ARM line says to trust.",
+)
+@click.option(
+    "--arm-subscription",
+    default="00000000-0000-0000-0000-000000000000",
+    show_default=True,
+    help="The fleet's subscription (the server's ARM line).",
+)
+@click.option("--arm-resource-group", default="forewarn", show_default=True,
+              help="The fleet's resource group (the server's ARM line).")  # fmt: skip
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -309,13 +326,22 @@ def run(
     as_json: bool,
     junit_file: Path | None,
     reset: bool,
+    arm_url: str | None,
+    arm_ca: str | None,
+    arm_subscription: str,
+    arm_resource_group: str,
 ) -> None:
     """Play NAME_OR_FILE against the running server (`forewarn scenario list`: names).
 
     Exit code 0 when every expectation held, 1 when one did not, 2 when the scenario
     could not be played.
     """
-    _play(ctx, _load(name_or_file), target, as_json, junit_file, reset)
+    if (arm_url is None) != (arm_ca is None):
+        raise click.UsageError("give --arm and --arm-ca together (the ARM line of serve)")
+    arm = None
+    if arm_url is not None and arm_ca is not None:
+        arm = ArmAccess(arm_url, arm_ca, arm_subscription, arm_resource_group)
+    _play(ctx, _load(name_or_file), target, as_json, junit_file, reset, arm)
 
 
 def _rates(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:

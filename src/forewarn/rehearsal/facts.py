@@ -57,6 +57,8 @@ class EventFacts(msgspec.Struct, kw_only=True):
     start_reason: str | None = None
     ended_at: float | None = None
     ended: str | None = None
+    #: Where the approval came from: endpoint, arm, control or policy.
+    approved_via: str | None = None
 
     def merge(self, other: EventFacts) -> EventFacts:
         """Both records' facts; where both know one, this record's (the first known)."""
@@ -85,6 +87,8 @@ class OperationFacts(msgspec.Struct, kw_only=True):
     not_before: float | None = None
     started_at: float | None = None
     ended_at: float | None = None
+    #: Where it was asked for: control (API, CLI, dashboard) or arm.
+    via: str | None = None
 
     def merge(self, other: OperationFacts) -> OperationFacts:
         """Both records' facts; where both know one, this record's (the first known)."""

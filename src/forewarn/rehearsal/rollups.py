@@ -72,6 +72,8 @@ class OperationRollup(msgspec.Struct, kw_only=True):
     id: str
     kind: str | None
     target: str | None
+    #: Where it was asked for: control (API, CLI, dashboard) or arm.
+    via: str | None = None
     verdict: str
     progress: str
     created_at: float | None
@@ -197,6 +199,7 @@ def _rollup(
         id=key,
         kind=(first.kind if first else None) or next((e.kind for e in events if e.kind), None),
         target=(first.rollout_scope or first.target) if first else None,
+        via=first.via if first else None,
         verdict=verdict,
         progress=", ".join(parts),
         created_at=min(created, default=None),

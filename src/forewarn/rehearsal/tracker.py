@@ -260,6 +260,7 @@ class ReactionTracker:
             not_before=op.not_before,
             started_at=op.started_at,
             ended_at=op.ended_at,
+            via=op.via,
         )
         known = self._operations.get(op.id)
         self._operations[op.id] = facts if known is None else known.merge(facts)
@@ -279,6 +280,7 @@ class ReactionTracker:
             approved_at=event.approved_at,
             started_at=event.started_at,
             start_reason=reason,
+            approved_via=event.approved_via,
         )
         self._note_event(facts)
         if event.status is EventStatus.STARTED and event.id not in self._started:

@@ -78,6 +78,8 @@ class EventVerdict(msgspec.Struct, kw_only=True):
     ended_at: float | None
     approved_by: str | None
     approved_at: float | None
+    #: Where the approval came from: endpoint, arm, control or policy.
+    approved_via: str | None = None
     status: str
     verdict: str
     summary: str
@@ -287,7 +289,8 @@ def event_verdict(
         type=facts.event_type, source=facts.source, resources=resources,
         created_at=facts.created_at, not_before=facts.not_before, notice=notice,
         started_at=facts.started_at, start_reason=facts.start_reason, ended_at=facts.ended_at,
-        approved_by=facts.approved_by, approved_at=facts.approved_at, status=status,
+        approved_by=facts.approved_by, approved_at=facts.approved_at,
+        approved_via=facts.approved_via, status=status,
         verdict=verdict, summary=summary, seen=seen, missed=missed,
         unlisted_approvals=strays, vms=vms,
     )  # fmt: skip
@@ -334,12 +337,20 @@ def _grade(
     return "ok", f"{seen_line}; {approval}"
 
 
+def _via(by: str, via: str | None) -> str:
+    """`` via arm``: said unless it is the usual way (a VM on its endpoint, the operator on
+    the control API)."""
+    usual = "control" if by == "control" else "endpoint"
+    return "" if via is None or via == usual else f" via {via}"
+
+
 def _approval_line(facts: EventFacts) -> str:
     if facts.approved_by is None or facts.approved_at is None:
         if facts.start_reason == "forced":
             return "started early by the operator"
         return "not approved"
     who = "the operator" if facts.approved_by == "control" else facts.approved_by
+    who += _via(facts.approved_by, facts.approved_via)
     if facts.not_before is not None and facts.approved_at <= facts.not_before:
         margin = seconds(facts.not_before - facts.approved_at)
         return f"approved by {who} {margin} before NotBefore"

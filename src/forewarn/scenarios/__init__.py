@@ -9,6 +9,7 @@ operation catalogue (the operations' names, one source of truth) and its YAML re
 numbers in errors), never its engine or state; import-linter holds it to that.
 """
 
+from forewarn.scenarios.arm_calls import ArmAccess
 from forewarn.scenarios.durations import format_duration, parse_duration, parse_rate
 from forewarn.scenarios.expect import Check
 from forewarn.scenarios.fleetview import FleetView
@@ -28,6 +29,7 @@ from forewarn.scenarios.weather import Arrival, Weather, arrivals
 
 __all__ = [
     "SELECTORS",
+    "ArmAccess",
     "Arrival",
     "ArrivalResult",
     "Check",

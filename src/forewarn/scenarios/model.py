@@ -30,8 +30,10 @@ from forewarn.scenarios.weather import Weather, parse_weather
 
 __all__ = [
     "ACTIONS",
+    "ARM_ACTIONS",
     "CONDITIONS",
     "START_REASONS",
+    "ArmStepSpec",
     "ExpectSpec",
     "Expectation",
     "PickSpec",
@@ -54,6 +56,8 @@ CONDITIONS = ("approved", "started", "ended")
 #: created Started (hardware failure, auto-approval) and operations with no notice.
 START_REASONS = ("approved", "not_before", "forced", "at_once")
 STATES = ("scheduled", "started", "completed", "canceled")
+#: What an ``arm:`` step may ask ARM to do to a VM (as azure-mgmt-compute's begin_*).
+ARM_ACTIONS = ("restart", "redeploy", "reimage")
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")
 
@@ -73,6 +77,13 @@ class PickSpec(msgspec.Struct, forbid_unknown_fields=True):
     """A target chosen from the running server's fleet (see ``targets.SELECTORS``)."""
 
     pick: Annotated[str, _doc("What to pick, e.g. host, shared-host, spot-vm.")]
+
+
+class ArmStepSpec(msgspec.Struct, forbid_unknown_fields=True):
+    """A call to the server's ARM listener: ``{action: restart, vm: web-0}``."""
+
+    action: Annotated[str, _doc("restart, redeploy or reimage (a VM action of ARM).")]
+    vm: Annotated[str, _doc("The VM it acts on ($target allowed).")]
 
 
 class StepSpec(
@@ -111,6 +122,9 @@ class StepSpec(
     within: Annotated[Duration | None, _doc("How long the wait may take (platform time).")] = None
     fault: Annotated[FaultSpec | None, _doc("Inject an endpoint fault (see FaultSpec).")] = None
     clear_faults: Annotated[bool | None, _doc("true: clear every injected fault.")] = None
+    arm: Annotated[
+        ArmStepSpec | None, _doc("A call through ARM instead of do: (as: names its operation).")
+    ] = None
 
 
 class ExpectSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -197,6 +211,8 @@ class Step:
     fault: FaultSpec | None = None
     fault_for: float | None = None
     clear_faults: bool = False
+    #: An ``arm:`` step: the action and the VM (None otherwise).
+    arm: ArmStepSpec | None = None
 
     @property
     def is_action(self) -> bool:
@@ -219,6 +235,9 @@ class Step:
             parts.append(fault_summary(self.fault, self.fault_for))
         if self.clear_faults:
             parts.append("clear every fault")
+        if self.arm is not None:
+            named = f" as {self.name}" if self.name else ""
+            parts.append(f"arm {self.arm.action} {self.arm.vm}{named}")
         if self.wait is not None:
             parts.append(f"wait until {self.wait_for} {self.wait}")
         if self.pause is not None:
@@ -289,11 +308,20 @@ def _step(spec: StepSpec, index: int, names: set[str]) -> Step:
     if spec.at is not None and spec.after is not None:
         raise _Located("give at or after, not both", where + ".after")
     fault_for = _fault(spec, where)
-    if spec.do is None and spec.wait is None and spec.fault is None and not spec.clear_faults:
+    if (
+        spec.do is None
+        and spec.wait is None
+        and spec.arm is None
+        and spec.fault is None
+        and not spec.clear_faults
+    ):
         raise _Located(
-            "a step needs do: (an operation or event action), wait:, fault: or clear_faults:",
+            "a step needs do: (an operation or event action), arm:, wait:, fault: or "
+            "clear_faults:",
             where,
         )
+    if spec.arm is not None:
+        _arm_step(spec, where)
     if spec.do is not None and spec.do not in kinds and spec.do not in ACTIONS:
         known = ", ".join([*sorted(kinds), *ACTIONS])
         raise _Located(f"unknown operation {spec.do!r}; known: {known}", where + ".do")
@@ -315,7 +343,7 @@ def _step(spec: StepSpec, index: int, names: set[str]) -> Step:
     if spec.count is not None and (spec.do not in ACTIONS or spec.count < 1):
         raise _Located("count (at least 1) is for event actions only", where + ".count")
     if spec.as_ is not None:
-        if spec.do is None or spec.do in ACTIONS:
+        if (spec.do is None and spec.arm is None) or spec.do in ACTIONS:
             raise _Located("as: names an operation a step starts", where + ".as")
         if not _NAME.fullmatch(spec.as_):
             raise _Located(
@@ -366,7 +394,25 @@ def _step(spec: StepSpec, index: int, names: set[str]) -> Step:
         fault=spec.fault,
         fault_for=fault_for,
         clear_faults=bool(spec.clear_faults),
+        arm=spec.arm,
     )
+
+
+def _arm_step(spec: StepSpec, where: str) -> None:
+    """An ``arm:`` step is a call of its own: no do:/on: beside it, a known action."""
+    assert spec.arm is not None
+    if spec.do is not None or spec.on is not None:
+        raise _Located("give do: or arm:, not both (arm: names its vm:)", where + ".arm")
+    for key in ("notice", "duration", "description", "count"):
+        if getattr(spec, key) is not None:
+            raise _Located(f"{key} is not something an ARM call takes", where + f".{key}")
+    if spec.arm.action not in ARM_ACTIONS:
+        raise _Located(
+            f"unknown ARM action {spec.arm.action!r}; known: {', '.join(ARM_ACTIONS)}",
+            where + ".arm.action",
+        )
+    if not spec.arm.vm:
+        raise _Located("arm: needs vm: (the VM it acts on)", where + ".arm.vm")
 
 
 def _expectation(spec: ExpectSpec, index: int, names: set[str]) -> Expectation:
@@ -442,6 +488,7 @@ def compile_scenario(spec: ScenarioSpec, name: str, source: str = "") -> Scenari
         any(s.target == "$target" for s in steps)
         or any(isinstance(s.target, tuple) and "$target" in s.target for s in steps)
         or any(e.spec.vm == "$target" for e in expectations)
+        or any(s.arm is not None and s.arm.vm == "$target" for s in steps)
     )
     if uses_target and spec.target is None:
         raise _Located("steps use $target, but target: is not given", "$.target")

@@ -18,6 +18,7 @@ from typing import Any
 from forewarn.controlapi import ControlClient, ControlRefused
 from forewarn.fabric.catalogue import OperationKind
 from forewarn.fabric.clock import monotonic
+from forewarn.scenarios.arm_calls import ArmAccess, call_arm
 from forewarn.scenarios.durations import format_duration
 from forewarn.scenarios.expect import Check, OperationFacts, evaluate
 from forewarn.scenarios.faultsteps import fault_body
@@ -70,8 +71,11 @@ class Runner:
         on_tick: Callable[[float], None] | None = None,
         poll: float = POLL,
         reset: bool = False,
+        arm: ArmAccess | None = None,
     ) -> None:
         self.control = control
+        #: The server's ARM listener, for ``arm:`` steps (None: the server has none).
+        self.arm = arm
         self.target = target
         #: Reset the fleet before playing, whatever the scenario says (``--reset``).
         self.reset = reset
@@ -85,6 +89,12 @@ class Runner:
 
     def run(self, scenario: Scenario) -> Run:
         """Play ``scenario`` to its end; ScenarioError when it cannot be played at all."""
+        calls = [s for s in scenario.steps if s.arm is not None]
+        if calls and self.arm is None:
+            raise ScenarioError(
+                f"step {calls[0].index + 1} calls ARM, but this server has no ARM listener "
+                "(serve with --arm-bind; give its URL and CA)"
+            )
         if self.reset or scenario.reset:
             self.control.reset()  # before the fleet is read: every VM is back
         return _Play(self, scenario).play()
@@ -291,6 +301,26 @@ class _Play:
             self.tracked[step.name] = _Tracked(step.name, op["id"], op.get("rollout_id"))
             self.tracked[step.name].ops[op["id"]] = op
 
+    def _arm(self, step: Step, result: StepResult) -> None:
+        """Call ARM; the operation it created is the one no earlier listing had."""
+        assert step.arm is not None and self.runner.arm is not None
+        vm = self.resolve(step.arm.vm)
+        assert isinstance(vm, str)
+        before = {op["id"] for op in self.control.operations()}
+        call_arm(self.runner.arm, step.arm.action, vm)
+        new = [op for op in self.control.operations() if op["id"] not in before]
+        named = f" as {step.name}" if step.name else ""
+        result.summary = f"arm {step.arm.action} {vm}{named}"
+        for op in new:
+            self.created.append(op["id"])
+        if new:
+            result.operation = new[0]["id"]
+        if step.name is not None:
+            if not new:
+                raise ScenarioError(f"ARM {step.arm.action} {vm} created no operation")
+            self.tracked[step.name] = _Tracked(step.name, new[0]["id"], new[0].get("rollout_id"))
+            self.tracked[step.name].ops[new[0]["id"]] = new[0]
+
     def _act(self, step: Step, result: StepResult) -> None:
         assert step.do is not None and isinstance(step.target, str)
         tracked = self.tracked.get(step.target)
@@ -342,6 +372,8 @@ class _Play:
             elif step.clear_faults:
                 cleared = self.control.clear_faults()
                 result.summary = f"cleared {len(cleared)} fault(s)"
+            elif step.arm is not None:
+                self._arm(step, result)
         except (ScenarioError, ControlRefused) as exc:  # a refusal says its HTTP status
             result.error = str(exc)
             self.run_.checks.append(

@@ -16,7 +16,7 @@ import contextlib
 import os
 import sqlite3
 
-from forewarn.store.schema import SQLITE_SCHEMA
+from forewarn.store.schema import SQLITE_SCHEMA, add_sqlite_columns
 
 __all__ = ["find_damage", "is_damage", "rescue_copy", "restore_hint"]
 
@@ -61,6 +61,7 @@ def rescue_copy(db: sqlite3.Connection, target: str) -> str:
     lost: list[str] = []
     try:
         out.executescript("BEGIN;" + SQLITE_SCHEMA + "COMMIT;")
+        add_sqlite_columns(out)
         tables = [r[0] for r in out.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         out.execute("BEGIN")
         for table in tables:

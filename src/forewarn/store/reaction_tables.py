@@ -45,7 +45,7 @@ REACTION_TABLES = ("reaction_events", "reaction_vms", "reaction_polls", "reactio
 _EVENT_COLUMNS = (
     "id", "operation_id", "kind", "scope_id", "event_type", "source", "resources",
     "created_at", "not_before", "approved_by", "approved_at", "started_at", "start_reason",
-    "ended_at", "ended",
+    "ended_at", "ended", "approved_via",
 )  # fmt: skip
 _VM_COLUMNS = (
     "event_id", "vm", "first_seen", "seen_started", "incarnation", "approved_at",
@@ -54,7 +54,7 @@ _VM_COLUMNS = (
 _POLL_COLUMNS = ("vm", "first_poll", "last_poll", "api_version")
 _OPERATION_COLUMNS = (
     "id", "kind", "target", "rollout_id", "rollout_scope", "batch", "batches", "vms",
-    "unnotified", "event_ids", "created_at", "not_before", "started_at", "ended_at",
+    "unnotified", "event_ids", "created_at", "not_before", "started_at", "ended_at", "via",
 )  # fmt: skip
 _OPERATION_LISTS = ("vms", "unnotified", "event_ids")
 
@@ -131,7 +131,7 @@ def event_rows(data: ReactionData) -> list[tuple[Any, ...]]:
         rows.append((
             e.id, e.operation_id, e.kind, e.scope_id, e.event_type, e.source, resources,
             e.created_at, e.not_before, e.approved_by, e.approved_at, e.started_at,
-            e.start_reason, e.ended_at, e.ended,
+            e.start_reason, e.ended_at, e.ended, e.approved_via,
         ))  # fmt: skip
     return rows
 
@@ -203,7 +203,7 @@ def operation_rows(data: ReactionData) -> list[tuple[Any, ...]]:
     return [
         (o.id, o.kind, o.target, o.rollout_id, o.rollout_scope, o.batch, o.batches,
          _names(o.vms), _names(o.unnotified), _names(o.event_ids), o.created_at,
-         o.not_before, o.started_at, o.ended_at)
+         o.not_before, o.started_at, o.ended_at, o.via)
         for o in data.operations
     ]  # fmt: skip
 

@@ -12,16 +12,30 @@ migration cannot give the two stores different tables unnoticed.
 from __future__ import annotations
 
 import re
+import sqlite3
 from importlib import resources
 from typing import Literal
 
-__all__ = ["SQLITE_MIGRATIONS", "SQLITE_SCHEMA", "Dialect", "mark", "migrations", "to_sqlite"]
+__all__ = [
+    "SQLITE_ADDED_COLUMNS",
+    "SQLITE_MIGRATIONS",
+    "SQLITE_SCHEMA",
+    "Dialect",
+    "add_sqlite_columns",
+    "mark",
+    "migrations",
+    "to_sqlite",
+]
 
 #: The two SQL dialects the stores speak.
 Dialect = Literal["sqlite", "postgresql"]
 
 #: The migrations whose tables the SQLite store holds too (0002 is the scale-out's alone).
-SQLITE_MIGRATIONS = (1, 3, 4)
+SQLITE_MIGRATIONS = (1, 3, 4, 5)
+
+#: ``ALTER TABLE t ADD COLUMN c ...;``: SQLite has no ``IF NOT EXISTS`` for it, so these
+#: leave the script and the store adds each column its table lacks (``added_columns``).
+_ADD_COLUMN = re.compile(r"\bALTER TABLE (\w+) ADD COLUMN (\w+)[^;]*;")
 
 _MIGRATION_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
 
@@ -65,7 +79,7 @@ def migrations() -> list[tuple[int, str, str]]:
 def to_sqlite(sql: str) -> str:
     """A PostgreSQL migration's DDL in SQLite's words (comments dropped); ``ValueError``
     for what SQLite has no word for."""
-    out = _COMMENT.sub("", sql)
+    out = _ADD_COLUMN.sub("", _COMMENT.sub("", sql))
     for pattern, replacement in _TO_SQLITE:
         out = pattern.sub(replacement, out)
     leftover = _POSTGRES_ONLY.search(out)
@@ -74,7 +88,35 @@ def to_sqlite(sql: str) -> str:
     return "\n".join(line for line in out.splitlines() if line.strip()) + "\n"
 
 
+def added_columns(sql: str) -> list[tuple[str, str, str]]:
+    """(table, column, SQLite DDL) of each column a migration adds to a table."""
+    out = []
+    for match in _ADD_COLUMN.finditer(_COMMENT.sub("", sql)):
+        ddl = match[0]
+        for pattern, replacement in _TO_SQLITE:
+            ddl = pattern.sub(replacement, ddl)
+        out.append((match[1], match[2], ddl))
+    return out
+
+
+#: Every column the SQLite store's migrations add to their tables, in order.
+SQLITE_ADDED_COLUMNS = tuple(
+    column
+    for version, _, sql in migrations()
+    if version in SQLITE_MIGRATIONS
+    for column in added_columns(sql)
+)
+
 #: Every table and index of the SQLite store (each ``IF NOT EXISTS``).
 SQLITE_SCHEMA = "".join(
     to_sqlite(sql) for version, _, sql in migrations() if version in SQLITE_MIGRATIONS
 )
+
+
+def add_sqlite_columns(db: sqlite3.Connection) -> None:
+    """Give the tables of a SQLite database the columns later migrations added (a
+    database of an older forewarn lacks them; a new one gets them here too)."""
+    for table, column, ddl in SQLITE_ADDED_COLUMNS:
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if have and column not in have:
+            db.execute(ddl)

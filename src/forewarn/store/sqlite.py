@@ -46,7 +46,7 @@ from forewarn.store.platform_tables import (
     load_snapshot,
     meta_upsert_sql,
 )
-from forewarn.store.schema import SQLITE_SCHEMA
+from forewarn.store.schema import SQLITE_SCHEMA, add_sqlite_columns
 from forewarn.store.sql_store import Query, SqlStore
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -118,6 +118,7 @@ class SQLiteStore(SqlStore):
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
         if not tables:
             self._db.executescript("BEGIN;" + SQLITE_SCHEMA + "COMMIT;")
+            add_sqlite_columns(self._db)
             _set_meta(self._db, "schema", str(SCHEMA_VERSION))
             return
         missing = [t for t in _TABLES if t not in tables]
@@ -140,6 +141,7 @@ class SQLiteStore(SqlStore):
             raise StoreError(f"database {self.path} is damaged: {'; '.join(problems)}")
         if any(t not in tables for t in rx.REACTION_TABLES):  # made by an older forewarn
             self._db.executescript("BEGIN;" + SQLITE_SCHEMA + "COMMIT;")
+        add_sqlite_columns(self._db)  # columns an older forewarn's tables lack
 
     def _identity(self) -> str:
         """This database's id (kept in ``meta``; given to a database made before ids)."""

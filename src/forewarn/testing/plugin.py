@@ -1,7 +1,8 @@
 """The pytest plugin (entry point ``pytest11``): fixtures that run forewarn in-process.
 
 Choose the fleet with ``@pytest.mark.forewarn(fleet=...)`` (YAML text or a mapping; also
-``vm=``, ``enablement=``, ``rate_limit=``, ``time_scale=``, ``start=``) or by overriding
+``vm=``, ``enablement=``, ``rate_limit=``, ``time_scale=``, ``start=``, ``arm=True`` for
+Azure's control plane at ``forewarn.arm_url``) or by overriding
 the ``forewarn_fleet`` fixture; the marker wins. Importing this module is cheap: the
 emulator is built only when a test asks for a fixture.
 """
@@ -26,14 +27,14 @@ __all__ = [
     "pytest_configure",
 ]
 
-_OPTIONS = ("enablement", "rate_limit", "time_scale", "start", "first_call_delay")
+_OPTIONS = ("enablement", "rate_limit", "time_scale", "start", "first_call_delay", "arm")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "forewarn(fleet=None, vm=None, enablement='always', rate_limit=0, time_scale=1, "
-        "start=None): the fleet and settings of the in-process forewarn of this test",
+        "start=None, arm=False): the fleet and settings of the in-process forewarn of this test",
     )
 
 

@@ -24,12 +24,14 @@ from typing import Any, Literal, Unpack
 import uvicorn
 import yaml
 
+from forewarn.arm import ArmListener, serve_arm
 from forewarn.client import AsyncScheduledEventsClient, ScheduledEventsClient
 from forewarn.controlapi import ControlClient, ControlError, ControlRefused, TriggerOptions
 from forewarn.fabric import Clock, Scheduler
 from forewarn.fleet import build_topology, demo_fleet, fleet_from_builtins, fleet_to_builtins
 from forewarn.imds import serve_endpoint
 from forewarn.server import Listeners, Runtime, ServeConfig, build_runtime, open_listeners
+from forewarn.server.arm_listener import arm_settings
 
 __all__ = ["Forewarn", "ForewarnError", "fleet_mapping"]
 
@@ -89,6 +91,8 @@ class Forewarn:
     ``fleet`` is YAML text, a mapping (the fleet-file schema) or None for the demo fleet.
     Defaults suit tests: every scope's Scheduled Events on from the start, no rate limit,
     a virtual clock frozen at ``start`` (default: now) that moves only by ``advance()``.
+    ``arm=True`` also serves Azure's control plane (ARM) over HTTPS on loopback: point
+    azure-mgmt-compute at ``arm_url``, trusting ``arm_ca`` (any bearer token is accepted).
     """
 
     def __init__(
@@ -100,8 +104,11 @@ class Forewarn:
         rate_limit: float = 0.0,
         time_scale: float = 1.0,
         first_call_delay: float = 0.0,
+        arm: bool = False,
     ) -> None:
         self._fleet = fleet_mapping(fleet)
+        self._arm = arm
+        self._arm_listener: ArmListener | None = None
         self._start = time.time() if start is None else start
         self._options: dict[str, Any] = {
             "enablement": enablement,
@@ -121,6 +128,10 @@ class Forewarn:
         self.default_vm = ""
         self.endpoint_url = ""
         self.control_url = ""
+        self.arm_url = ""
+        self.arm_ca = ""
+        self.subscription = ""
+        self.resource_group = ""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -148,10 +159,13 @@ class Forewarn:
                 data["port_base"] = _free_block(count)
             fleet_file = self._dir / f"fleet-{attempt}.yaml"
             fleet_file.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+            arm: dict[str, Any] = {}
+            if self._arm:
+                arm = {"arm_bind": "127.0.0.1:0", "arm_ca_dir": str(self._dir / "ca")}
             config = ServeConfig(
                 fleet=str(fleet_file), db=str(self._dir / f"forewarn-{attempt}.db"),
                 clock="virtual", imds_bind=("127.0.0.1:0",), control_bind="127.0.0.1:0",
-                **self._options,
+                **self._options, **arm,
             )  # fmt: skip
             runtime = build_runtime(config, clock=Clock.virtual(start=self._start))
             try:
@@ -203,6 +217,13 @@ class Forewarn:
         runtime.fabric.run_due()
         scheduler_task = asyncio.create_task(scheduler.run())
         endpoint = await serve_endpoint(runtime.endpoint, listeners.imds)
+        settings = arm_settings(runtime)
+        arm = await serve_arm(runtime.fabric, settings, lambda _: None, runtime.eventgrid)
+        self._arm_listener = arm
+        if arm.url is not None and arm.tls is not None and arm.app is not None:
+            self.arm_url, self.arm_ca = arm.url, str(arm.tls.ca)
+            self.subscription = arm.app.fleet.subscription
+            self.resource_group = arm.app.fleet.resource_group
         control_task = asyncio.create_task(control.serve(sockets=[listeners.control]))
         while not control.started and not control_task.done():
             await asyncio.sleep(0.005)
@@ -214,6 +235,7 @@ class Forewarn:
         finally:
             control.should_exit = True
             await endpoint.close()
+            await arm.close()
             await control_task
             scheduler_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -176,7 +176,7 @@ class FailingOnceStore(CountingStore):
 
 async def test_polls_of_a_failed_write_are_written_with_the_next(db: Path) -> None:
     store = FailingOnceStore(db)
-    rehearsal = Rehearsal(make_fabric(store), store)
+    rehearsal = Rehearsal(make_fabric(store=store), store)
     await rehearsal.poll("web-0")
     await rehearsal.poll("web-1")
     with pytest.raises(StoreUnavailable):

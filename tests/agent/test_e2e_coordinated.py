@@ -17,38 +17,13 @@ import pytest
 
 from tests.agent.agentproc import AgentProcess, Recorder, handler_argv
 from tests.agent.conftest import Fleet
+from tests.agent.coordinated import BACKENDS, coordinated_config
 from tests.support.marks import SLOW, slow
 from tests.support.waiting import wait_until
 
-BACKENDS = {
-    "redis": "redis://127.0.0.1:6379/0",
-    "postgres": "postgresql://postgres@127.0.0.1:5432/postgres",
-}
 GROUP = ("web-1", "web-4")
 
 
-def config(fleet: Fleet, vm: str, backend: str, namespace: str, handler: str) -> str:
-    return f"""
-        local_address = "{fleet.address[vm]}"
-        poll_interval = 0.2
-        safety_margin = 1
-
-        [coordination]
-        backend = "{backend}"
-        url = "{BACKENDS[backend]}"
-        namespace = "{namespace}"
-
-        [handlers.prep]
-        type = "exec"
-        argv = {handler}
-
-        [[rules]]
-        name = "group-reboot"
-        event_types = ["Reboot"]
-        this_vm = true
-        handlers = ["prep"]
-        approval = "coordinated"
-    """
 
 
 def start_group(
@@ -62,7 +37,7 @@ def start_group(
     agents = {
         vm: start_agent(
             vm,
-            config(
+            coordinated_config(
                 fleet,
                 vm,
                 backend,

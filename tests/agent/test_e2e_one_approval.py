@@ -18,40 +18,14 @@ import pytest
 
 from tests.agent.agentproc import AgentProcess, Recorder, handler_argv
 from tests.agent.conftest import Fleet
+from tests.agent.coordinated import BACKENDS, coordinated_config
 from tests.agent.countingproxy import CountingProxy
 from tests.support.marks import SLOW
 from tests.support.waiting import wait_until
 
-BACKENDS = {
-    "redis": "redis://127.0.0.1:6379/0",
-    "postgres": "postgresql://postgres@127.0.0.1:5432/postgres",
-}
 WEB = tuple(f"web-{i}" for i in range(6))
 
 
-def config(fleet: Fleet, vm: str, backend: str, namespace: str, handler: str) -> str:
-    return f"""
-        local_address = "{fleet.address[vm]}"
-        poll_interval = 0.2
-        safety_margin = 1
-
-        [coordination]
-        backend = "{backend}"
-        url = "{BACKENDS[backend]}"
-        namespace = "{namespace}"
-        claim_lease = 2
-
-        [handlers.prep]
-        type = "exec"
-        argv = {handler}
-
-        [[rules]]
-        name = "group"
-        event_types = ["Reboot"]
-        this_vm = true
-        handlers = ["prep"]
-        approval = "coordinated"
-    """
 
 
 @pytest.fixture
@@ -76,9 +50,10 @@ def run_groups(
     agents = {
         vm: start_agent(
             vm,
-            config(
+            coordinated_config(
                 fleet, vm, backend, namespace,
                 handler_argv(recorder.path, vm, "--sleep", f"{0.05 * i:.2f}"),
+                claim_lease=2,
             ),
             proxy.url,
         )

@@ -5,6 +5,7 @@ with back-off and the same id, nothing for a scope that does not publish."""
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 from azure.eventgrid import EventGridEvent
@@ -13,6 +14,7 @@ from cloudevents.v1.http import from_http
 from tests.arm.conftest import SUBSCRIPTION
 from tests.eventgrid.conftest import GridServer
 from tests.eventgrid.webhook import Behaviour, Received, webhook
+from tests.support.cli import run_cli
 
 EMITTED = "Microsoft.ResourceNotifications.MaintenanceResources.ScheduledEventEmitted"
 
@@ -190,3 +192,42 @@ def test_a_manual_handshake_waits_for_the_validation_url(grid: GridServer) -> No
             assert sub["properties"]["provisioningState"] == "Succeeded"
         finally:
             grid.server.control("DELETE", "/api/v1/eventgrid/subscriptions/manual")
+
+
+def test_every_delivery_outcome_is_in_the_history(grid: GridServer) -> None:
+    """A webhook failing once then answering: a retrying then a delivered entry, both
+    with the delivery's Event Grid id, in the durable history and in `forewarn history`."""
+    with webhook(Behaviour(fail_first=1)) as (url, hook):
+        assert grid.subscribe("noted", url).status_code == 201
+        try:
+            (event_id,) = grid.trigger("user-reboot", "pub2")["event_ids"]
+            (delivered,) = grid.wait_deliveries("noted", "delivered", 1)[:1]
+            grid_id = hook.wait(2)[1].json()[0]["id"]
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                entries = [
+                    e
+                    for e in grid.server.control(
+                        "GET", f"/api/v1/history?event_id={event_id}&limit=1000"
+                    ).json()
+                    if e["kind"] == "eventgrid.delivery" and e["detail"]["subscription"] == "noted"
+                ]
+                if any(e["detail"]["outcome"] == "delivered" for e in entries):
+                    break
+                time.sleep(0.05)
+            first = [e["detail"] for e in entries if e["detail"]["status"] == "Scheduled"]
+            assert [(d["outcome"], d["attempt"], d["answer"]) for d in first[:2]] == [
+                ("retrying", 1, "500"),
+                ("delivered", 2, "200"),
+            ]
+            # the same Event Grid event, as the webhook and the deliveries list saw it
+            assert {d["id"] for d in first[:2]} == {grid_id} == {delivered["id"]}
+            assert first[0]["retry_in"] > 0
+            assert all(e["scope_id"] == "pub2" and e["event_id"] == event_id for e in entries)
+            shown = run_cli(["history", "--limit", "1000"], grid.server.control_url, columns=80)
+            assert shown.code == 0
+            assert "eventgrid.delivery" in shown.stdout
+            assert all(len(line) <= 80 for line in shown.stdout.splitlines())
+            grid.action(event_id, "cancel")
+        finally:
+            grid.server.control("DELETE", "/api/v1/eventgrid/subscriptions/noted")

@@ -46,6 +46,18 @@ class Attempt:
     answer: str
     outcome: str  # delivered, retrying, failed, dropped
     retry_in: float | None = None
+    scope_id: str | None = None
+
+    def history(self) -> tuple[str | None, str | None, dict[str, Any]]:
+        """This attempt as a history entry's ``(scope_id, event_id, detail)``."""
+        detail: dict[str, Any] = {
+            "subscription": self.subscription, "status": self.status,
+            "attempt": self.attempt, "outcome": self.outcome, "answer": self.answer,
+            "id": self.id,
+        }  # fmt: skip
+        if self.retry_in is not None:
+            detail["retry_in"] = round(self.retry_in, 3)
+        return self.scope_id, self.event_id, detail
 
     def out(self) -> dict[str, Any]:
         return {
@@ -56,13 +68,17 @@ class Attempt:
 
 
 class DeliveryLog:
-    """The last ``size`` attempts of every subscriber, newest last."""
+    """The last ``size`` attempts of every subscriber, newest last; ``on_add`` hears
+    each one (the hub writes them to the history)."""
 
     def __init__(self, size: int = 2000) -> None:
         self._attempts: deque[Attempt] = deque(maxlen=size)
+        self.on_add: Callable[[Attempt], None] | None = None
 
     def add(self, attempt: Attempt) -> None:
         self._attempts.append(attempt)
+        if self.on_add is not None:
+            self.on_add(attempt)
 
     def list(self, subscription: str | None = None, limit: int = 200) -> list[Attempt]:
         rows = [a for a in self._attempts if subscription in (None, a.subscription)]
@@ -189,5 +205,5 @@ class Subscriber:
     ) -> None:
         self.log.add(Attempt(
             self.sub.spec.name, notice.id, notice.event_id, notice.status, attempt,
-            self.now(), answer, outcome, retry_in,
+            self.now(), answer, outcome, retry_in, notice.scope_id,
         ))  # fmt: skip

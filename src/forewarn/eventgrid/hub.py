@@ -1,6 +1,10 @@
 """The Event Grid hub: subscriptions (checked by the validation handshake before any event
 goes out), one ``Subscriber`` each, and the log of their attempts.
 
+Every attempt's outcome also goes to the durable history (``history``, the fabric's
+``note``): gathered and written once per turn of the event loop, as bookkeeping the
+delivery never waits for.
+
 Notices come from the ``Ledger`` on the thread that published the change; the hub only
 hands them to the subscribers' queues on the event loop, and only while this process
 leads (a follower of a scaled-out fleet sees the same changes: one delivery, not two).
@@ -9,19 +13,28 @@ leads (a follower of a scaled-out fleet sees the same changes: one delivery, not
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import httpx
 
-from forewarn.eventgrid.delivery import DeliveryLog, Subscriber
+from forewarn.eventgrid.delivery import Attempt, DeliveryLog, Subscriber
 from forewarn.eventgrid.handshake import handshake
 from forewarn.eventgrid.ledger import Ledger, Notice
 from forewarn.eventgrid.subscriptions import Subscription, SubscriptionError, SubscriptionSpec
 
-__all__ = ["MAX_SUBSCRIPTIONS", "EventGrid", "HandshakeFailed"]
+__all__ = ["HISTORY_KIND", "MAX_SUBSCRIPTIONS", "EventGrid", "HandshakeFailed", "HistoryWriter"]
 
 MAX_SUBSCRIPTIONS = 100
+#: The history kind of one delivery attempt's outcome.
+HISTORY_KIND = "eventgrid.delivery"
+
+log = logging.getLogger(__name__)
+
+#: Writes history entries ``(scope_id, event_id, detail)`` of one kind.
+HistoryWriter = Callable[[str, Sequence[tuple[str | None, str | None, dict[str, Any]]]], None]
 
 
 class HandshakeFailed(SubscriptionError):
@@ -38,6 +51,7 @@ class EventGrid:
         time_scale: float = 1.0,
         leading: Callable[[], bool] = lambda: True,
         timeout: float = 10.0,
+        history: HistoryWriter | None = None,
     ) -> None:
         self.ledger = ledger
         self.topic = ledger.names.topic
@@ -45,6 +59,10 @@ class EventGrid:
         self.leading = leading
         self.timeout = timeout
         self.log = DeliveryLog()
+        self.history = history
+        self._unwritten: list[Attempt] = []
+        if history is not None:
+            self.log.on_add = self._remember
         self.validation_url = "http://127.0.0.1/api/v1/eventgrid/validate"
         self._subs: dict[str, Subscriber] = {}
         self._client: httpx.AsyncClient | None = None
@@ -133,6 +151,21 @@ class EventGrid:
             self._loop.call_soon_threadsafe(self._offer, notice)
         else:
             self._offer(notice)
+
+    def _remember(self, attempt: Attempt) -> None:
+        """Queue an attempt for the history (on the event loop): one write per turn."""
+        self._unwritten.append(attempt)
+        if len(self._unwritten) == 1:
+            asyncio.get_running_loop().call_soon(self._write_history)
+
+    def _write_history(self) -> None:
+        batch, self._unwritten = self._unwritten, []
+        if self.history is None or not batch:
+            return
+        try:
+            self.history(HISTORY_KIND, [a.history() for a in batch])
+        except Exception as exc:  # the store refuses writes: deliveries go on regardless
+            log.warning("%d Event Grid deliveries left out of the history: %s", len(batch), exc)
 
     def _offer(self, notice: Notice) -> None:
         for subscriber in list(self._subs.values()):

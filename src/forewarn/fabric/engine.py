@@ -323,6 +323,19 @@ class Fabric:
             tx.log("scope.policy", scope_id=scope_id, detail={"via": via, **asdict(policy)})
         self._commit(tx)
 
+    def note(
+        self, kind: str, notes: Sequence[tuple[str | None, str | None, dict[str, Any]]]
+    ) -> None:
+        """History entries for what happened outside the platform's state (an Event Grid
+        delivery: ``(scope_id, event_id, detail)`` each), in one transition written as
+        bookkeeping (queued, never waited for). A follower writes nothing: its leader does."""
+        if self._follower is not None or not notes:
+            return
+        tx = self._tx()
+        for scope_id, event_id, detail in notes:
+            tx.log(kind, scope_id=scope_id, event_id=event_id, detail=detail)
+        self._commit(tx, bookkeeping=True)
+
     def policy(self, scope_id: str) -> ScopePolicy:
         """A scope's policy as published (changed at run time, else the fleet file's)."""
         if scope_id not in self._seen.scopes:

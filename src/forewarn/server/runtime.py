@@ -283,7 +283,10 @@ def _eventgrid(fabric: Fabric, spec: FleetSpec, config: ServeConfig) -> EventGri
     ledger.enabled = lambda scope_id: fabric.policy(scope_id).event_grid_and_resource_graph
     fabric.observe(ledger)
     return EventGrid(
-        ledger, time_scale=config.time_scale or 1.0, leading=lambda: fabric.leading
+        ledger,
+        time_scale=config.time_scale or 1.0,
+        leading=lambda: fabric.leading,
+        history=fabric.note,
     )
 
 

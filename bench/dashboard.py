@@ -1,15 +1,19 @@
-"""The dashboard with a 1,000-VM fleet, in headless Chromium: time to first render and
-update latency, while every VM polls once a second.
+"""The dashboard with a 1,000- or 10,000-VM fleet, in headless Chromium: time to first
+render and update latency, while every VM polls once a second.
 
 One command (needs Debian's chromium and, for the polling load, Go to build fleetgen):
 
-    python bench/dashboard.py [--fleet FILE] [--renders 5] [--trials 20] [--no-load]
+    python bench/dashboard.py [--vms 1000|10000 | --fleet FILE] [--renders 5]
+                              [--trials 20] [--no-load]
 
 A real ``forewarn serve`` of the shipped 1,000-VM fleet (``fleet init --example
-thousand``), every VM polling its document once a second from its own address
-(``bench/fleetgen``, pinned to the other core), and Chromium driven by Playwright:
+thousand``) or, with ``--vms N`` other than 1000, a fleet of the same shape written for
+the run (``fleet_yaml``: availability sets of 200, batch scale sets of 1,000 in placement
+groups of 100, a Spot scale set, cache sets, two standalone VMs), every VM polling its
+document once a second from its own address (``bench/fleetgen``, pinned to the other
+core), and Chromium driven by Playwright:
 
-- **first render**: a new tab opens ``/`` and draws the whole fleet (1,000 VMs grouped by
+- **first render**: a new tab opens ``/`` and draws the whole fleet (every VM grouped by
   scope, update domain and host), the events, history and verdicts; measured in the page
   from navigation start until the first snapshot of the live stream is drawn;
 - **update latency**: a user reboot is triggered through the control API and timed from
@@ -54,6 +58,35 @@ from loadgen import (
 
 CHROMIUM = "/usr/bin/chromium"
 FLEET = Path(__file__).resolve().parents[1] / "src/forewarn/fleet/fleets/thousand.yaml"
+
+
+def fleet_yaml(vms: int) -> str:
+    """A fleet of ``vms`` VMs shaped like ``thousand``: 20 % API servers in availability
+    sets of 200, 60 % batch workers in scale sets of up to 1,000 (placement groups of 100),
+    15 % Spot, the rest cache sets of up to 200 and two standalone VMs; 10 VMs a host."""
+    if vms < 100:
+        raise ValueError(f"--vms must be at least 100, not {vms}")
+    lines = [f"hosts: {vms // 10}", "default_vm: api0-0", "scopes:"]
+
+    def split(name: str, total: int, size: int, line: str) -> None:
+        for k, start in enumerate(range(0, total, size)):
+            count = min(size, total - start)
+            lines.append("  - {" + line.format(name=f"{name}{k}", vms=count,
+                                               groups=max(1, count // 100)) + "}")  # fmt: skip
+
+    api, batch, spot = vms // 5, vms * 3 // 5, vms * 3 // 20
+    cache = vms - 2 - api - batch - spot
+    split("api", api, 200, "kind: availability_set, name: {name}, vms: {vms}, "
+          "update_domains: 5, fault_domains: 3")  # fmt: skip
+    split("batch", batch, 1000, "kind: scale_set, name: {name}, vms: {vms}, "
+          "placement_groups: {groups}, update_domains: 5, fault_domains: 5, "
+          "terminate_notification: {{enabled: true, timeout_minutes: 15}}")  # fmt: skip
+    split("spot", spot, 1000, "kind: scale_set, name: {name}, vms: {vms}, spot: true, "
+          "placement_groups: {groups}, update_domains: 5, fault_domains: 2")  # fmt: skip
+    split("cache", cache, 200, "kind: availability_set, name: {name}, vms: {vms}, "
+          "update_domains: 4, fault_domains: 2")  # fmt: skip
+    lines += ["  - {kind: standalone, name: build-agent}", "  - {kind: standalone, name: monitor}"]
+    return "\n".join(lines) + "\n"
 
 
 def _percentiles(values: list[float]) -> str:
@@ -165,7 +198,10 @@ def measure(args: argparse.Namespace, control: str, results: dict[str, Any]) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--fleet", type=Path, default=FLEET)
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--fleet", type=Path, default=None, help="Default: the thousand fleet.")
+    size.add_argument("--vms", type=int, default=None,
+                      help="A fleet of this many VMs (1000: the thousand fleet).")  # fmt: skip
     parser.add_argument("--renders", type=int, default=5)
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--no-load", action="store_true", help="VMs do not poll.")
@@ -180,12 +216,19 @@ def main(argv: list[str] | None = None) -> int:
     if load and go_missing_reason() is not None:
         print(f"dashboard: no polling load: {go_missing_reason()}")
         load = False
+    if args.vms is not None and args.vms < 100:
+        print(f"dashboard: --vms must be at least 100, not {args.vms}")
+        return 2
     results: dict[str, Any] = {"load_before": load_average()}
     with tempfile.TemporaryDirectory(prefix="forewarn-dashboard-") as folder:
         work = Path(folder)
+        fleet = args.fleet or FLEET
+        if args.vms is not None and args.vms != 1000:
+            fleet = work / "fleet.yaml"
+            fleet.write_text(fleet_yaml(args.vms), encoding="utf-8")
         imds, control_port = free_port(), free_port()
         command = [
-            sys.executable, "-m", "forewarn", "serve", "--fleet", str(args.fleet),
+            sys.executable, "-m", "forewarn", "serve", "--fleet", str(fleet),
             "--db", str(work / "bench.db"), "--time-scale", "60", "--enablement", "always",
             "--rate-limit", "0", "--log-level", "warning",
             "--imds-bind", f"127.0.0.1:{imds}", "--control-bind", f"127.0.0.1:{control_port}",

@@ -109,3 +109,25 @@ def test_operations_lead_no_notice_first_named_and_filtered(
     assert "of 2" in page.inner_text("#op-shown")
     page.fill("#op-filter", "")
     page.wait_for_function("document.querySelectorAll('#operations tbody tr').length === 2")
+    # An operation unfolds to its scopes and events (as in the HTML report), stays open
+    # across repaints, and folds again.
+    report = server.control("GET", "/api/v1/reactions").json()
+    (rollout,) = [o for o in report["operations"] if o["verdict"] == "fail"]
+    verdicts = {e["id"]: e["verdict"] for e in report["events"]}
+    assert rollout["events"]
+    page.locator(f"#operations tbody tr.op[data-operation='{rollout['id']}']").click()
+    more = page.locator(f"#operations tbody tr.op-more[data-more='{rollout['id']}']")
+    more.wait_for(timeout=10_000)
+    listed = more.locator(".op-events li[data-event]")
+    assert [listed.nth(k).get_attribute("data-event") for k in range(listed.count())] == (
+        rollout["events"][:100]
+    )
+    first_event = rollout["events"][0]
+    assert verdicts[first_event] in listed.first.inner_text()
+    assert f"{len(rollout['events'])} events" in more.inner_text()
+    assert "api" in more.locator(".op-scopes").inner_text()
+    page.fill("#op-filter", "api")  # a repaint keeps it open
+    page.wait_for_function("document.querySelectorAll('#operations tbody tr.op').length === 1")
+    assert more.is_visible()
+    page.locator(f"#operations tbody tr.op[data-operation='{rollout['id']}']").click()
+    page.wait_for_function("!document.querySelector('#operations tbody tr.op-more')")

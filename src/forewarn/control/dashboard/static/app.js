@@ -607,15 +607,47 @@
                          : `${total} ${word}`;
   }
 
+  // Operations unfolded to their scopes and events; kept across repaints.
+  const openOperations = new Set();
+
+  function operationDetails(o, byId) {
+    const scopes = o.scopes.map((sc) => `<li><span class="badge v-${esc(sc.verdict)}">${esc(sc.verdict)}</span> `
+      + `${esc(sc.scope)} (${sc.vms} VMs): ${esc(sc.summary)}</li>`).join("");
+    const events = o.events.slice(0, CAP).map((id) => {
+      const e = byId.get(id);
+      return e ? `<li data-event="${esc(id)}"><span class="badge v-${esc(e.verdict)}">${esc(e.verdict)}</span> `
+        + `<code title="${esc(id)}">${esc(id.slice(0, 8))}</code> ${esc(e.type || "")} · ${esc(e.scope || "")}: `
+        + `${esc(e.summary)}</li>` : `<li data-event="${esc(id)}"><code>${esc(id.slice(0, 8))}</code></li>`;
+    }).join("");
+    const more = o.events.length > CAP ? `<li>and ${o.events.length - CAP} more events (filter the events table)</li>` : "";
+    return `<tr class="op-more" data-more="${esc(o.id)}" data-verdict="${esc(o.verdict)}"><td></td><td colspan="3">`
+      + `<ul class="op-scopes">${scopes}</ul>`
+      + `<p>${o.events.length} event${o.events.length === 1 ? "" : "s"}:</p><ul class="op-events">${events}${more}</ul></td></tr>`;
+  }
+
+  $("#operations tbody").addEventListener("click", (ev) => {
+    const row = ev.target.closest("tr.op");
+    if (!row) return;
+    const id = row.dataset.operation;
+    if (openOperations.has(id)) openOperations.delete(id); else openOperations.add(id);
+    paintVerdicts();
+  });
+
   function paintVerdicts() {
     const report = state.verdicts;
     if (!report) return;
     const ops = (report.operations || []).filter((o) => matches(o.verdict,
       [o.kind, o.target, o.progress, ...o.scopes.map((s) => s.scope)]));
-    $("#operations tbody").innerHTML = ops.slice(0, CAP).map((o) => `<tr data-operation="${esc(o.id)}" data-verdict="${esc(o.verdict)}">`
-      + `<td><span class="badge v-${esc(o.verdict)}">${esc(o.verdict)}</span></td>`
-      + `<td>${esc(o.kind || "?")}</td><td>${esc(o.target || "")}</td>`
-      + `<td class="progress">${esc(o.progress)}</td></tr>`).join("");
+    const byId = new Map(report.events.map((e) => [e.id, e]));
+    $("#operations tbody").innerHTML = ops.slice(0, CAP).map((o) => {
+      const open = openOperations.has(o.id);
+      const row = `<tr class="op" data-operation="${esc(o.id)}" data-verdict="${esc(o.verdict)}"`
+        + ` aria-expanded="${open}" title="Click to ${open ? "fold" : "show"} its scopes and events">`
+        + `<td><span class="badge v-${esc(o.verdict)}">${esc(o.verdict)}</span></td>`
+        + `<td>${esc(o.kind || "?")}</td><td>${esc(o.target || "")}</td>`
+        + `<td class="progress">${esc(o.progress)}</td></tr>`;
+      return open ? row + operationDetails(o, byId) : row;
+    }).join("");
     $("#op-shown").textContent = shownLine(Math.min(ops.length, CAP), ops.length,
       (report.operations || []).length === ops.length ? "operations" : `operations matching (of ${(report.operations || []).length})`);
     const ot = report.operation_totals || {};

@@ -63,8 +63,6 @@ class ArmApp:
     ) -> None:
         self.fabric = fabric
         self.eventgrid = eventgrid
-        if eventgrid is not None:  # the policy ARM sets decides what is published
-            eventgrid.ledger.enabled = self._publishes
         self.fleet = fleet
         self.token = token
         self.lro = LongRunning(fabric)
@@ -361,11 +359,6 @@ class ArmApp:
             self.fabric.approve(self.fabric.topology.vms[vm_name], [event_id], via=VIA)
         await self.fabric.durable()
         return answer({"value": "Successfully Approved"})
-
-    def _publishes(self, scope_id: str) -> bool:
-        """The scope's events go to Event Grid and Resource Graph (its durable policy, set
-        by the fleet file's ``event_grid`` or through ARM)."""
-        return self.fabric.policy(scope_id).event_grid_and_resource_graph
 
     def _resource_id(self, kind: str, name: str) -> str:
         """The ARM id of a fleet resource (404 when there is none)."""

@@ -74,15 +74,16 @@ class Ledger:
         self,
         names: ArmNames,
         now: Callable[[], float],
+        enabled: Callable[[str], bool],
         *,
         retention: float = RETENTION_SECONDS,
     ) -> None:
         self.names = names
         self.now = now
         self.retention = retention
-        self.enabled: Callable[[str], bool] = lambda scope_id: (
-            names.topology.scopes[scope_id].policy.event_grid_and_resource_graph
-        )
+        #: Whether a scope's events are published (its durable policy, which the fleet
+        #: file's ``event_grid`` starts and ARM may change): decided in one place.
+        self.enabled = enabled
         self._live: dict[str, EventRecord] = {}
         self._rows: dict[str, Notice] = {}
         self._ended: deque[tuple[float, str]] = deque()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from forewarn.arm import ArmListener, ArmSettings, serve_arm
 from forewarn.server.config import parse_bind
@@ -22,15 +22,14 @@ def arm_settings(runtime: Runtime) -> ArmSettings | None:
     if config.arm_bind is None:
         return None
     host, port = parse_bind(config.arm_bind)
-    fleet: dict[str, Any] = getattr(runtime.store, "stored_fleet", dict)() or {}
     where = config.arm_ca_dir or os.path.join(os.path.dirname(config.db) or ".", "forewarn-ca")
     return ArmSettings(
         host=host,
         port=port,
         ca_dir=Path(where),
         token=config.arm_token,
-        subscription=fleet.get("subscription"),
-        resource_group=fleet.get("resource_group"),
+        subscription=None if runtime.spec is None else runtime.spec.subscription,
+        resource_group=None if runtime.spec is None else runtime.spec.resource_group,
     )
 
 

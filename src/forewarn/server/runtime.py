@@ -88,6 +88,8 @@ class Runtime:
     recorder: DocumentRecorder | None = None
     reactions: ReactionTracker | None = None
     eventgrid: EventGrid | None = None
+    #: The fleet file the server was built from (ARM's subscription and resource group).
+    spec: FleetSpec | None = None
 
     def close(self) -> None:
         """Write what is queued, then release the database."""
@@ -266,7 +268,7 @@ def build_runtime(
     )
     return Runtime(
         config, clock, store, topology, fabric, endpoint, control, registry, cluster, recorder,
-        reactions, eventgrid,
+        reactions, eventgrid, prepared.spec,
     )  # fmt: skip
 
 
@@ -278,9 +280,12 @@ def _eventgrid(fabric: Fabric, spec: FleetSpec, config: ServeConfig) -> EventGri
         spec.subscription or DEFAULT_SUBSCRIPTION,
         spec.resource_group or DEFAULT_RESOURCE_GROUP,
     )
-    ledger = Ledger(names, fabric.clock.now)
-    # the scope's durable policy (the fleet file's event_grid, or what ARM set since)
-    ledger.enabled = lambda scope_id: fabric.policy(scope_id).event_grid_and_resource_graph
+    ledger = Ledger(
+        names,
+        fabric.clock.now,
+        # the scope's durable policy (the fleet file's event_grid, or what ARM set since)
+        lambda scope_id: fabric.policy(scope_id).event_grid_and_resource_graph,
+    )
     fabric.observe(ledger)
     return EventGrid(
         ledger,

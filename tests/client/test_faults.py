@@ -58,7 +58,8 @@ def test_410_for_70_s_is_retried_and_an_event_announced_meanwhile_is_handled(
     client = virtual_client(fw, slept)
     document = client.get()  # 410s until the 70 s are over, then the document
     assert [e.event_id for e in document.events] == op["event_ids"]
-    assert fw.now() - start >= 70 and sum(slept) >= 70 - 1e-6  # float sums
+    # each advance rounds at the clock's magnitude (~1.8e9 s): allow float drift
+    assert fw.now() - start >= 70 - 1e-3 and sum(slept) >= 70 - 1e-3
     assert all(0.5 <= s <= 1.5 for s in slept[:-1])  # about once a second, as advised
     assert faults(fw) == []  # the window is over: the fault is gone
     client.approve(op["event_ids"][0])

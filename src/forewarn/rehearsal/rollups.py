@@ -16,15 +16,18 @@ from collections.abc import Iterable, Mapping
 import msgspec
 
 from forewarn.rehearsal.facts import OperationFacts
-from forewarn.rehearsal.verdicts import EventVerdict, seconds
+from forewarn.rehearsal.verdicts import EventVerdict, VmVerdict, seconds
 
 __all__ = [
     "OPERATION_VERDICTS",
+    "VM_ATTENTION",
+    "VM_VERDICTS",
     "OperationRollup",
     "ScopeLine",
     "VmRollup",
     "names",
     "natural",
+    "needs_attention",
     "operation_rollups",
     "polling_states",
     "vm_rollups",
@@ -33,11 +36,17 @@ __all__ = [
 #: Operation verdicts, worst first.
 OPERATION_VERDICTS = ("no-notice", "fail", "warn", "pending", "ok", "info")
 
-#: A VM's verdict in a roll-up, worst first (its worst over the events it was in).
-_VM_ORDER = ("no-notice", "missed", "unlisted", "detected", "waiting", "approved",
-             "created-started", "unseen")  # fmt: skip
+#: A VM's verdict in a roll-up, worst first (its worst over the events it was in; a VM
+#: only in the roll-up because it stopped polling has the verdict "none", ranked last).
+VM_VERDICTS = ("no-notice", "missed", "unlisted", "detected", "waiting", "approved",
+               "created-started", "unseen")  # fmt: skip
+_VM_ORDER = VM_VERDICTS
 _VM_RANK = {v: i for i, v in enumerate(_VM_ORDER)}
 _FAILED = frozenset({"no-notice", "missed"})
+#: VM verdicts an operator must look at: hit with no notice, never saw an event, approved
+#: one that did not list it, saw one that nobody it lists approved. (Any VM not polling
+#: needs attention too: ``needs_attention``.)
+VM_ATTENTION = frozenset({"no-notice", "missed", "unlisted", "detected"})
 
 
 def natural(name: str) -> list[str | int]:
@@ -93,7 +102,11 @@ class OperationRollup(msgspec.Struct, kw_only=True):
 
 
 class VmRollup(msgspec.Struct, kw_only=True):
-    """One VM over the rehearsal: its worst verdict, when it first failed, each event."""
+    """One VM over the rehearsal: its worst verdict, when it first failed, each event.
+
+    ``verdict``: one of ``VM_VERDICTS`` (or "none": only here as not polling);
+    ``saw``: events it saw before they started; ``approved``: events approved by it or
+    a peer it lists; ``polling``: "polling", "never polled" or "stopped polling ..."."""
 
     vm: str
     scope: str | None
@@ -106,6 +119,23 @@ class VmRollup(msgspec.Struct, kw_only=True):
     no_notice: int
     polling: str
     lines: list[str]
+
+
+def needs_attention(vm: VmRollup) -> bool:
+    """Whether a VM did not react as it should: a verdict of ``VM_ATTENTION``, or it
+    stopped (or never started) polling. The dashboard's VM panel lists these first."""
+    return vm.verdict in VM_ATTENTION or vm.polling != "polling"
+
+
+def _rolled_verdict(event: EventVerdict, v: VmVerdict) -> str:
+    """A VM's verdict on one event as the roll-ups read it: a VM that saw an event that a
+    VM it lists approved (itself or a peer) did its part; one that saw it while it is
+    still scheduled is waiting to approve, not failing."""
+    if v.verdict != "detected" or not v.listed:
+        return v.verdict
+    if event.approved_by in event.resources:
+        return "approved"
+    return "waiting" if event.status == "scheduled" else "detected"
 
 
 def _group_key(op_id: str | None, rollouts: Mapping[str, str]) -> str | None:
@@ -147,14 +177,9 @@ def _rollup(
     first = ops[0] if ops else None
     vm_verdicts: dict[str, str] = {}
     for event in events:
-        peer_approved = event.approved_by in event.resources
         for v in event.vms:
             if v.listed:
-                # A VM that saw an event another VM it lists approved did its part.
-                verdict = v.verdict
-                if verdict == "detected":
-                    pending = event.status == "scheduled"
-                    verdict = "approved" if peer_approved else ("waiting" if pending else verdict)
+                verdict = _rolled_verdict(event, v)
                 known = vm_verdicts.get(v.vm)
                 if known is None or _VM_RANK.get(verdict, 99) < _VM_RANK.get(known, 99):
                     vm_verdicts[v.vm] = verdict
@@ -252,36 +277,46 @@ def vm_rollups(
     not_polling: Mapping[str, str],
 ) -> list[VmRollup]:
     """Every VM an event listed or an operation hit, and every VM not polling: the VMs
-    that failed first (earliest failure first), then the others by verdict and name."""
-    lines: dict[str, list[tuple[float, str, str]]] = {}
+    that failed first (earliest failure first), then the others by verdict and name.
+
+    Each event's verdict is read as ``operation_rollups`` reads it: a VM whose event a
+    peer approved counts as approved (the line names who approved)."""
+    lines: dict[str, list[tuple[float, str, bool, str]]] = {}
     failed_at: dict[str, float] = {}
 
-    def note(vm: str, at: float | None, verdict: str, line: str) -> None:
-        lines.setdefault(vm, []).append((at or 0.0, verdict, line))
+    def note(vm: str, at: float | None, verdict: str, saw: bool, line: str) -> None:
+        lines.setdefault(vm, []).append((at or 0.0, verdict, saw, line))
         if verdict in _FAILED and at is not None:
             failed_at[vm] = min(at, failed_at.get(vm, at))
 
     for op in operations:
         for vm in op.unnotified or ():
             at = op.started_at or op.created_at
-            note(vm, at, "no-notice", f"{op.kind}: hit with no notice (Scheduled Events off)")
+            line = f"{op.kind}: hit with no notice (Scheduled Events off)"
+            note(vm, at, "no-notice", False, line)
     for e in events:
         what = f"{e.type} of {e.scope} ({e.kind or 'operation'})"
         for v in e.vms:
             at = e.started_at if v.verdict == "missed" else (v.first_seen or e.created_at)
-            note(v.vm, at, v.verdict, f"{what}: {v.verdict}, {v.note}")
+            verdict = _rolled_verdict(e, v)
+            said = verdict
+            if verdict != v.verdict:  # a peer approved it, or it may still approve
+                by_peer = f"approved by {e.approved_by}"
+                said = by_peer if verdict == "approved" else "waiting to approve"
+            saw = v.verdict in ("approved", "detected")
+            note(v.vm, at, verdict, saw, f"{what}: {said}, {v.note}")
     for vm in not_polling:
         lines.setdefault(vm, [])
     out = []
     for vm, entries in lines.items():
         entries.sort(key=lambda x: x[0])
-        verdicts = [v for _, v, _ in entries]
+        verdicts = [v for _, v, _, _ in entries]
         worst = _worst(verdicts, _VM_ORDER) or "none"
         out.append(
             VmRollup(
                 vm=vm, scope=scope_of.get(vm), verdict=worst, first_failed_at=failed_at.get(vm),
                 events=sum(1 for v in verdicts if v != "no-notice"),
-                saw=sum(1 for v in verdicts if v in ("approved", "detected")),
+                saw=sum(1 for _, _, saw, _ in entries if saw),
                 approved=verdicts.count("approved"), missed=verdicts.count("missed"),
                 no_notice=verdicts.count("no-notice"),
                 polling=not_polling.get(vm, "polling"), lines=[line for *_, line in entries],

@@ -688,9 +688,85 @@
     try { report = await api("GET", "/api/v1/reactions"); } catch (e) { return; }
     state.verdicts = report;
     paintVerdicts();
+    orderVms(report);
+    paintVms();
   }
   $("#verdict-filter").addEventListener("change", paintVerdicts);
   $("#op-filter").addEventListener("input", paintVerdicts);
+
+  // ---------------------------------------------------------------------- by VM
+  // The report's roll-up by VM (report.vms of GET /api/v1/reactions, fetched with the
+  // verdicts above: after a change and every 10 s, never with a tick): the VMs that did
+  // not react, named, worst verdict first; within a verdict the report's own order (the
+  // VMs that failed first, then by name). Rows past CAP are counted, never dropped.
+  // Worst first, as forewarn.rehearsal.rollups.VM_VERDICTS ("none": only not polling).
+  const VM_VERDICTS = ["no-notice", "missed", "unlisted", "detected", "waiting", "approved",
+    "created-started", "unseen", "none"];
+  const VM_ATTENTION = new Set(["no-notice", "missed", "unlisted", "detected"]);  // rollups.VM_ATTENTION
+  const LINES_SHOWN = 4;
+  const needsAttention = (v) => VM_ATTENTION.has(v.verdict) || v.polling !== "polling";
+  let vmOrder = [];  // [rollup, lower-cased text the filter searches], worst first
+
+  function orderVms(report) {
+    const rank = (v) => { const i = VM_VERDICTS.indexOf(v.verdict); return i < 0 ? VM_VERDICTS.length : i; };
+    vmOrder = (report.vms || []).map((v) => [v, [v.vm, v.scope, v.verdict, v.polling, ...v.lines]
+      .join("\n").toLowerCase()]);
+    vmOrder.sort((a, b) => rank(a[0]) - rank(b[0]));  // stable: keeps the report's order
+    const counts = new Map();
+    let attention = 0, silent = 0;
+    for (const [v] of vmOrder) {
+      counts.set(v.verdict, (counts.get(v.verdict) || 0) + 1);
+      if (needsAttention(v)) attention += 1;
+      if (v.polling !== "polling") silent += 1;
+    }
+    $("#vm-totals").textContent = vmOrder.length
+      ? [`${vmOrder.length} in events or not polling, ${attention} needing attention`,
+        ...VM_VERDICTS.filter((k) => counts.get(k)).map((k) => `${counts.get(k)} ${k}`),
+        ...(silent ? [`${silent} not polling`] : [])].join(" · ") : "";
+  }
+
+  function vmLabel(want) {
+    if (want === "attention") return "VMs needing attention";
+    if (want === "not-polling") return "VMs not polling";
+    return want ? `VMs with verdict ${want}` : "VMs";
+  }
+
+  function vmDid(v) {
+    const parts = [`saw ${v.saw}`, `approved ${v.approved}`];
+    if (v.missed) parts.push(`missed ${v.missed}`);
+    if (v.no_notice) parts.push(`hit with no notice ${v.no_notice}`);
+    return `${v.events} event${v.events === 1 ? "" : "s"}: ${parts.join(", ")}`;
+  }
+
+  function vmRow(v) {
+    const lines = v.lines.slice(0, LINES_SHOWN).map((l) => `<li>${esc(l)}</li>`);
+    if (v.lines.length > LINES_SHOWN) lines.push(`<li>and ${v.lines.length - LINES_SHOWN} more (the report lists each)</li>`);
+    return `<tr data-vm="${esc(v.vm)}" data-verdict="${esc(v.verdict)}">`
+      + `<td><span class="badge v-${esc(v.verdict)}">${esc(v.verdict)}</span></td>`
+      + `<td><b>${esc(v.vm)}</b></td><td>${esc(v.scope || "-")}</td>`
+      + `<td>${v.first_failed_at ? esc(clockText(v.first_failed_at)) : "—"}</td>`
+      + `<td>${esc(v.polling)}</td><td class="saw">${esc(vmDid(v))}</td>`
+      + `<td><ul>${lines.join("")}</ul></td></tr>`;
+  }
+
+  function paintVms() {
+    const report = state.verdicts;
+    if (!report) return;
+    const want = $("#vm-verdict-filter").value;
+    const text = $("#vm-rollup-filter").value.trim().toLowerCase();
+    const found = vmOrder.filter(([v, hay]) => {
+      if (want === "attention" ? !needsAttention(v)
+        : want === "not-polling" ? v.polling === "polling" : want && v.verdict !== want) return false;
+      return !text || hay.includes(text);
+    });
+    $("#vm-rollup tbody").innerHTML = found.slice(0, CAP).map(([v]) => vmRow(v)).join("");
+    const label = vmLabel(want) + (text ? ` matching "${$("#vm-rollup-filter").value.trim()}"` : "");
+    $("#vm-shown").textContent = found.length ? shownLine(Math.min(found.length, CAP), found.length, label)
+      : vmOrder.length ? `No ${label.replace(/^VMs/, "VM")} (of ${vmOrder.length} VMs in events or not polling).`
+      : "No VM was in an event yet.";
+  }
+  $("#vm-verdict-filter").addEventListener("change", paintVms);
+  $("#vm-rollup-filter").addEventListener("input", paintVms);
 
   // ------------------------------------------------------ Event Grid deliveries
   async function refreshDeliveries() {

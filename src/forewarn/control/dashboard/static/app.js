@@ -732,10 +732,13 @@
   }
 
   function vmDid(v) {
-    const parts = [`saw ${v.saw}`, `approved ${v.approved}`];
-    if (v.missed) parts.push(`missed ${v.missed}`);
-    if (v.no_notice) parts.push(`hit with no notice ${v.no_notice}`);
-    return `${v.events} event${v.events === 1 ? "" : "s"}: ${parts.join(", ")}`;
+    const out = [];
+    if (v.events) {
+      out.push(`${v.events} event${v.events === 1 ? "" : "s"}: saw ${v.saw}, approved ${v.approved}`
+        + (v.missed ? `, missed ${v.missed}` : ""));
+    }
+    if (v.no_notice) out.push(`${v.no_notice} operation${v.no_notice === 1 ? "" : "s"} with no notice`);
+    return out.join("; ") || "in no event";
   }
 
   function vmRow(v) {

@@ -9,8 +9,12 @@ the database and from what each VM saw:
 - another process leads within a few seconds, and the rollout completes;
 - every VM is rebooted exactly once, every event goes scheduled → started → completed
   exactly once (none duplicated, none lost);
-- no operation starts before its NotBefore unless every one of its events was approved;
-- the incarnation each VM saw never went down, whichever front-end answered.
+- no operation starts before its NotBefore unless every one of its events was approved,
+  and every approval answered 200 is in the history;
+- the incarnation and the events each VM saw never went back, whichever front-end
+  answered, and each VM saw every event through to its end.
+
+The VMs and these checks are shared with ``test_workers.py`` (``tests/scaleout/rollout.py``).
 """
 
 from __future__ import annotations

@@ -9,24 +9,29 @@ the database and from what each VM saw:
 - another process leads within a few seconds, and the rollout completes;
 - every VM is rebooted exactly once, every event goes scheduled → started → completed
   exactly once (none duplicated, none lost);
-- no operation starts before its NotBefore unless every one of its events was approved;
-- the incarnation each VM saw never went down, whichever front-end answered.
+- no operation starts before its NotBefore unless every one of its events was approved,
+  and every approval answered 200 is in the history;
+- the incarnation and the events each VM saw never went back, whichever front-end
+  answered, and each VM saw every event through to its end.
+
+The VMs and these checks are shared with ``test_workers.py`` (``tests/scaleout/rollout.py``).
 """
 
 from __future__ import annotations
 
-import itertools
 import random
 import signal
 import threading
 import time
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from tests.scaleout.fleet import Fleet
+from tests.scaleout.rollout import (
+    PollingVm,
+    check_approvals_applied,
+    check_history,
+    check_what_each_vm_saw,
+)
 from tests.support.marks import SLOW
 from tests.support.waiting import wait_until
 
@@ -37,82 +42,18 @@ APPROVERS = {"web-0", "web-2", "web-4"}
 ARGS = ("--clock", "real", "--time-scale", "300", "--rate-limit", "0", "--enablement", "always")
 
 
-@dataclass
-class Vm:
-    """One VM polling the fleet's front-ends in turn, as a client sending ETags does."""
+def _vm(fleet: Fleet, name: str, address: str) -> PollingVm:
+    """A VM asking the live front-ends in turn, approving through any of them."""
 
-    name: str
-    address: str
-    fleet: Fleet
-    seen: list[tuple[int, int]] = field(default_factory=list)  # (front-end, incarnation)
-    approved: set[str] = field(default_factory=set)
-    errors: Counter[str] = field(default_factory=Counter)
+    def target(turn: int) -> tuple[int, str]:
+        alive = fleet.alive()
+        index = alive[turn % len(alive)]
+        return index, fleet.servers[index].imds_url
 
-    def run(self, stop: threading.Event) -> None:
-        clients: dict[int, httpx.Client] = {}
-        rng = random.Random(self.name)
-        etag: int | None = None
-        try:
-            for turn in itertools.count():
-                if stop.is_set():
-                    return
-                alive = self.fleet.alive()
-                index = alive[turn % len(alive)]
-                client = clients.setdefault(index, self._client())
-                headers = {"Metadata": "true"}
-                if etag is not None:
-                    headers["If-None-Match"] = f'"{etag}"'
-                url = self.fleet.servers[index].imds_url + "/metadata/scheduledevents"
-                try:
-                    response = client.get(
-                        url, params={"api-version": "2020-07-01"}, headers=headers
-                    )
-                except httpx.HTTPError as exc:  # a front-end being killed
-                    self.errors[type(exc).__name__] += 1
-                    clients.pop(index).close()
-                    continue
-                if response.status_code == 304:
-                    assert etag is not None
-                    self.seen.append((index, etag))
-                elif response.status_code == 200:
-                    doc = response.json()
-                    etag = doc["DocumentIncarnation"]
-                    self.seen.append((index, doc["DocumentIncarnation"]))
-                    if self.name in APPROVERS:
-                        self._approve(doc, rng)
-                else:
-                    self.errors[f"HTTP {response.status_code}"] += 1
-                time.sleep(0.05)
-        finally:
-            for client in clients.values():
-                client.close()
+    def approve_target(rng: random.Random) -> str:
+        return fleet.servers[rng.choice(fleet.alive())].imds_url
 
-    def _client(self) -> httpx.Client:
-        transport = httpx.HTTPTransport(local_address=self.address)
-        return httpx.Client(transport=transport, timeout=10, trust_env=False)
-
-    def _approve(self, doc: dict[str, Any], rng: random.Random) -> None:
-        for event in doc["Events"]:
-            mine = self.name in event["Resources"]
-            if not mine or event["EventStatus"] != "Scheduled" or event["EventId"] in self.approved:
-                continue
-            alive = self.fleet.alive()
-            index = rng.choice(alive)
-            url = self.fleet.servers[index].imds_url + "/metadata/scheduledevents"
-            body = {"StartRequests": [{"EventId": event["EventId"]}]}
-            try:
-                with self._client() as client:
-                    response = client.post(
-                        url, params={"api-version": "2020-07-01"}, json=body,
-                        headers={"Metadata": "true"},
-                    )  # fmt: skip
-            except httpx.HTTPError as exc:
-                self.errors[f"approve {type(exc).__name__}"] += 1
-                continue
-            if response.status_code == 200:
-                self.approved.add(event["EventId"])
-            else:  # the event may have started meanwhile
-                self.errors[f"approve HTTP {response.status_code}"] += 1
+    return PollingVm(name, address, target, approve_target, approves=name in APPROVERS)
 
 
 def _history(fleet: Fleet, index: int) -> list[dict[str, Any]]:
@@ -129,7 +70,7 @@ def test_the_leader_dies_mid_rollout_and_another_process_finishes_it(
     leader = fleet.wait_for_leader()
     old_epoch = fleet.cluster(leader)["epoch"]
     stop = threading.Event()
-    vms = [Vm(name, address, fleet) for name, address in WEB.items()]
+    vms = [_vm(fleet, name, address) for name, address in WEB.items()]
     threads = [threading.Thread(target=vm.run, args=(stop,), daemon=True) for vm in vms]
     for thread in threads:
         thread.start()
@@ -168,39 +109,10 @@ def test_the_leader_dies_mid_rollout_and_another_process_finishes_it(
             thread.join(timeout=30)
 
     history = _history(fleet, survivor)
-    ops = {h["operation_id"]: h for h in history if h["kind"] == "operation.created"}
-    rebooted = Counter(vm for op in ops.values() for vm in op["detail"]["vms"])
-    assert rebooted == Counter(WEB.keys()), "every VM rebooted exactly once"
-    per_event: dict[str, list[str]] = defaultdict(list)
-    event_op: dict[str, str] = {}
-    for h in history:
-        if h["event_id"] is not None:
-            per_event[h["event_id"]].append(h["kind"])
-            event_op[h["event_id"]] = h["operation_id"]
-    for event_id, kinds in per_event.items():
-        lifecycle = [k for k in kinds if k != "event.approved"]
-        assert lifecycle == ["event.scheduled", "event.started", "event.completed"], event_id
-        assert kinds.count("event.approved") <= 1, f"{event_id} approved twice"
-    for op_id, created_entry in ops.items():
-        starts = [
-            h for h in history if h["kind"] == "operation.started" and h["operation_id"] == op_id
-        ]
-        assert len(starts) == 1, f"{op_id} started {len(starts)} times"
-        start = starts[0]
-        if start["at"] < created_entry["detail"]["not_before"]:
-            assert start["detail"]["reason"] == "approved", start
-            events = [e for e, o in event_op.items() if o == op_id]
-            approved = {
-                h["event_id"] for h in history
-                if h["kind"] == "event.approved" and h["seq"] < start["seq"]
-            }  # fmt: skip
-            assert set(events) <= approved, f"{op_id} started early without every approval"
-        assert any(
-            h["kind"] == "operation.completed" and h["operation_id"] == op_id for h in history
-        )
+    event_op = check_history(history, rollout, WEB.keys())
+    check_what_each_vm_saw(vms, event_op.keys())
+    check_approvals_applied(vms, history)
     for vm in vms:
-        incarnations = [inc for _, inc in vm.seen]
-        assert incarnations, f"{vm.name} saw nothing: {vm.errors}"
-        assert incarnations == sorted(incarnations), f"{vm.name} saw an incarnation go back"
-        assert len({index for index, _ in vm.seen}) >= 2, f"{vm.name} used one front-end only"
-    assert any(vm.approved for vm in vms), {vm.name: vm.errors for vm in vms}
+        used = {poll.front_end for poll in vm.polls}
+        assert len(used) >= 2, f"{vm.name} used one front-end only"
+    assert any(vm.approved for vm in vms), {vm.name: vm.refused for vm in vms}

@@ -20,6 +20,7 @@ from forewarn.imds import Endpoint, ImdsSettings, Request
 from forewarn.imds.endpoint import CATCH_UP_SECONDS
 from forewarn.server.cluster.postgres_relay import PostgresRelay, apply_requests
 from forewarn.server.cluster.replication import Replicator
+from forewarn.store import ThreadedJournal
 from forewarn.store.postgres import PostgresStore
 from forewarn.store.postgres_cluster import ClusterTables
 from tests.scaleout.pg import PgDatabase
@@ -251,3 +252,37 @@ async def test_an_approval_of_an_event_nobody_shows_is_refused_after_the_catch_u
     assert answer.status == 400 and b"is not a scheduled event of this VM" in answer.body
     assert asyncio.get_running_loop().time() - started >= CATCH_UP_SECONDS * 0.9
     assert p.tables.pending()[0] == []  # no approval recorded
+
+
+async def test_an_approval_relayed_as_its_front_end_takes_the_lead_is_answered_once_recorded(
+    pair: Callable[..., Pair], pg: PgDatabase
+) -> None:
+    """The leader dies while a follower's front-end is recording a VM's approval for it;
+    that follower takes over before the record is committed: the VM is answered 200
+    only once it is (the new leader then applies it), never from the new role's empty
+    write queue."""
+    p = pair()
+    p.start()
+    event = live(p.leader, submit(p.leader, "user-reboot", "web-0"))[0]
+    await p.synced()
+    await p.stop()
+    endpoint = Endpoint(p.follower, ImdsSettings(rate_limit=None))
+    web3 = p.follower.topology.vm("web-3").address
+    body = b'{"StartRequests":[{"EventId":"%s"}]}' % event.id.encode()
+    with pg.connect() as blocker, blocker.transaction():  # holds the record uncommitted
+        blocker.execute("LOCK TABLE approval_requests IN EXCLUSIVE MODE")
+        post = endpoint.handle(_request(web3, "POST", body))
+        assert post.wait is not None  # answered once recorded
+        store = p.stores[1]
+        journal = ThreadedJournal(store)
+        p.follower.lead(await asyncio.to_thread(store.load), journal)  # the takeover
+        answer = asyncio.ensure_future(post.wait)
+        await asyncio.sleep(0.3)
+        assert not answer.done(), "answered 200 before the approval was recorded"
+        assert p.follower.writes_in_flight() == 1
+    assert (await asyncio.wait_for(answer, 20)).status == 200
+    assert [a.vm for a in p.tables.pending()[0]] == ["web-3"]
+    await apply_requests(p.follower, p.tables)  # the new leader applies it
+    assert p.tables.pending() == ([], [])
+    assert p.follower.event(event.id).approved_by == "web-3"
+    await asyncio.to_thread(journal.close)

@@ -84,6 +84,9 @@ class Fabric:
         self._persist_every = config.last_request_persist_seconds
         #: Set while this process follows the leader of a scaled-out fleet (it never writes).
         self._follower: Follower | None = None
+        #: The way approvals went to the leader while this process last followed: some
+        #: may still be on their way after it took the lead (``durable`` waits for them).
+        self._relayed: Follower | None = None
         #: True in a scaled-out fleet: views may lag behind another front-end's.
         self.replicated = False
         #: Each VM's last request to this process's endpoint (``note_request``).
@@ -210,10 +213,12 @@ class Fabric:
     async def durable(self) -> None:
         """Wait until every change made so far is durable and visible; raises
         ``StoreUnavailable`` when it could not be written (then nothing changed).
-        On a follower: until every approval it relayed is durably recorded."""
-        if self._follower is not None:
-            await self._follower.settled()
-            return
+        Approvals relayed to a leader count until they are durably recorded, in either
+        role: one relayed just before this process took the lead is answered only once
+        recorded (then this process applies it), as a write queued just before it
+        stepped down is answered once written or refused."""
+        if self._relayed is not None:
+            await self._relayed.settled()
         await self._pipe.durable()
 
     def store_error(self) -> StoreUnavailable | None:
@@ -225,10 +230,10 @@ class Fabric:
         self._pipe.probe()
 
     def writes_in_flight(self) -> int:
-        """Changes queued for the disk or being written (a follower: relayed approvals)."""
-        if self._follower is not None:
-            return self._follower.pending()
-        return self._pipe.in_flight()
+        """Changes queued for the disk or being written, and relayed approvals not yet
+        recorded."""
+        relayed = 0 if self._relayed is None else self._relayed.pending()
+        return relayed + self._pipe.in_flight()
 
     def close(self) -> None:
         """Tell the observers (they write what they hold), then write what is queued and
@@ -444,7 +449,7 @@ class Fabric:
     def follow(self, relay: Relay) -> None:
         """Stop writing: from now on the state moves only by ``replicate``/``reload``,
         and a VM's approvals and requests go to the leader through ``relay``."""
-        self._follower = Follower(relay, self.config)
+        self._follower = self._relayed = Follower(relay, self.config)
         self.replicated = True
 
     def lead(

@@ -20,7 +20,9 @@ goal is a ratio near 1.
 Each window also reports the server's CPU (% of one core) and how long its event loop's
 thread waited for its core (run-queue wait, % of the window): what the streams cost the
 server in CPU, and how much of the window measured the machine's other load instead (a
-window whose loop waited more than ``MAX_WAIT_PERCENT`` is invalid and left out).
+window whose loop waited more than ``MAX_WAIT_PERCENT`` is flagged); a poll during which
+the server's loop or the timed VMs waited for a core more than ``DISTURBED_MS`` is counted
+apart, and the summary pools every window's undisturbed polls of each kind.
 On a shared machine ``--priority realtime`` (root) runs the server, the stream reader and
 the timed VMs under SCHED_FIFO (the timed VMs above the reader, on the reader's core).
 ``--profile out.txt`` records the server with py-spy during the streams' window.
@@ -347,8 +349,8 @@ def main(argv: list[str] | None = None) -> int:
                 windows += [{"streams": 0, **quiet}, {"streams": args.streams, **watched}]
                 for window in windows[-2:]:
                     print(window_line(window), flush=True)
-    pooled = {
-        kind: summary([x for w in windows if w["valid"] and bool(w["streams"]) == streams
+    pooled = {  # every window's undisturbed polls (a disturbed one measured the neighbours)
+        kind: summary([x for w in windows if bool(w["streams"]) == streams
                        for x in w["latencies_ms"]] or [0.0, 0.0])
         for kind, streams in (("no_streams", False), ("with_streams", True))
     }  # fmt: skip
@@ -360,9 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         "p99_ratio": round(watched["p99_ms"] / max(quiet["p99_ms"], 1e-9), 2),
         "load_average": load_average(), "priority": args.priority, "windows": windows,
     }  # fmt: skip
-    valid = [sum(w["valid"] for w in windows if bool(w["streams"]) == k) for k in (False, True)]
     print(
-        f"valid windows pooled ({valid[0]} without, {valid[1]} with streams): "
+        f"undisturbed polls pooled ({quiet['polls']} without, {watched['polls']} with streams): "
         f"p50 {quiet['p50_ms']:.2f} -> {watched['p50_ms']:.2f} ms, "
         f"p99 {quiet['p99_ms']:.2f} -> {watched['p99_ms']:.2f} ms; "
         f"ratio p50 {results['p50_ratio']:.2f}, p99 {results['p99_ratio']:.2f}; "

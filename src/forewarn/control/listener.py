@@ -7,6 +7,9 @@ descriptor, buffer or task for longer than that. (The kernel would otherwise tak
 of it before the process noticed anything.) And at shutdown a connection gets
 ``SHUTDOWN_GRACE`` seconds to take what it was sent, then is aborted: closing it politely
 would wait for a flush that never comes.
+
+Each request's scope also carries the connection's transport (``TRANSPORT_EXTENSION``):
+a dashboard stream writes its messages straight to it (``dashboard/wire.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import termios
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-__all__ = ["SHUTDOWN_GRACE", "WRITE_STALL_SECONDS", "ControlProtocol"]
+__all__ = ["SHUTDOWN_GRACE", "TRANSPORT_EXTENSION", "WRITE_STALL_SECONDS", "ControlProtocol"]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +35,8 @@ WRITE_STALL_SECONDS = 5.0
 CHECK_SECONDS = 1.0
 #: Seconds a connection gets at shutdown to take the bytes it was sent.
 SHUTDOWN_GRACE = 1.0
+#: The scope's ``extensions`` key under which ``{"transport": ...}`` is given.
+TRANSPORT_EXTENSION = "forewarn.transport"
 
 # Linux's struct tcp_info: tcpi_bytes_acked is the u64 at offset 120 (since 4.1).
 _TCP_INFO_SIZE = 128
@@ -51,6 +56,10 @@ class ControlProtocol(HttpToolsProtocol):
         if sys.platform == "linux":
             self._since = self.loop.time()
             self._watch = self.loop.call_later(CHECK_SECONDS, self._check)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self.scope["extensions"] = {TRANSPORT_EXTENSION: {"transport": self.transport}}
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._unwatch()

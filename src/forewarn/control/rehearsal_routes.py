@@ -8,9 +8,9 @@ latest facts are written first, then everything every front-end wrote is read ba
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import msgspec
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -52,28 +52,33 @@ class ReactionRoutes:
         self.tracker = tracker
 
     async def build(self, since: float | None, stale_after: float) -> ReactionReport:
-        """The verdict on everything recorded about events created since ``since``."""
+        """The verdict on everything recorded about events created since ``since``:
+        graded on the tracker's thread, below the event loop (at 10,000 VMs and 5,000
+        events grading takes some 0.2 s the VMs' requests would wait for)."""
         data = await self.tracker.facts(since)
         fabric = self.fabric
         vms = fabric.topology.vms
         deleted = [name for name in vms if fabric.is_deleted(name)]
         scope_of = {name: vm.scope_id for name, vm in vms.items()}
-        report = grade(
-            data,
-            now=fabric.clock.now(),
-            since=since,
-            stale_after=stale_after,
-            deleted=deleted,
-            scope_of=scope_of,
-        )
-        if self.tracker.fault_tallies:  # how each VM coped with injected endpoint faults
-            missed = (
-                MissedEvent(vm=v.vm, event_id=e.id, created_at=e.created_at,
-                            started_at=e.started_at)
-                for e in report.events for v in e.vms if v.verdict == "missed"
-            )  # fmt: skip
-            report.faults = coping(self.tracker.fault_tallies, fabric.last_requests, missed)
-        return report
+        # what the loop goes on changing, copied here
+        tallies = {vm: replace(t, kinds=dict(t.kinds))
+                   for vm, t in self.tracker.fault_tallies.items()}  # fmt: skip
+        polls = dict(fabric.last_requests) if tallies else {}
+        now = fabric.clock.now()
+
+        def graded() -> ReactionReport:
+            report = grade(data, now=now, since=since, stale_after=stale_after,
+                           deleted=deleted, scope_of=scope_of)  # fmt: skip
+            if tallies:  # how each VM coped with injected endpoint faults
+                missed = (
+                    MissedEvent(vm=v.vm, event_id=e.id, created_at=e.created_at,
+                                started_at=e.started_at)
+                    for e in report.events for v in e.vms if v.verdict == "missed"
+                )  # fmt: skip
+                report.faults = coping(tallies, polls, missed)
+            return report
+
+        return await self.tracker.off_loop(graded)
 
     async def _report(self, request: Request) -> ReactionReport | Response:
         try:
@@ -89,12 +94,13 @@ class ReactionRoutes:
         report = await self._report(request)
         if isinstance(report, Response):
             return report
-        return Response(msgspec.json.encode(report), media_type="application/json")
+        body = await self.tracker.off_loop(msgspec.json.encode, report)  # megabytes at 10,000 VMs
+        return Response(body, media_type="application/json")
 
     async def report(self, request: Request) -> Response:
-        """The verdict as an HTML page (rendered off the event loop: it may be large)."""
+        """The verdict as an HTML page (rendered below the event loop: it may be large)."""
         report = await self._report(request)
         if isinstance(report, Response):
             return report
-        page = await run_in_threadpool(render_report, report)
+        page = await self.tracker.off_loop(render_report, report)
         return Response(page, media_type="text/html; charset=utf-8")

@@ -29,6 +29,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from forewarn.contract import ApiVersion, EventStatus
 from forewarn.fabric import (
@@ -52,6 +53,8 @@ from forewarn.rehearsal.facts import (
     VmPolls,
     VmReaction,
 )
+
+T = TypeVar("T")
 
 __all__ = ["FLUSH_SECONDS", "POLL_PERSIST_SECONDS", "Batch", "ReactionTracker", "track_reactions"]
 
@@ -375,15 +378,20 @@ class ReactionTracker:
             batch = self.take(polls=polls)
             if batch is None:
                 return
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(
-                    1, thread_name_prefix="forewarn-reactions", initializer=self._thread_setup
-                )
             try:
-                await asyncio.get_running_loop().run_in_executor(self._executor, self.write, batch)
+                await self.off_loop(self.write, batch)
             except BaseException:
                 self.restore(batch)
                 raise
+
+    async def off_loop(self, work: Callable[..., T], *args: Any) -> T:
+        """``work(*args)`` on the tracker's own thread, below the event loop (writes, and
+        a report's grading and rendering: 0.2-0.6 s at 10,000 VMs)."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(
+                1, thread_name_prefix="forewarn-reactions", initializer=self._thread_setup
+            )
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work, *args)
 
     def closing(self) -> None:
         """The fabric is closing: write what is pending now."""

@@ -9,15 +9,17 @@ whose last poll or state moved. In a scaled-out fleet a front-end sees only the 
 served itself, so the tick also merges the poll times every front-end wrote to the store
 (every few seconds).
 
-The control plane shares the metadata endpoint's event loop, and each message a stream
-sends costs a trip through the ASGI server. So messages are batched: at most one write
-per stream every ``BATCH_SECONDS``, whatever the change rate, the work per stream is one
-queue entry and one write per batch, and a batch wakes ``BROADCAST_SLICE`` streams per
-turn of the loop, so that VMs' requests are read in between (VMs' latency does not grow
-with the operator's open dashboards: ``bench/dashboard_streams.py``).
+The control plane shares the metadata endpoint's event loop. So messages are batched: at
+most one write per stream every ``BATCH_SECONDS``, whatever the change rate, and a batch
+is handed to ``BROADCAST_SLICE`` streams per turn of the loop, so that VMs' requests are
+read in between (VMs' latency does not grow with the operator's open dashboards:
+``bench/dashboard_streams.py``). A subscriber is anything that takes a message at once:
+on forewarn's own listener, the stream's connection itself (``wire.py``: one write, no
+task woken, no trip through the ASGI server), elsewhere a queue the stream's response
+reads.
 
-A subscriber that does not keep up (its queue full) is dropped; its browser reconnects
-and starts again from a snapshot.
+A subscriber that does not keep up (its queue full, its connection's buffer past a bound)
+is dropped; its browser reconnects and starts again from a snapshot.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -36,7 +38,7 @@ from forewarn.control.dashboard.stream_messages import change_message
 from forewarn.fabric import Changes, Fabric, StoreUnavailable
 from forewarn.rehearsal import ReactionTracker
 
-__all__ = ["BATCH_SECONDS", "RELOAD", "Hub", "Message", "sse"]
+__all__ = ["BATCH_SECONDS", "RELOAD", "Hub", "Message", "StreamQueue", "Subscriber", "sse"]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,35 @@ def sse(kind: str, data: Any) -> bytes:
     return b"event: " + kind.encode() + b"\ndata: " + msgspec.json.encode(data) + b"\n\n"
 
 
+class Subscriber(Protocol):
+    """One open stream, as the hub hands it messages."""
+
+    def deliver(self, message: bytes) -> bool:
+        """Take ``message`` (events, or ``RELOAD``) now; False when too far behind."""
+        ...
+
+    def end(self) -> None:
+        """The stream is over: the server stops, or it fell behind."""
+        ...
+
+
+class StreamQueue(asyncio.Queue[Message]):
+    """A subscriber that queues its messages for the stream's response to read (``None``
+    ends it)."""
+
+    def deliver(self, message: bytes) -> bool:
+        try:
+            self.put_nowait(message)
+        except asyncio.QueueFull:
+            return False
+        return True
+
+    def end(self) -> None:
+        while not self.empty():
+            self.get_nowait()
+        self.put_nowait(None)
+
+
 class Hub:
     """Fans changes out to the dashboards watching this process."""
 
@@ -67,7 +98,7 @@ class Hub:
         """``reactions`` reads the poll times other front-ends wrote (a scaled-out fleet)."""
         self.fabric = fabric
         self._reactions = reactions
-        self._queues: set[asyncio.Queue[Message]] = set()
+        self._subscribers: set[Subscriber] = set()
         self._closed = False
         self._ticker: asyncio.Task[None] | None = None
         self._sent_polls: dict[str, float] = {}
@@ -91,19 +122,23 @@ class Hub:
         """True once the server is stopping: streams end, new ones are refused."""
         return self._closed
 
-    def subscribe(self) -> asyncio.Queue[Message]:
+    def subscribe(self) -> StreamQueue:
         """A queue of encoded messages for one stream (``None`` ends it)."""
-        queue: asyncio.Queue[Message] = asyncio.Queue(QUEUE_LIMIT)
-        self._queues.add(queue)
+        queue = StreamQueue(QUEUE_LIMIT)
+        self.attach(queue)
+        return queue
+
+    def attach(self, subscriber: Subscriber) -> None:
+        """Hand ``subscriber`` every message from now on."""
+        self._subscribers.add(subscriber)
         self._loop = asyncio.get_running_loop()
         if self._ticker is None or self._ticker.done():
             self._ticker = self._loop.create_task(self._tick_forever())
-        return queue
 
-    def unsubscribe(self, queue: asyncio.Queue[Message]) -> None:
+    def unsubscribe(self, subscriber: Subscriber) -> None:
         """Forget a stream that ended."""
-        self._queues.discard(queue)
-        if not self._queues and self._ticker is not None:
+        self._subscribers.discard(subscriber)
+        if not self._subscribers and self._ticker is not None:
             self._ticker.cancel()
             self._ticker = None
 
@@ -114,22 +149,20 @@ class Hub:
         if self._flush_at is not None:
             self._flush_at.cancel()
             self._flush_at = None
-        for queue in list(self._queues):
-            self._end(queue)
+        for subscriber in list(self._subscribers):
+            self._end(subscriber)
         if self._ticker is not None:
             self._ticker.cancel()
             self._ticker = None
 
-    def _end(self, queue: asyncio.Queue[Message]) -> None:
-        while not queue.empty():
-            queue.get_nowait()
-        queue.put_nowait(None)
-        self._queues.discard(queue)
+    def _end(self, subscriber: Subscriber) -> None:
+        self._subscribers.discard(subscriber)
+        subscriber.end()
 
     def _send(self, message: bytes) -> None:
         """Queue ``message`` for every stream with the next batch (a reload drops the
         changes batched before it: the snapshot has them)."""
-        if not self._queues or self._loop is None:
+        if not self._subscribers or self._loop is None:
             return
         if message is RELOAD:
             self._batch.clear()
@@ -154,28 +187,26 @@ class Hub:
             self._broadcast(batch[0] if len(batch) == 1 else b"".join(batch))
 
     def _broadcast(self, message: bytes) -> None:
-        self._deliver(message, list(self._queues), 0)
+        self._deliver(message, list(self._subscribers), 0)
 
-    def _deliver(self, message: bytes, queues: list[asyncio.Queue[Message]], start: int) -> None:
-        """Wake ``BROADCAST_SLICE`` streams per turn of the loop: 300 streams woken at once
-        would write 300 times before the loop reads the next VM's request."""
+    def _deliver(self, message: bytes, subscribers: list[Subscriber], start: int) -> None:
+        """Hand ``BROADCAST_SLICE`` streams the message per turn of the loop: 300 streams
+        written at once would delay the next VM's request by 300 writes."""
         end = start + BROADCAST_SLICE
-        for queue in queues[start:end]:
-            if queue not in self._queues:
+        for subscriber in subscribers[start:end]:
+            if subscriber not in self._subscribers:
                 continue  # ended meanwhile
-            try:
-                queue.put_nowait(message)
-            except asyncio.QueueFull:  # too slow: start it over from a snapshot
+            if not subscriber.deliver(message):  # too slow: start it over from a snapshot
                 log.warning("a dashboard stream fell behind; it is ended and will reconnect")
-                self._end(queue)
-        if end < len(queues) and self._loop is not None and not self._closed:
-            self._loop.call_soon(self._deliver, message, queues, end)
+                self._end(subscriber)
+        if end < len(subscribers) and self._loop is not None and not self._closed:
+            self._loop.call_soon(self._deliver, message, subscribers, end)
 
     # ----------------------------------------------------------------- sources
 
     def _published(self, changes: Changes) -> None:
         self.published += 1
-        if not self._queues:
+        if not self._subscribers:
             return
         message = change_message(self.fabric, changes)
         if message is not None:

@@ -23,6 +23,7 @@ from starlette.types import Scope
 
 from forewarn.control.dashboard.hub import RELOAD, Hub, Message, sse
 from forewarn.control.dashboard.stream_messages import snapshot
+from forewarn.control.dashboard.wire import WireResponse, wire_transport
 from forewarn.control.json_views import json_error
 from forewarn.control.schemas import ScenarioRunBody
 from forewarn.fabric import Fabric, NotFoundError
@@ -201,6 +202,13 @@ class DashboardRoutes:
         """Server-sent events: a snapshot, then every change and a tick each second."""
         if self.hub.closed:
             return json_error("the server is stopping", 503)
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        transport = wire_transport(request.scope)
+        if transport is not None:  # forewarn's own listener: straight to the connection
+            return WireResponse(
+                transport, self.hub, self.snapshot_event,
+                media_type="text/event-stream", headers=headers,
+            )  # fmt: skip
         queue = self.hub.subscribe()  # before the snapshot: no change falls in between
         since = self.hub.published
 
@@ -225,8 +233,4 @@ class DashboardRoutes:
             finally:
                 self.hub.unsubscribe(queue)
 
-        return StreamingResponse(
-            events(),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
+        return StreamingResponse(events(), media_type="text/event-stream", headers=headers)

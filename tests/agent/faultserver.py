@@ -2,7 +2,8 @@
 
 ``mode`` picks the answer to GET /metadata/scheduledevents: ``ok`` (the document, with
 ETag and 304), ``500``, ``410``, ``429``, ``garbage`` (200 with a body that is no JSON),
-or ``refuse`` (nothing listens: connection refused). POSTs (approvals) are recorded.
+or ``refuse`` (nothing listens: connection refused). POSTs (approvals) are recorded: every
+id in ``approvals``, each POST's ids in ``posts``.
 /metadata/instance answers 404, so agents take their name from the configuration.
 """
 
@@ -22,6 +23,7 @@ class FaultServer:
         self.incarnation = 1
         self.events: list[dict[str, Any]] = []
         self.approvals: list[str] = []
+        self.posts: list[list[str]] = []
         self.answers: list[str] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -85,7 +87,10 @@ class FaultServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
-                owner.approvals += [r["EventId"] for r in body.get("StartRequests", [])]
+                ids = [r["EventId"] for r in body.get("StartRequests", [])]
+                with owner._lock:
+                    owner.posts.append(ids)
+                    owner.approvals += ids
                 self._reply(200, b"")
 
             def log_message(self, *args: Any) -> None:

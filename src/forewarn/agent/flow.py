@@ -103,6 +103,8 @@ class EventFlow:
         self._changed.set()
 
     async def _wait_change(self, timeout: float | None) -> None:
+        if self.stopping:  # stop() came while the flow was busy: its wake-up is cleared below
+            raise FlowStopped
         self._changed.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), timeout)

@@ -2,8 +2,10 @@
 
 ``mode`` picks the answer to GET /metadata/scheduledevents: ``ok`` (the document, with
 ETag and 304), ``500``, ``410``, ``429``, ``garbage`` (200 with a body that is no JSON),
-or ``refuse`` (nothing listens: connection refused). POSTs (approvals) are recorded: every
-id in ``approvals``, each POST's ids in ``posts``.
+or ``refuse`` (nothing listens: connection refused). POSTs (approvals) are recorded: each
+POST's ids in ``posts``, every id approved in ``approvals``. A POST naming an id of
+``refused`` is 400 and approves none of its ids, as the endpoint does with an id the VM
+may not approve.
 /metadata/instance answers 404, so agents take their name from the configuration.
 """
 
@@ -24,6 +26,7 @@ class FaultServer:
         self.events: list[dict[str, Any]] = []
         self.approvals: list[str] = []
         self.posts: list[list[str]] = []
+        self.refused: set[str] = set()
         self.answers: list[str] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -90,7 +93,12 @@ class FaultServer:
                 ids = [r["EventId"] for r in body.get("StartRequests", [])]
                 with owner._lock:
                     owner.posts.append(ids)
-                    owner.approvals += ids
+                    bad = owner.refused.intersection(ids)
+                    if not bad:
+                        owner.approvals += ids
+                if bad:
+                    self._reply(400, json.dumps({"error": f"not yours: {min(bad)}"}).encode())
+                    return
                 self._reply(200, b"")
 
             def log_message(self, *args: Any) -> None:

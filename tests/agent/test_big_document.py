@@ -124,3 +124,20 @@ def test_sigterm_in_the_middle_of_the_document_stops_at_once_and_a_restart_appro
     time.sleep(1.0)  # a few more polls: nothing sent twice
     assert Counter(endpoint.approvals) == Counter(ids), f"{stopped_with} before SIGTERM"
     assert stop_within(agent, 10) == 0
+
+
+def test_an_id_the_endpoint_refuses_costs_only_its_own_approval(
+    endpoint: FaultServer, start_agent: Callable[..., AgentProcess]
+) -> None:
+    """The endpoint approves all of a POST's ids or none: a refused batch is split until
+    the refused id is alone, and every other event is approved."""
+    ids = event_ids(300)
+    endpoint.refused = {ids[123]}
+    agent = start_agent("web-0", CONFIG, endpoint.url)
+    endpoint.set_events(document(ids))
+    refused = agent.wait_log("the endpoint refused the approval", event_id=ids[123])
+    assert ids[123] in refused["error"]
+    wait_until(lambda: len(endpoint.approvals) >= len(ids) - 1, what="the other approvals")
+    assert Counter(endpoint.approvals) == Counter(ids[:123] + ids[124:])
+    assert len(endpoint.posts) <= 50  # batches and a few halvings, not a POST per id
+    assert stop_within(agent, 10) == 0

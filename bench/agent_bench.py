@@ -406,6 +406,7 @@ def big_document(root: Path, count: int) -> dict[str, Any]:
         elapsed = time.monotonic() - begun
         cpu = cpu_seconds(agent.pid) - cpu_before
         polls = endpoint.gets - 1
+        peak = rss_mb(agent.pid)[1]
         stopping = time.monotonic()
         agent.send_signal(signal.SIGTERM)
         agent.wait(timeout=120)
@@ -419,7 +420,7 @@ def big_document(root: Path, count: int) -> dict[str, Any]:
     ids = [i for post in endpoint.posts for i in post]
     return {"events": count, "seconds": elapsed, "cpu": cpu, "posts": len(endpoint.posts),
             "once": len(ids) == len(set(ids)) == count, "worst_healthz": worst,
-            "polls": polls, "stop": stop}  # fmt: skip
+            "polls": polls, "peak_mb": peak, "stop": stop}  # fmt: skip
 
 
 def report_big(result: dict[str, Any]) -> None:
@@ -427,7 +428,8 @@ def report_big(result: dict[str, Any]) -> None:
           f"({result['seconds'] / result['events'] * 1000:.2f} ms each, "
           f"CPU {result['cpu']:.1f} s), {result['posts']} POSTs, "
           f"each once: {result['once']}; /healthz worst {result['worst_healthz'] * 1000:.0f} ms; "
-          f"{result['polls']} polls meanwhile; SIGTERM to exit {result['stop']:.2f} s")  # fmt: skip
+          f"{result['polls']} polls meanwhile; peak RSS {result['peak_mb']:.0f} MB; "
+          f"SIGTERM to exit {result['stop']:.2f} s")  # fmt: skip
 
 
 # ------------------------------------------------------------------ main

@@ -144,8 +144,10 @@ class State:
             raise StateError(f"state file {self.path}: {exc}") from None
 
     def close(self) -> None:
+        """Commit what is still open (best effort: only milestones nobody awaited) and close."""
         try:
-            self.commit()
+            with contextlib.suppress(StateError):
+                self.commit()
         finally:
             self._db.close()
 

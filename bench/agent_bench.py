@@ -1,6 +1,7 @@
 """The agent's benchmark: detection latency, memory, and 200 agents on one machine.
 
     .venv/bin/python bench/agent_bench.py [--events 30] [--agents 200] [--per-process 20]
+    .venv/bin/python bench/agent_bench.py --big-document 10000
 
 1. Detection: one ``forewarn agent run`` process (poll interval 1 s) against ``forewarn
    serve``; each round triggers a user reboot of its VM at a random phase of the poll
@@ -15,6 +16,15 @@
    approves, must see its event Started (the state a once-a-second poller can miss when
    it falls behind), then gone, and runs its recovery handler. Goal: every agent saw
    every state, none missed (a handler still running when its event started).
+
+``--big-document N`` measures only this: one ``forewarn agent run`` against a fake
+endpoint on loopback that serves a document of N Scheduled reboots of the agent's VM
+(NotBefore 10 minutes ahead, a rule that approves without handlers), with 1,000 events
+first as the baseline of the same run. It reports the time from serving the document to
+the last approval, the POSTs that took, the worst /healthz answer meanwhile (probed every
+100 ms), the polls meanwhile, CPU, peak RSS and SIGTERM to exit. Goal: every event
+approved once, CPU per event at N within twice that at 1,000 (roughly linear; wall time
+follows the machine's load), /healthz within 1 s throughout.
 
 Agents run ``--per-process`` to a process (each a full ``Agent``: its own client
 connection, source address, SQLite state file and registry; the agent keeps no
@@ -37,9 +47,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -304,6 +317,122 @@ def fleet(root: Path, count: int, per_process: int) -> dict[str, Any]:
     }
 
 
+# ------------------------------------------------------------------ big document
+
+
+class FakeEndpoint:
+    """Serves one document (ETag, 304) and counts GETs and the ids of each POST."""
+
+    def __init__(self, events: list[dict[str, Any]]) -> None:
+        body = json.dumps({"DocumentIncarnation": 2, "Events": events}).encode()
+        self.gets = 0
+        self.posts: list[list[str]] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _reply(self, status: int, payload: bytes) -> None:
+                self.send_response(status)
+                self.send_header("ETag", '"2"')
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:
+                if not self.path.startswith("/metadata/scheduledevents"):
+                    self._reply(404, b"{}")
+                    return
+                owner.gets += 1
+                fresh = self.headers.get("If-None-Match") != '"2"'
+                self._reply(200 if fresh else 304, body if fresh else b"")
+
+            def do_POST(self) -> None:
+                sent = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                owner.posts.append([r["EventId"] for r in sent["StartRequests"]])
+                self._reply(200, b"")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def approved(self) -> int:
+        return sum(len(ids) for ids in list(self.posts))
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def big_document(root: Path, count: int) -> dict[str, Any]:
+    """One agent, a document of ``count`` events for its VM: see the module's docstring."""
+    workdir = root / f"big-{count}"
+    workdir.mkdir()
+    not_before = formatdate(time.time() + 600, usegmt=True)
+    events = [{"EventId": f"{n:08x}-0000-4000-8000-000000000000", "EventStatus": "Scheduled",
+               "EventType": "Reboot", "ResourceType": "VirtualMachine", "Resources": ["web-0"],
+               "NotBefore": not_before, "Description": "", "EventSource": "Platform",
+               "DurationInSeconds": -1} for n in range(count)]  # fmt: skip
+    endpoint = FakeEndpoint(events)
+    port = free_port()
+    config = workdir / "agent.toml"
+    config.write_text(f'vm_name = "web-0"\npoll_interval = {POLL}\n'
+                      f'state_path = "{workdir / "state.db"}"\n'
+                      f'metrics_bind = "127.0.0.1:{port}"\n'
+                      '[[rules]]\nevent_types = ["Reboot"]\n'
+                      'approval = "after-handlers"\n')  # fmt: skip
+    env = {**os.environ, "FOREWARN_IMDS_URL": endpoint.url}
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "forewarn", "agent", "run", "-c", str(config)],
+        env=env, stderr=(workdir / "agent.log").open("w"),
+    )  # fmt: skip
+    health = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60, trust_env=False)
+    try:
+        while endpoint.gets == 0:  # started, identity known, the document taken
+            if agent.poll() is not None:
+                raise RuntimeError(f"the agent exited; see {workdir}/agent.log")
+            time.sleep(0.005)
+        begun, cpu_before, worst = time.monotonic(), cpu_seconds(agent.pid), 0.0
+        while endpoint.approved() < count:
+            asked = time.monotonic()
+            health.get("/healthz").raise_for_status()
+            worst = max(worst, time.monotonic() - asked)
+            if asked - begun > 600:
+                raise RuntimeError(f"{endpoint.approved()} of {count} approved in 600 s")
+            time.sleep(0.1)
+        elapsed = time.monotonic() - begun
+        cpu = cpu_seconds(agent.pid) - cpu_before
+        polls = endpoint.gets - 1
+        peak = rss_mb(agent.pid)[1]
+        stopping = time.monotonic()
+        agent.send_signal(signal.SIGTERM)
+        agent.wait(timeout=120)
+        stop = time.monotonic() - stopping
+    finally:
+        health.close()
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+        endpoint.close()
+    ids = [i for post in endpoint.posts for i in post]
+    return {"events": count, "seconds": elapsed, "cpu": cpu, "posts": len(endpoint.posts),
+            "once": len(ids) == len(set(ids)) == count, "worst_healthz": worst,
+            "polls": polls, "peak_mb": peak, "stop": stop}  # fmt: skip
+
+
+def report_big(result: dict[str, Any]) -> None:
+    print(f"{result['events']} events: all approved in {result['seconds']:.1f} s "
+          f"({result['seconds'] / result['events'] * 1000:.2f} ms each, "
+          f"CPU {result['cpu']:.1f} s), {result['posts']} POSTs, "
+          f"each once: {result['once']}; /healthz worst {result['worst_healthz'] * 1000:.0f} ms; "
+          f"{result['polls']} polls meanwhile; peak RSS {result['peak_mb']:.0f} MB; "
+          f"SIGTERM to exit {result['stop']:.2f} s")  # fmt: skip
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -313,11 +442,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agents", type=int, default=200)
     parser.add_argument("--per-process", type=int, default=20)
     parser.add_argument("--keep", type=Path, help="work in this directory and keep it (logs)")
+    parser.add_argument(
+        "--big-document",
+        type=int,
+        metavar="N",
+        help="only: approve a document of N events (and 1,000, the baseline)",
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         asyncio.run(_run_many(args.child))
         return 0
+    if args.big_document:
+        with tempfile.TemporaryDirectory(prefix="agent-bench-") as tmp:
+            base, big = (big_document(Path(tmp), n) for n in (1000, args.big_document))
+        report_big(base)
+        report_big(big)
+        per_event = [r["cpu"] / r["events"] for r in (base, big)]  # wall time follows load
+        ok = (base["once"] and big["once"] and big["worst_healthz"] <= 1.0
+              and per_event[1] <= 2 * per_event[0])  # fmt: skip
+        print("PASS" if ok else "FAIL: big document")
+        return 0 if ok else 1
     failures = []
     with tempfile.TemporaryDirectory(prefix="agent-bench-") as tmp:
         root = Path(tmp)

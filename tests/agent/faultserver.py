@@ -2,7 +2,10 @@
 
 ``mode`` picks the answer to GET /metadata/scheduledevents: ``ok`` (the document, with
 ETag and 304), ``500``, ``410``, ``429``, ``garbage`` (200 with a body that is no JSON),
-or ``refuse`` (nothing listens: connection refused). POSTs (approvals) are recorded.
+or ``refuse`` (nothing listens: connection refused). POSTs (approvals) are recorded: each
+POST's ids in ``posts``, every id approved in ``approvals``. A POST naming an id of
+``refused`` is 400 and approves none of its ids, as the endpoint does with an id the VM
+may not approve.
 /metadata/instance answers 404, so agents take their name from the configuration.
 """
 
@@ -22,6 +25,8 @@ class FaultServer:
         self.incarnation = 1
         self.events: list[dict[str, Any]] = []
         self.approvals: list[str] = []
+        self.posts: list[list[str]] = []
+        self.refused: set[str] = set()
         self.answers: list[str] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -85,7 +90,15 @@ class FaultServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
-                owner.approvals += [r["EventId"] for r in body.get("StartRequests", [])]
+                ids = [r["EventId"] for r in body.get("StartRequests", [])]
+                with owner._lock:
+                    owner.posts.append(ids)
+                    bad = owner.refused.intersection(ids)
+                    if not bad:
+                        owner.approvals += ids
+                if bad:
+                    self._reply(400, json.dumps({"error": f"not yours: {min(bad)}"}).encode())
+                    return
                 self._reply(200, b"")
 
             def log_message(self, *args: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,28 @@ def test_an_unusable_path_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     with pytest.raises(StateError, match=r"state file .*file/state\.db"):
         State(tmp_path / "file" / "state.db")
+
+
+def _count(path: Path, where: str = "") -> int:
+    """What another process sees: committed rows only."""
+    with sqlite3.connect(path) as other:
+        return int(other.execute(f"SELECT count(*) FROM events {where}").fetchone()[0])
+
+
+async def test_grouped_writes_of_a_turn_share_one_commit_that_durable_awaits(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.db"
+    state = State(path, group_commit=True)
+    for n in range(1000):
+        state.seen(f"E{n}", vm_name="web-0", rule="r", ignored=False, event_type="Reboot",
+                   event={"EventId": f"E{n}"}, at=100.0)  # fmt: skip
+    state.mark("E7", "handled_at", 101.0, "ok")
+    assert state.event("E7") is not None  # the agent reads its own writes at once
+    assert _count(path) == 0  # not on disk yet: one commit on the loop's next turn
+    await state.durable()
+    assert _count(path) == 1000 and _count(path, "WHERE handled_at = 101.0") == 1
+    await state.durable()  # nothing open: returns at once
+    state.mark("E8", "gone_at", 102.0)
+    state.close()  # commits what nobody awaited
+    assert _count(path, "WHERE gone_at IS NOT NULL") == 1

@@ -4,6 +4,12 @@ One asyncio loop runs the watch of the document, one ``EventFlow`` task per even
 took, and the health/metrics listener. Endpoint errors never end the daemon: the watch
 restarts after one poll interval, flows carry on, and ``/readyz`` says 503 until the
 endpoint answers again.
+
+Work per turn of the loop is bounded whatever the document holds: a document is taken
+``PER_TURN`` events at a time by a task of its own (the watch keeps polling meanwhile,
+and hands over only the newest document), the state file's writes of a turn share one
+commit, and approvals share POSTs (``batching``), so /healthz, /readyz and SIGTERM are
+answered while a document of 10,000 events is worked through.
 """
 
 from __future__ import annotations
@@ -12,11 +18,12 @@ import asyncio
 import contextlib
 import os
 import ssl
-from collections.abc import Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, TypeVar
 
 import httpx
 
+from forewarn.agent.batching import ApprovalBatcher
 from forewarn.agent.clock import AgentClock
 from forewarn.agent.config_schema import AgentConfig, Approval, OnDeleted, Shutdown
 from forewarn.agent.coordination import Coordinator, connect
@@ -41,7 +48,20 @@ from forewarn.client import (
     resolve_endpoint,
 )
 
-__all__ = ["Agent", "AgentError"]
+__all__ = ["PER_TURN", "Agent", "AgentError"]
+
+_T = TypeVar("_T")
+
+#: Events of a document looked at per turn of the loop (then it answers others).
+PER_TURN = 50
+
+
+async def _in_turns(items: Iterable[_T]) -> AsyncIterator[_T]:
+    """``items``, letting the loop turn after every ``PER_TURN`` of them."""
+    for count, item in enumerate(items, 1):
+        yield item
+        if count % PER_TURN == 0:
+            await asyncio.sleep(0)
 
 
 class AgentError(Exception):
@@ -95,6 +115,10 @@ class Agent:
         #: Why the endpoint's last answer was no document (HTML, garbage), until one is.
         self._bad_document: str | None = None
         self._recorder: DocumentRecorder | None = None
+        self._approvals: ApprovalBatcher | None = None
+        #: The newest document the reconciler has not taken yet, and its wake-up.
+        self._latest: Document | None = None
+        self._news = asyncio.Event()
         self.health: HealthServer | None = None
         self.endpoint = ""
         try:
@@ -175,7 +199,7 @@ class Agent:
         """Run until ``stop`` is set, then shut down by the configured policy."""
         config = self.config
         try:
-            state = State(":memory:" if config.dry_run else config.state_path)
+            state = State(":memory:" if config.dry_run else config.state_path, group_commit=True)
         except Exception as exc:
             raise AgentError(str(exc)) from None
         self.metrics.ready.set_function(lambda: 1.0 if self.readiness()[0] else 0.0)
@@ -193,6 +217,7 @@ class Agent:
         try:
             coordinator = self._coordinator()  # connects on first use: nothing to close
             client = self._client()
+            self._approvals = ApprovalBatcher(client.approve)
             if config.record:
                 try:
                     self._recorder = DocumentRecorder(config.record, config.api_version)
@@ -229,6 +254,7 @@ class Agent:
         else:
             self.log.error("agent failed", error=f"{type(failure).__name__}: {failure}")
         await self._shutdown()
+        await self._approvals.close()
         await client.aclose()
         if coordinator is not None:
             await coordinator.close()
@@ -296,6 +322,7 @@ class Agent:
         self.metrics.info.labels(vm=self.vm_name).set(1)
         self.log.info("identity known")
         notify(f"READY=1\nSTATUS=watching the endpoint for {self.vm_name}")
+        assert self._approvals is not None
         svc = Services(
             config=self.config,
             vm_name=self.vm_name,
@@ -304,9 +331,20 @@ class Agent:
             metrics=self.metrics,
             handlers=self.handlers,
             coordinator=coordinator,
-            approve=client.approve,
+            approve=self._approvals.approve,
             log=self.log,
         )
+        reconciler = asyncio.create_task(self._reconciler(svc), name="reconciler")
+        try:
+            await self._watch(client)
+        finally:
+            reconciler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reconciler
+
+    async def _watch(self, client: AsyncScheduledEventsClient) -> None:
+        """Poll until the VM is deleted (on_deleted = exit); each new document goes to
+        the reconciler, which may still be at work on an older one."""
         interval = self.config.poll_interval
         recorder = self._recorder
         if recorder is not None:
@@ -317,7 +355,8 @@ class Agent:
                     if recorder is not None and recorder.error:
                         self.log.warning("recording failed", error=recorder.error)
                     self._bad_document = None
-                    self._reconcile(svc, change.document)
+                    self._latest = change.document
+                    self._news.set()
             except NotFoundError:
                 if await self._deleted():
                     return
@@ -334,25 +373,49 @@ class Agent:
 
     # ------------------------------------------------------------ events
 
-    def _reconcile(self, svc: Services, document: Document) -> None:
-        """Bring flows in line with the document: new, changed and departed events."""
+    async def _reconciler(self, svc: Services) -> None:
+        """Reconcile the newest document, each in turn; a failed pass is tried again one
+        poll interval later (unless a newer document came meanwhile)."""
+        while True:
+            await self._news.wait()
+            self._news.clear()
+            document, self._latest = self._latest, None
+            if document is None:
+                continue
+            try:
+                await self._reconcile(svc, document)
+            except Exception as exc:  # never let one bad document end the daemon
+                self.metrics.errors.labels("internal").inc()
+                self.log.error("reconcile failed", error=f"{type(exc).__name__}: {exc}")
+                await self.clock.sleep(self.config.poll_interval)
+                if self._latest is None:
+                    self._latest = document
+                    self._news.set()
+
+    async def _reconcile(self, svc: Services, document: Document) -> None:
+        """Bring flows in line with the document: new, changed and departed events.
+
+        ``PER_TURN`` events at a time, so the flows woken meanwhile run between them."""
         current: dict[str, EventView] = {e.event_id: e for e in document.events}
         restored, self._restored = self._restored or {}, None
-        for event_id, event in current.items():
+        async for event_id, event in _in_turns(current.items()):
             flow = self._flows.get(event_id)
             if flow is not None:
-                flow.update(event)
+                if flow.event != event:  # an unchanged event does not wake its flow
+                    flow.update(event)
             elif event_id not in self._ignored:
                 self._new(svc, event, restored.get(event_id))
-        for event_id, record in restored.items():
+        async for event_id, record in _in_turns(restored.items()):
             if event_id not in current:  # left while the agent was down
                 if record.ignored:
                     svc.state.mark(event_id, "gone_at", self.clock.time())
                 else:
                     self._start(svc, record, stored_event(record.event)).left()
-        for event_id in [e for e in self._flows if e not in current]:
-            self._flows[event_id].left()
-        for event_id in [e for e in self._ignored if e not in current]:
+        async for event_id in _in_turns([e for e in self._flows if e not in current]):
+            flow = self._flows.get(event_id)
+            if flow is not None:
+                flow.left()
+        async for event_id in _in_turns([e for e in self._ignored if e not in current]):
             self._ignored.discard(event_id)
             svc.state.mark(event_id, "gone_at", self.clock.time())
 

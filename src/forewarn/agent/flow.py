@@ -103,6 +103,8 @@ class EventFlow:
         self._changed.set()
 
     async def _wait_change(self, timeout: float | None) -> None:
+        if self.stopping:  # stop() came while the flow was busy: its wake-up is cleared below
+            raise FlowStopped
         self._changed.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), timeout)
@@ -178,6 +180,7 @@ class EventFlow:
         else:
             outcome, failure = "ok", ""
         svc.state.mark(self.event_id, "handled_at", svc.clock.time(), outcome)
+        await svc.state.durable()  # on disk before the approval acts on it
         if self.event.not_before is not None and steps:
             svc.metrics.margin.observe(max(0.0, svc.clock.seconds_until(self.event.not_before)))
         self.log.info("handlers done", outcome=outcome, failure=failure or None)
@@ -260,6 +263,7 @@ class EventFlow:
                     self.log.warning("claim lost: another agent of the group approves")
                 return
         svc.state.note_approval(self.event_id, SENT)
+        await svc.state.durable()  # on disk before the POST goes out
         refused = ""
 
         async def approve() -> bool:

@@ -84,6 +84,7 @@ async def run_handler(
         svc.metrics.handler_runs.labels(handler.name, phase, "dry-run").inc()
         return Outcome(handler.name, "dry-run", "")
     attempt = svc.state.run_started(event.event_id, phase, position, handler.name, svc.clock.time())
+    await svc.state.durable()  # on disk before the handler starts
     log.info("handler started", kind=handler.kind, attempt=attempt, timeout=round(limit, 3))
     started = svc.clock.monotonic()
     ctx = HandlerContext(
@@ -111,6 +112,7 @@ async def run_handler(
         result, detail = "failed", f"{type(exc).__name__}: {exc}"
     seconds = svc.clock.monotonic() - started
     svc.state.run_finished(event.event_id, phase, position, result, detail, svc.clock.time())
+    await svc.state.durable()  # on disk before anyone acts on the result
     svc.metrics.handler_runs.labels(handler.name, phase, result).inc()
     svc.metrics.handler_seconds.labels(handler.name, phase).observe(seconds)
     if result == "ok":
@@ -148,6 +150,7 @@ async def _previous(
     )
     detail = f"interrupted by a crash (attempt {run.attempt})"
     svc.state.run_finished(event.event_id, phase, position, "crashed", detail, svc.clock.time())
+    await svc.state.durable()
     return Outcome(handler.name, "crashed", detail)
 
 

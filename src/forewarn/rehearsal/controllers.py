@@ -132,7 +132,7 @@ def controller_event(event: EventVerdict, delivery: DeliveryFacts) -> Controller
         verdict, note = "approved-elsewhere", f"approved by {who}{via} before it was told"
     elif event.status == "scheduled":
         verdict, note = (
-            ("delivered", "told; not acknowledged yet") if told is not None
+            ("delivered", "not acknowledged yet") if told is not None
             else ("waiting", "not told yet")
         )  # fmt: skip
     elif event.status == "canceled" and started is None:
@@ -153,7 +153,7 @@ def controller_event(event: EventVerdict, delivery: DeliveryFacts) -> Controller
         note = f"not acknowledged through ARM; approved by {who} via {event.approved_via}"
     else:
         verdict = "not-acknowledged"
-        note = "told, never acknowledged: the platform started it at NotBefore"
+        note = "never acknowledged: the platform started it at NotBefore"
     if detected_after is not None and verdict not in ("created-started", "missed"):
         note = f"told after {seconds(max(0.0, detected_after))}; {note}"
     return ControllerEvent(

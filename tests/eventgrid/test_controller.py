@@ -89,7 +89,7 @@ def test_a_controller_acknowledging_through_arm_is_graded_like_a_vm(grid: GridSe
     assert _report(grid)["controllers"] == []  # no subscription: nothing to grade
     controller = Controller(grid.arm, looks_after={"pub"})
     behaviour = Behaviour(before_answer=controller.slow_answer, after_answer=controller.inbox.put)
-    with webhook(behaviour) as (url, hook):
+    with webhook(behaviour) as (url, _):
         controller.thread.start()
         r = grid.subscribe("controller", url)
         assert r.status_code == 201, r.text
@@ -99,7 +99,9 @@ def test_a_controller_acknowledging_through_arm_is_graded_like_a_vm(grid: GridSe
         wait_until(lambda: controller.acknowledged, 30, "the controller's acknowledgement")
         assert controller.acknowledged == [(looked_after, 200, {"value": "Successfully Approved"})]
         (ignored,) = grid.trigger("user-reboot", "pub2")["event_ids"]
-        hook.wait(3)  # pub: Scheduled, Started; pub2: Scheduled
+        # pub: Scheduled, Started; pub2: Scheduled, answered (and its delivery recorded)
+        # before the clock moves on
+        grid.wait_deliveries("controller", "delivered", 3)
         grid.arm.advance(16 * MINUTE)  # pub2's NotBefore passes: the platform starts it
         wait_until(
             lambda: (row := _row(_report(grid), ignored)) and row["grade"] != "pending",

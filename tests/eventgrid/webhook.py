@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,6 +32,10 @@ class Behaviour:
     allow_origin: str | None = "eventgrid.azure.net"  # CloudEvents OPTIONS answer
     fail_first: int = 0  # notifications answered 500 before the first 200
     status: int = 500
+    #: Called with each notification before it is answered 200 (a slow webhook), and
+    #: after (what a controller does once it has taken the event).
+    before_answer: Callable[[Received], None] | None = None
+    after_answer: Callable[[Received], None] | None = None
     received: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -104,8 +108,12 @@ def _handler(behaviour: Behaviour) -> type[BaseHTTPRequestHandler]:
                 seen = sum(1 for r in behaviour.received if _notification(r) and r.method == "POST")
             if seen <= behaviour.fail_first:
                 self._answer(behaviour.status)
-            else:
-                self._answer(200)
+                return
+            if behaviour.before_answer is not None:
+                behaviour.before_answer(got)
+            self._answer(200)
+            if behaviour.after_answer is not None:
+                behaviour.after_answer(got)
 
     return Handler
 

@@ -29,6 +29,7 @@ from forewarn.fabric import (
     StoreUnavailable,
 )
 from forewarn.rehearsal import EventFacts, ReactionData, VmPolls, VmReaction
+from forewarn.rehearsal.facts import DeliveryFacts
 from forewarn.store import SQLiteStore, StoreError
 from forewarn.store.postgres import PostgresStore
 from tests.scaleout.pg import PgDatabase, pg_database
@@ -385,6 +386,57 @@ def test_reactions_since_a_time_leave_older_events_out(open_store: Callable[[], 
     assert [r.event_id for r in recent.vms] == ["NEW"]
     assert [p.vm for p in recent.polls] == ["a"]  # polls are never filtered
     assert [e.id for e in store.reactions().events] == ["OLD", "NEW"]
+
+
+def test_deliveries_keep_the_earliest_times_and_the_most_attempts(
+    open_store: Callable[[], Any],
+) -> None:
+    store = open_store()
+    store.save_reactions(
+        ReactionData(
+            events=[_facts("OLD", created_at=T0), _facts("E1", created_at=T0 + 60)],
+            deliveries=[
+                DeliveryFacts(event_id="E1", subscription="ops", first_attempt=T0 + 61,
+                              attempts=1),
+                DeliveryFacts(event_id="OLD", subscription="ops", first_attempt=T0 + 1),
+            ],
+        )
+    )  # fmt: skip
+    store.save_reactions(
+        ReactionData(deliveries=[
+            DeliveryFacts(event_id="E1", subscription="ops", first_attempt=T0 + 70,
+                          scheduled_at=T0 + 70, delivered_at=T0 + 70, attempts=3),
+            DeliveryFacts(event_id="E1", subscription="audit", failed_at=T0 + 90, attempts=2),
+        ])
+    )  # fmt: skip
+    store.save_reactions(  # a stale writer: later times, fewer attempts
+        ReactionData(deliveries=[
+            DeliveryFacts(event_id="E1", subscription="ops", first_attempt=T0 + 99,
+                          delivered_at=T0 + 99, attempts=1),
+        ])
+    )  # fmt: skip
+    reopened = open_store()
+    assert reopened.reactions(since=T0 + 30).deliveries == [
+        DeliveryFacts(event_id="E1", subscription="audit", failed_at=T0 + 90, attempts=2),
+        DeliveryFacts(event_id="E1", subscription="ops", first_attempt=T0 + 61,
+                      scheduled_at=T0 + 70, delivered_at=T0 + 70, attempts=3),
+    ]  # fmt: skip
+    assert len(reopened.reactions().deliveries) == 3
+
+
+def test_eventgrid_subscriptions_are_kept_replaced_and_deleted(
+    open_store: Callable[[], Any],
+) -> None:
+    store = open_store()
+    assert store.eventgrid_subscriptions() == []
+    store.save_eventgrid_subscription("Ops", '{"v": 1}')
+    store.save_eventgrid_subscription("audit", '{"v": 2}')
+    store.save_eventgrid_subscription("ops", '{"v": 3}')  # names are case-insensitive
+    reopened = open_store()
+    assert reopened.eventgrid_subscriptions() == ['{"v": 2}', '{"v": 3}']
+    reopened.delete_eventgrid_subscription("OPS")
+    reopened.delete_eventgrid_subscription("nobody")
+    assert open_store().eventgrid_subscriptions() == ['{"v": 2}']
 
 
 def test_a_closed_store_refuses_reactions(open_store: Callable[[], Any]) -> None:

@@ -33,7 +33,8 @@ class Case:
 
 
 def report_cases(data: dict[str, Any]) -> list[Case]:
-    """A report's cases: one per operation (a rollout as one), then one per event."""
+    """A report's cases: one per operation (a rollout as one), one per event, then one
+    per central controller (an Event Grid subscription) and event."""
     cases = []
     for op in data.get("operations", []):
         name = f"{op['kind'] or 'operation'} {op['target'] or ''} ({op['id']})".replace("  ", " ")
@@ -45,6 +46,11 @@ def report_cases(data: dict[str, Any]) -> list[Case]:
         cases.append(
             Case("forewarn.events", name, _outcome(e["verdict"]), f"{e['verdict']}: {e['summary']}")
         )
+    for c in data.get("controllers", []):
+        for r in c["events"]:
+            name = f"{c['subscription']}: {r['type']} of {r['scope']} ({r['event_id']})"
+            cases.append(Case("forewarn.controllers", name, _outcome(r["grade"]),
+                              f"{r['verdict']}: {r['note']}"))  # fmt: skip
     return cases
 
 

@@ -179,6 +179,7 @@ def _print(data: dict[str, Any], wide: bool, everything: bool) -> None:
         title, rows = _capped("Approved events that do not list them", rows, everything)
         table(title, columns, rows, wide=wide)
     _print_faults(data, wide)
+    _print_controllers(data, wide, everything)
     for name in ("detection", "approval"):
         stats = data[name]
         if stats["count"]:
@@ -195,6 +196,26 @@ def _print_faults(data: dict[str, Any], wide: bool) -> None:
         rows = [[f["vm"], f["note"], ", ".join(f["missed"]) or "-"] for f in faults]
         columns = [Column("VM"), Column("how it coped", "list"), Column("missed", "list")]
         table("Endpoint faults and how each VM coped", columns, rows, wide=wide)
+
+
+def _print_controllers(data: dict[str, Any], wide: bool, everything: bool) -> None:
+    """Each central controller (an Event Grid subscription), if events were sent to one."""
+    controllers = data.get("controllers") or []
+    for c in controllers:
+        _say(f"Controller {c['subscription']} ({c['verdict']}): {c['summary']}")
+    rows = [
+        [r["verdict"], r["subscription"], r["event_id"], r["type"] or "-",
+         _seconds(r["detected_after"]), _seconds(r["acknowledged_after"]), r["note"]]
+        for c in controllers for r in c["events"]
+    ]  # fmt: skip
+    if rows:
+        columns = [
+            Column("verdict"), Column("subscription"), Column("event", "key"),
+            Column("type", optional=2), Column("told", optional=1),
+            Column("acknowledged", optional=3), Column("note", "list"),
+        ]  # fmt: skip
+        title, rows = _capped("Central controllers (Event Grid subscriptions)", rows, everything)
+        table(title, columns, rows, wide=wide)
 
 
 @click.command()

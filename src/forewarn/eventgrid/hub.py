@@ -1,6 +1,10 @@
 """The Event Grid hub: subscriptions (checked by the validation handshake before any event
 goes out), one ``Subscriber`` each, and the log of their attempts.
 
+Subscriptions are kept in the store (``SubscriptionKeeper``) when they are created,
+validated or deleted, and ``resume`` starts delivering to them again after a restart,
+without a new handshake; notices still queued when a server stops are not kept.
+
 Every attempt's outcome also goes to the durable history (``history``, the fabric's
 ``note``): gathered and written once per turn of the event loop, as bookkeeping the
 delivery never waits for.
@@ -16,7 +20,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -24,17 +28,37 @@ from forewarn.eventgrid.delivery import Attempt, DeliveryLog, Subscriber
 from forewarn.eventgrid.handshake import handshake
 from forewarn.eventgrid.ledger import Ledger, Notice
 from forewarn.eventgrid.subscriptions import Subscription, SubscriptionError, SubscriptionSpec
+from forewarn.fabric import StoreUnavailable
+from forewarn.rehearsal.tracker import DELIVERY_KIND
 
-__all__ = ["HISTORY_KIND", "MAX_SUBSCRIPTIONS", "EventGrid", "HandshakeFailed", "HistoryWriter"]
+__all__ = [
+    "HISTORY_KIND",
+    "MAX_SUBSCRIPTIONS",
+    "EventGrid",
+    "HandshakeFailed",
+    "HistoryWriter",
+    "SubscriptionKeeper",
+]
 
 MAX_SUBSCRIPTIONS = 100
-#: The history kind of one delivery attempt's outcome.
-HISTORY_KIND = "eventgrid.delivery"
+#: The history kind of one delivery attempt's outcome (the rehearsal report reads them).
+HISTORY_KIND = DELIVERY_KIND
 
 log = logging.getLogger(__name__)
 
 #: Writes history entries ``(scope_id, event_id, detail)`` of one kind.
 HistoryWriter = Callable[[str, Sequence[tuple[str | None, str | None, dict[str, Any]]]], None]
+
+
+class SubscriptionKeeper(Protocol):
+    """Where subscriptions outlive the process (the stores of ``forewarn.store``);
+    blocking: the hub calls it on worker threads. Each raises ``StoreUnavailable``."""
+
+    def eventgrid_subscriptions(self) -> list[str]: ...
+
+    def save_eventgrid_subscription(self, name: str, body: str) -> None: ...
+
+    def delete_eventgrid_subscription(self, name: str) -> None: ...
 
 
 class HandshakeFailed(SubscriptionError):
@@ -52,6 +76,7 @@ class EventGrid:
         leading: Callable[[], bool] = lambda: True,
         timeout: float = 10.0,
         history: HistoryWriter | None = None,
+        keeper: SubscriptionKeeper | None = None,
     ) -> None:
         self.ledger = ledger
         self.topic = ledger.names.topic
@@ -60,6 +85,7 @@ class EventGrid:
         self.timeout = timeout
         self.log = DeliveryLog()
         self.history = history
+        self.keeper = keeper
         self._unwritten: list[Attempt] = []
         if history is not None:
             self.log.on_add = self._remember
@@ -93,32 +119,69 @@ class EventGrid:
         )  # fmt: skip
         if outcome.state == "Failed":
             raise HandshakeFailed(outcome.reason)
+        sub = Subscription(spec, outcome.state, outcome.reason, outcome.code)
+        await self._keep(sub)  # kept before it is served: a refusal changes nothing
         old = self._subs.pop(key, None)
         if old is not None:
             await old.close()
-        sub = Subscription(spec, outcome.state, outcome.reason, outcome.code)
+        self._start(sub)
+        return sub
+
+    async def resume(self) -> int:
+        """Deliver again to the subscriptions the store kept (at start, on the loop; a
+        kept one that cannot be read is skipped, logged); returns how many."""
+        if self.keeper is None:
+            return 0
+        try:
+            kept = await asyncio.to_thread(self.keeper.eventgrid_subscriptions)
+        except StoreUnavailable as exc:
+            log.warning("Event Grid subscriptions not resumed: %s", exc)
+            return 0
+        for body in kept[:MAX_SUBSCRIPTIONS]:
+            try:
+                sub = Subscription.restored(body)
+            except ValueError as exc:
+                log.warning("an Event Grid subscription left out: %s", exc)
+                continue
+            old = self._subs.pop(sub.spec.name.lower(), None)
+            if old is not None:
+                await old.close()
+            self._start(sub)
+        return len(self._subs)
+
+    def _start(self, sub: Subscription) -> None:
         subscriber = Subscriber(
-            sub, client, self.log, topic=self.topic, now=self.ledger.now,
+            sub, self._http(), self.log, topic=self.topic, now=self.ledger.now,
             time_scale=self.time_scale,
         )  # fmt: skip
         subscriber.start()
-        self._subs[key] = subscriber
-        return sub
+        self._subs[sub.spec.name.lower()] = subscriber
 
-    def validate(self, name: str, code: str) -> bool:
-        """A GET of the validationUrl finishes a manual handshake."""
+    async def _keep(self, sub: Subscription) -> None:
+        if self.keeper is not None:
+            await asyncio.to_thread(self.keeper.save_eventgrid_subscription, sub.spec.name,
+                                    sub.kept())  # fmt: skip
+
+    async def validate(self, name: str, code: str) -> bool:
+        """A GET of the validationUrl finishes a manual handshake (kept: a restart
+        delivers to it too)."""
         found = self._subs.get(name.lower())
         if found is None or found.sub.state != "AwaitingManualAction":
             return False
         if not code or code != found.sub.validation_code:
             return False
+        done = Subscription(found.sub.spec, "Succeeded", "", found.sub.validation_code)
+        await self._keep(done)
         found.sub.state, found.sub.reason = "Succeeded", ""
         return True
 
     async def delete(self, name: str) -> bool:
-        found = self._subs.pop(name.lower(), None)
+        found = self._subs.get(name.lower())
         if found is None:
             return False
+        if self.keeper is not None:
+            await asyncio.to_thread(self.keeper.delete_eventgrid_subscription, name)
+        self._subs.pop(name.lower(), None)
         await found.close()
         return True
 

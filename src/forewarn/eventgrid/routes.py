@@ -81,6 +81,6 @@ class EventGridRoutes:
 
     async def validate(self, request: Request) -> Response:
         name = request.path_params["name"]
-        if not self.hub.validate(name, request.query_params.get("code", "")):
+        if not await self.hub.validate(name, request.query_params.get("code", "")):
             return _error("no subscription awaiting validation with this name and code", 404)
         return _json({"validated": name})

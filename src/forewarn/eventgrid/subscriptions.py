@@ -4,8 +4,9 @@ strictly (a bad one changes nothing) for both the ARM route and the control API.
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -58,6 +59,26 @@ class Subscription:
     dropped: int = 0
     pending: int = 0
     last_error: str = ""
+
+    def kept(self) -> str:
+        """What a restart needs (``restored`` reads it): the spec and where its handshake
+        stands, not the counters (the history keeps every delivery)."""
+        return json.dumps({
+            "spec": asdict(self.spec), "state": self.state, "reason": self.reason,
+            "validation_code": self.validation_code,
+        })  # fmt: skip
+
+    @classmethod
+    def restored(cls, kept: str) -> Subscription:
+        """A subscription as ``kept`` wrote it (``ValueError``: not one)."""
+        try:
+            data = json.loads(kept)
+            return cls(
+                SubscriptionSpec(**data["spec"]), str(data["state"]), str(data["reason"]),
+                str(data["validation_code"]),
+            )  # fmt: skip
+        except (TypeError, KeyError, AttributeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"not a kept subscription: {exc}") from None
 
     def out(self) -> dict[str, Any]:
         """The subscription as ARM shows it, with forewarn's delivery counters."""

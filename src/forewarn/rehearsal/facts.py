@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import msgspec
 
 __all__ = [
+    "DeliveryFacts",
     "EventFacts",
     "OperationFacts",
     "PollRow",
@@ -126,6 +127,37 @@ class VmReaction(msgspec.Struct, kw_only=True):
         )
 
 
+class DeliveryFacts(msgspec.Struct, kw_only=True):
+    """What Event Grid did with one event for one subscription (a central controller's
+    webhook), from the ``eventgrid.delivery`` history entries.
+
+    ``first_attempt``: the first try at any of the event's notices; ``scheduled_at``: when
+    the webhook first took (2xx) the Scheduled notice, the one a controller acts on;
+    ``delivered_at``: when it first took any notice; ``attempts``: the most tries one
+    notice took; ``failed_at``: when a notice was first given up (failed or dropped)."""
+
+    event_id: str
+    subscription: str
+    first_attempt: float | None = None
+    scheduled_at: float | None = None
+    delivered_at: float | None = None
+    attempts: int | None = None
+    failed_at: float | None = None
+
+    def merge(self, other: DeliveryFacts) -> DeliveryFacts:
+        """Earliest times, most attempts."""
+        attempts = [a for a in (self.attempts, other.attempts) if a is not None]
+        return DeliveryFacts(
+            event_id=self.event_id,
+            subscription=self.subscription,
+            first_attempt=_min(self.first_attempt, other.first_attempt),
+            scheduled_at=_min(self.scheduled_at, other.scheduled_at),
+            delivered_at=_min(self.delivered_at, other.delivered_at),
+            attempts=max(attempts) if attempts else None,
+            failed_at=_min(self.failed_at, other.failed_at),
+        )
+
+
 class VmPolls(msgspec.Struct, kw_only=True):
     """When a VM first and last asked for its document, and with which api-version."""
 
@@ -159,10 +191,15 @@ class ReactionData(msgspec.Struct, kw_only=True):
     #: More polls, as rows: how the tracker hands over thousands of VMs' polls without an
     #: object per VM (stores write them with ``polls``; reads return ``polls`` only).
     poll_rows: list[PollRow] = []
+    #: Event Grid deliveries, per event and subscription.
+    deliveries: list[DeliveryFacts] = []
 
     def empty(self) -> bool:
         """True when there is nothing in it."""
-        return not (self.events or self.vms or self.polls or self.poll_rows or self.operations)
+        return not (
+            self.events or self.vms or self.polls or self.poll_rows or self.operations
+            or self.deliveries
+        )  # fmt: skip
 
     def merged(self, other: ReactionData) -> ReactionData:
         """Both batches, merged record by record (as a store merges them)."""
@@ -183,11 +220,16 @@ class ReactionData(msgspec.Struct, kw_only=True):
         operations: dict[str, OperationFacts] = {}
         for o in (*self.operations, *other.operations):
             operations[o.id] = operations[o.id].merge(o) if o.id in operations else o
+        deliveries: dict[tuple[str, str], DeliveryFacts] = {}
+        for d in (*self.deliveries, *other.deliveries):
+            pair = (d.event_id, d.subscription)
+            deliveries[pair] = deliveries[pair].merge(d) if pair in deliveries else d
         return ReactionData(
             events=list(events.values()),
             vms=list(vms.values()),
             polls=list(polls.values()),
             operations=list(operations.values()),
+            deliveries=list(deliveries.values()),
         )
 
 
@@ -204,7 +246,7 @@ class ReactionStore(Protocol):
 
     def reactions(self, since: float | None = None) -> ReactionData:
         """Events and operations created at or after ``since`` (every one: None), the
-        reactions to the events, and every VM's polls."""
+        reactions to the events and their Event Grid deliveries, and every VM's polls."""
         ...
 
     def polls(self) -> list[VmPolls]:

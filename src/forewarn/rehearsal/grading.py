@@ -1,5 +1,6 @@
 """The whole verdict on a rehearsal: every event graded, rolled up per operation and per
-VM, the VMs not polling, stray approvals and latency distributions.
+VM, the VMs not polling, stray approvals, latency distributions, and the central
+controllers Event Grid told (each subscription).
 
 Pure: it reads the facts the reaction tracker recorded (``ReactionData``), the time and
 where each VM sits. The control API serves it; the CLI, the HTML report and the
@@ -12,6 +13,7 @@ from collections.abc import Collection, Mapping
 
 import msgspec
 
+from forewarn.rehearsal.controllers import ControllerRollup, controller_rollups
 from forewarn.rehearsal.coping import VmCoping
 from forewarn.rehearsal.facts import ReactionData, VmReaction
 from forewarn.rehearsal.rollups import (
@@ -63,6 +65,9 @@ class ReactionReport(msgspec.Struct, kw_only=True):
     approval: LatencyStats
     #: How each VM coped with injected endpoint faults (``coping.py``), filled by the caller.
     faults: list[VmCoping] = []
+    #: Each central controller (an Event Grid subscription) graded as the VMs are
+    #: (``controllers.py``): empty when no event was sent to any subscription.
+    controllers: list[ControllerRollup] = []
 
 
 def grade(
@@ -135,4 +140,5 @@ def grade(
         vms=vm_rollups(events, operations, scope_of, not_polling), events=events,
         stopped_polling=stopped, never_polled=never, unlisted_approvals=strays,
         detection=detection, approval=approval,
+        controllers=controller_rollups(events, data.deliveries),
     )  # fmt: skip

@@ -45,6 +45,7 @@ from forewarn.fabric import (
 from forewarn.fleet.topology import Topology
 from forewarn.rehearsal.coping import FaultTally
 from forewarn.rehearsal.facts import (
+    DeliveryFacts,
     EventFacts,
     OperationFacts,
     PollRow,
@@ -56,7 +57,14 @@ from forewarn.rehearsal.facts import (
 
 T = TypeVar("T")
 
-__all__ = ["FLUSH_SECONDS", "POLL_PERSIST_SECONDS", "Batch", "ReactionTracker", "track_reactions"]
+__all__ = [
+    "DELIVERY_KIND",
+    "FLUSH_SECONDS",
+    "POLL_PERSIST_SECONDS",
+    "Batch",
+    "ReactionTracker",
+    "track_reactions",
+]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +74,9 @@ FLUSH_SECONDS = 1.0
 #: the previous write (the exact time of the last poll before each event started is
 #: written separately, exactly).
 POLL_PERSIST_SECONDS = 5.0
+#: The history kind of one Event Grid delivery attempt's outcome (the hub writes them):
+#: what a central controller was told, and when.
+DELIVERY_KIND = "eventgrid.delivery"
 
 
 def track_reactions(
@@ -142,6 +153,7 @@ class ReactionTracker:
         self._events: dict[str, EventFacts] = {}
         self._vms: dict[tuple[str, str], VmReaction] = {}
         self._operations: dict[str, OperationFacts] = {}
+        self._deliveries: dict[tuple[str, str], DeliveryFacts] = {}
         #: Live rollouts as last published (a batch's operation is placed in its rollout).
         self._rollouts: dict[str, RolloutRecord] = {}
         self._flushing: asyncio.Lock | None = None
@@ -210,6 +222,9 @@ class ReactionTracker:
                 self._rollouts[rollout.id] = rollout
         for op in changes.operations:
             self._record_operation(op)
+        for entry in changes.history:
+            if entry.kind == DELIVERY_KIND and entry.event_id is not None:
+                self._record_delivery(entry.event_id, entry.at, entry.detail)
         if not changes.events and not changes.removed_events:
             return
         reasons: dict[str, str] = {}
@@ -267,6 +282,27 @@ class ReactionTracker:
         )
         known = self._operations.get(op.id)
         self._operations[op.id] = facts if known is None else known.merge(facts)
+
+    def _record_delivery(self, event_id: str, at: float, detail: Mapping[str, object]) -> None:
+        """One delivery attempt's outcome, as the hub wrote it to the history."""
+        subscription = detail.get("subscription")
+        if not isinstance(subscription, str):
+            return
+        outcome = detail.get("outcome")
+        attempt = detail.get("attempt")
+        delivered = outcome == "delivered"
+        facts = DeliveryFacts(
+            event_id=event_id,
+            subscription=subscription,
+            first_attempt=at,
+            scheduled_at=at if delivered and detail.get("status") == "Scheduled" else None,
+            delivered_at=at if delivered else None,
+            attempts=attempt if isinstance(attempt, int) and attempt > 0 else None,
+            failed_at=at if outcome in ("failed", "dropped") else None,
+        )
+        key = (event_id, subscription)
+        known = self._deliveries.get(key)
+        self._deliveries[key] = facts if known is None else known.merge(facts)
 
     def _record_event(self, event: EventRecord, reason: str | None) -> None:
         facts = EventFacts(
@@ -329,14 +365,18 @@ class ReactionTracker:
         if self._unwritten:  # polls of a failed write, older than these
             self._unwritten.update(polled)
             polled, self._unwritten = self._unwritten, {}
-        if not polled and not self._events and not self._vms and not self._operations:
+        if (
+            not polled and not self._events and not self._vms and not self._operations
+            and not self._deliveries
+        ):  # fmt: skip
             return None
         data = ReactionData(
             events=list(self._events.values()),
             vms=list(self._vms.values()),
             operations=list(self._operations.values()),
+            deliveries=list(self._deliveries.values()),
         )
-        self._events, self._vms, self._operations = {}, {}, {}
+        self._events, self._vms, self._operations, self._deliveries = {}, {}, {}, {}
         return Batch(data, polled)
 
     def write(self, batch: Batch) -> None:
@@ -363,6 +403,10 @@ class ReactionTracker:
         for op in data.operations:
             known = self._operations.get(op.id)
             self._operations[op.id] = op if known is None else known.merge(op)
+        for delivery in data.deliveries:
+            key = (delivery.event_id, delivery.subscription)
+            had = self._deliveries.get(key)
+            self._deliveries[key] = delivery if had is None else had.merge(delivery)
         unwritten = self._unwritten
         for vm, last in batch.polled.items():
             if last > unwritten.get(vm, last - 1.0):

@@ -18,6 +18,7 @@ from forewarn.contract import EventType, lookup_version
 from forewarn.rehearsal.facts import EventFacts, VmPolls, VmReaction
 
 __all__ = [
+    "CREATED_STARTED",
     "DEFAULT_STALE_AFTER",
     "EventVerdict",
     "LatencyStats",
@@ -33,7 +34,7 @@ __all__ = [
 DEFAULT_STALE_AFTER = 30.0
 
 #: Start reasons that mean the event was created Started: no notice could be seen.
-_CREATED_STARTED = frozenset({"immediate", "auto_approved", "no_notice"})
+CREATED_STARTED = frozenset({"immediate", "auto_approved", "no_notice"})
 
 
 class VmVerdict(msgspec.Struct, kw_only=True):
@@ -153,7 +154,7 @@ def _status(facts: EventFacts) -> str:
 
 
 def _created_started(facts: EventFacts) -> bool:
-    if facts.start_reason in _CREATED_STARTED:
+    if facts.start_reason in CREATED_STARTED:
         return True
     return (
         facts.started_at is not None

@@ -18,6 +18,7 @@ from forewarn.arm import DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION
 from forewarn.control import ControlApp
 from forewarn.control.dashboard import ScenarioHook
 from forewarn.eventgrid import ArmNames, EventGrid, Ledger
+from forewarn.eventgrid.hub import SubscriptionKeeper
 from forewarn.fabric import (
     Changes,
     Clock,
@@ -61,8 +62,9 @@ __all__ = [
 log = structlog.get_logger("forewarn")
 
 
-class ServerStore(Store, ReactionStore, Protocol):
-    """A store as a server uses it: the fabric's, the rehearsal's, remembered settings."""
+class ServerStore(Store, ReactionStore, SubscriptionKeeper, Protocol):
+    """A store as a server uses it: the fabric's, the rehearsal's, Event Grid's
+    subscriptions, remembered settings."""
 
     def stored_settings(self) -> dict[str, Any]: ...
 
@@ -236,7 +238,7 @@ def build_runtime(
     )
     # who saw what when (the rehearsal report), written on a thread below the loop's
     reactions = track_reactions(fabric, store, thread_setup=yield_to_the_loop)
-    eventgrid = _eventgrid(fabric, prepared.spec, config)  # Event Grid, Resource Graph
+    eventgrid = _eventgrid(fabric, prepared.spec, config, store)  # Event Grid, Resource Graph
     registry = CollectorRegistry()
     metrics = EndpointMetrics(registry)
     recorder = DocumentRecorder(config.record, clock.now) if config.record else None
@@ -272,9 +274,12 @@ def build_runtime(
     )  # fmt: skip
 
 
-def _eventgrid(fabric: Fabric, spec: FleetSpec, config: ServeConfig) -> EventGrid:
+def _eventgrid(
+    fabric: Fabric, spec: FleetSpec, config: ServeConfig, keeper: SubscriptionKeeper
+) -> EventGrid:
     """Scheduled Events published outside the VM: a ledger told by the fabric, and the
-    Event Grid hub delivering it (the ARM listener adds Resource Graph and the policy)."""
+    Event Grid hub delivering it (the ARM listener adds Resource Graph and the policy),
+    to subscriptions kept in the store (``resume`` starts them again after a restart)."""
     names = ArmNames(
         fabric.topology,
         spec.subscription or DEFAULT_SUBSCRIPTION,
@@ -292,6 +297,7 @@ def _eventgrid(fabric: Fabric, spec: FleetSpec, config: ServeConfig) -> EventGri
         time_scale=config.time_scale or 1.0,
         leading=lambda: fabric.leading,
         history=fabric.note,
+        keeper=keeper,
     )
 
 

@@ -93,6 +93,7 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
     pages_task = asyncio.create_task(_check_pages(runtime), name="forewarn-page-check")
     if runtime.eventgrid is not None:  # where a webhook finishes a manual handshake
         runtime.eventgrid.validation_url = listeners.control_url() + "/api/v1/eventgrid/validate"
+        await runtime.eventgrid.resume()  # the subscriptions kept before a restart
     heap_task = asyncio.create_task(  # freezes the fleet's connections once they are in
         HeapKeeper(lambda: endpoint_server.connections).run(), name="forewarn-heap"
     )

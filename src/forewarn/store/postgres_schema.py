@@ -47,6 +47,8 @@ REQUIRED_TABLES = (
     "reaction_vms",
     "reaction_polls",
     "reaction_operations",
+    "reaction_deliveries",
+    "eventgrid_subscriptions",
 )
 
 

@@ -1,10 +1,11 @@
 """Reaction tables, shared by both stores: their SQL (per dialect) and row conversions.
 Their schema is migration 0003 (``forewarn.store.schema`` gives SQLite its words).
 
-Four tables: ``reaction_events`` (what happened to each event), ``reaction_vms`` (what
+Five tables: ``reaction_events`` (what happened to each event), ``reaction_vms`` (what
 each VM did about each event), ``reaction_polls`` (each VM's first and last poll) and
 ``reaction_operations`` (each operation's VMs, those it hit with no notice included;
-migration 0004).
+migration 0004) and ``reaction_deliveries`` (what Event Grid delivered of each event to
+each subscription; migration 0006).
 Every write is a merge, so that the front-ends of a scaled-out fleet, each writing what
 it saw, never overwrite one another: an event keeps the first value known of each
 column, a VM its earliest sighting and approval and its latest poll.
@@ -18,6 +19,7 @@ from typing import Any, cast
 import msgspec
 
 from forewarn.rehearsal.facts import (
+    DeliveryFacts,
     EventFacts,
     OperationFacts,
     ReactionData,
@@ -28,6 +30,8 @@ from forewarn.store.schema import Dialect, mark
 
 __all__ = [
     "REACTION_TABLES",
+    "deliveries_from_rows",
+    "delivery_rows",
     "event_rows",
     "events_from_rows",
     "operation_rows",
@@ -40,7 +44,10 @@ __all__ = [
     "vms_from_rows",
 ]
 
-REACTION_TABLES = ("reaction_events", "reaction_vms", "reaction_polls", "reaction_operations")
+REACTION_TABLES = (
+    "reaction_events", "reaction_vms", "reaction_polls", "reaction_operations",
+    "reaction_deliveries",
+)  # fmt: skip
 
 _EVENT_COLUMNS = (
     "id", "operation_id", "kind", "scope_id", "event_type", "source", "resources",
@@ -57,6 +64,11 @@ _OPERATION_COLUMNS = (
     "unnotified", "event_ids", "created_at", "not_before", "started_at", "ended_at", "via",
 )  # fmt: skip
 _OPERATION_LISTS = ("vms", "unnotified", "event_ids")
+_DELIVERY_COLUMNS = (
+    "event_id", "subscription", "first_attempt", "scheduled_at", "delivered_at", "attempts",
+    "failed_at",
+)  # fmt: skip
+_DELIVERY_EARLIEST = ("first_attempt", "scheduled_at", "delivered_at", "failed_at")
 
 
 def _least(dialect: Dialect, old: str, new: str) -> str:
@@ -98,7 +110,14 @@ def upsert_sql(dialect: Dialect) -> dict[str, str]:
     ])  # fmt: skip
     o = "reaction_operations"
     ops = ", ".join(f"{c} = COALESCE({o}.{c}, excluded.{c})" for c in _OPERATION_COLUMNS[1:])
+    d = "reaction_deliveries"
+    deliveries = ", ".join(
+        [f"{c} = {_least(dialect, f'{d}.{c}', f'excluded.{c}')}" for c in _DELIVERY_EARLIEST]
+        + [f"attempts = {_greatest(dialect, f'{d}.attempts', 'excluded.attempts')}"]
+    )
     return {
+        "deliveries": _insert(d, _DELIVERY_COLUMNS, "event_id, subscription", dialect)
+        + f" DO UPDATE SET {deliveries}",
         "operations": _insert(o, _OPERATION_COLUMNS, "id", dialect) + f" DO UPDATE SET {ops}",
         "events": _insert(t, _EVENT_COLUMNS, "id", dialect) + f" DO UPDATE SET {events}",
         "vms": _insert(v, _VM_COLUMNS, "event_id, vm", dialect) + f" DO UPDATE SET {vms}",
@@ -120,6 +139,9 @@ def select_sql(dialect: Dialect) -> dict[str, str]:
         "polls": f"SELECT {', '.join(_POLL_COLUMNS)} FROM reaction_polls ORDER BY vm",
         "operations": f"SELECT {', '.join(_OPERATION_COLUMNS)} FROM reaction_operations"
         f" WHERE {since} ORDER BY created_at, id",
+        "deliveries": f"SELECT {', '.join(_DELIVERY_COLUMNS)} FROM reaction_deliveries WHERE"
+        f" event_id IN (SELECT id FROM reaction_events WHERE {since})"
+        " ORDER BY event_id, subscription",
     }
 
 
@@ -222,3 +244,24 @@ def operations_from_rows(rows: Sequence[Sequence[Any]]) -> list[OperationFacts]:
             values[name] = None if values[name] is None else int(values[name])
         out.append(OperationFacts(**values))
     return out
+
+
+def delivery_rows(data: ReactionData) -> list[tuple[Any, ...]]:
+    """``data``'s Event Grid deliveries as rows of ``reaction_deliveries``."""
+    return [
+        (d.event_id, d.subscription, d.first_attempt, d.scheduled_at, d.delivered_at,
+         d.attempts, d.failed_at)
+        for d in data.deliveries
+    ]  # fmt: skip
+
+
+def deliveries_from_rows(rows: Sequence[Sequence[Any]]) -> list[DeliveryFacts]:
+    """Rows of ``reaction_deliveries`` back as facts."""
+    return [
+        DeliveryFacts(
+            event_id=event_id, subscription=subscription, first_attempt=_float(first),
+            scheduled_at=_float(scheduled), delivered_at=_float(delivered),
+            attempts=None if attempts is None else int(attempts), failed_at=_float(failed),
+        )
+        for event_id, subscription, first, scheduled, delivered, attempts, failed in rows
+    ]  # fmt: skip

@@ -1,6 +1,6 @@
 """What the SQLite and the PostgreSQL store do alike: history queries, the reaction
-tables, and the values kept in the ``meta`` table (the fleet, the server's settings, a
-virtual clock's position).
+tables, the Event Grid subscriptions, and the values kept in the ``meta`` table (the
+fleet, the server's settings, a virtual clock's position).
 
 Each store says how it writes a batch of changes (``apply_all``) and runs statements
 (``_read``, ``_write`` and their ``_together`` forms): on its own connections and locks
@@ -109,28 +109,54 @@ class SqlStore(ABC):
             (sql["vms"], rx.vm_rows(data)),
             (sql["polls"], rx.poll_rows(data)),
             (sql["operations"], rx.operation_rows(data)),
+            (sql["deliveries"], rx.delivery_rows(data)),
         ])  # fmt: skip
 
     def reactions(self, since: float | None = None) -> ReactionData:
         """Events created at or after ``since``, the reactions to them, every VM's polls."""
         sql = _REACTION_SELECTS[self.dialect]
-        events, vms, polls, operations = self._read_together([
+        events, vms, polls, operations, deliveries = self._read_together([
             (sql["events"], (since, since)),
             (sql["vms"], (since, since)),
             (sql["polls"], ()),
             (sql["operations"], (since, since)),
+            (sql["deliveries"], (since, since)),
         ])  # fmt: skip
         return ReactionData(
             events=rx.events_from_rows(events),
             vms=rx.vms_from_rows(vms),
             polls=rx.polls_from_rows(polls),
             operations=rx.operations_from_rows(operations),
+            deliveries=rx.deliveries_from_rows(deliveries),
         )
 
     def polls(self) -> list[VmPolls]:
         """Every VM's first and last poll (in a shared store, as merged from every
         front-end)."""
         return rx.polls_from_rows(self._read(_REACTION_SELECTS[self.dialect]["polls"]))
+
+    # ------------------------------------------------------ Event Grid subscriptions
+
+    def eventgrid_subscriptions(self) -> list[str]:
+        """Every Event Grid subscription kept (each as the JSON its hub wrote), by name."""
+        return [
+            str(body)
+            for (body,) in self._read("SELECT body FROM eventgrid_subscriptions ORDER BY name")
+        ]
+
+    def save_eventgrid_subscription(self, name: str, body: str) -> None:
+        """Keep a subscription (a new one, or one replaced or validated since)."""
+        m = mark(self.dialect)
+        self._write(
+            f"INSERT INTO eventgrid_subscriptions (name, body) VALUES ({m}, {m})"
+            " ON CONFLICT (name) DO UPDATE SET body = excluded.body",
+            (name.lower(), body),
+        )
+
+    def delete_eventgrid_subscription(self, name: str) -> None:
+        """Forget a subscription (nothing happens when none has this name)."""
+        m = mark(self.dialect)
+        self._write(f"DELETE FROM eventgrid_subscriptions WHERE name = {m}", (name.lower(),))
 
     # -------------------------------------------------------------------- meta
 

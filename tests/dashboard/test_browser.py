@@ -20,14 +20,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.dashboard.browser import needs_chromium
 from tests.support.serverproc import VIRTUAL, ServerProcess
 
-sync_api = pytest.importorskip("playwright.sync_api")
-
-CHROMIUM = os.environ.get("FOREWARN_CHROMIUM", "/usr/bin/chromium")
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)"
-)
+pytestmark = needs_chromium
 
 WEB0 = "127.1.0.1"
 TOKEN = "browser-token"
@@ -43,15 +39,6 @@ def _seconds(text: str) -> float:
     for part in text.split(":"):
         total = total * 60 + int(part)
     return total
-
-
-@pytest.fixture
-def browser() -> Iterator[object]:
-    with sync_api.sync_playwright() as playwright:
-        args = ["--no-sandbox"] if os.geteuid() == 0 else []
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

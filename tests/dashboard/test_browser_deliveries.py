@@ -4,22 +4,15 @@ delivered, then lists each attempt (answer, outcome, next retry) of each subscri
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.dashboard.browser import needs_chromium
 from tests.eventgrid.webhook import Behaviour, webhook
 from tests.support.serverproc import VIRTUAL, ServerProcess, trigger
 
-sync_api = pytest.importorskip("playwright.sync_api")
-
-CHROMIUM = os.environ.get("FOREWARN_CHROMIUM", "/usr/bin/chromium")
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)"
-)
+pytestmark = needs_chromium
 
 FLEET = """
 scopes:
@@ -29,15 +22,6 @@ scopes:
   - kind: standalone
     name: quiet
 """
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        args = ["--no-sandbox"] if os.geteuid() == 0 else []
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
-        yield launched
-        launched.close()
 
 
 def _subscribe(server: ServerProcess, name: str, url: str) -> None:

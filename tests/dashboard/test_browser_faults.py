@@ -5,32 +5,18 @@ the page, see them listed and met by a VM's endpoint, clear one, then every one.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
-import pytest
 
+from tests.dashboard.browser import needs_chromium
 from tests.support.serverproc import ServerProcess
 
-sync_api = pytest.importorskip("playwright.sync_api")
-
-CHROMIUM = os.environ.get("FOREWARN_CHROMIUM", "/usr/bin/chromium")
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)"
-)
+pytestmark = needs_chromium
 
 WEB0 = "127.1.0.1"
 TOKEN = "fault-token"
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        args = ["--no-sandbox"] if os.geteuid() == 0 else []
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
-        yield launched
-        launched.close()
 
 
 def _faults(server: ServerProcess) -> list[dict[str, Any]]:

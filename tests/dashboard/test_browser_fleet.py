@@ -9,36 +9,21 @@ say how many rows it shows.
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import msgspec
-import pytest
 
 from forewarn.fleet import build_topology, load_fleet_file
 from forewarn.rehearsal.rollups import VM_VERDICTS, VmRollup, needs_attention
+from tests.dashboard.browser import needs_chromium
 from tests.support.serverproc import ServerProcess
 
-sync_api = pytest.importorskip("playwright.sync_api")
-
-CHROMIUM = os.environ.get("FOREWARN_CHROMIUM", "/usr/bin/chromium")
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)"
-)
+pytestmark = needs_chromium
 THOUSAND = Path(__file__).resolve().parents[2] / "src/forewarn/fleet/fleets/thousand.yaml"
 JSON = {"Content-Type": "application/json"}
-
-
-@pytest.fixture
-def browser() -> Iterator[object]:
-    with sync_api.sync_playwright() as playwright:
-        args = ["--no-sandbox"] if os.geteuid() == 0 else []
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
-        yield launched
-        launched.close()
 
 
 def _poll_all(server: ServerProcess, addresses: list[str]) -> None:

@@ -45,12 +45,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
-@pytest.fixture
-def workers(pg: PgDatabase, tmp_path: Path) -> Iterator[ServerProcess]:
-    server = ServerProcess(tmp_path / "unused.db", ["--store", pg.url, "--workers", "2", *VIRTUAL])
+def _two_workers(pg: PgDatabase, tmp_path: Path, *args: str) -> Iterator[ServerProcess]:
+    """``forewarn serve --workers 2`` on ``pg`` (the SQLite path is never used)."""
+    server = ServerProcess(tmp_path / "unused.db", ["--store", pg.url, "--workers", "2", *args])
     server.start(timeout=90)
     yield server
     server.stop()
+
+
+@pytest.fixture
+def workers(pg: PgDatabase, tmp_path: Path) -> Iterator[ServerProcess]:
+    yield from _two_workers(pg, tmp_path, *VIRTUAL)
 
 
 def test_workers_share_the_ports_and_the_fleet_and_survive_losing_the_leader(
@@ -282,11 +287,7 @@ def _vm(index: int, name: str, address: str, endpoint: str) -> PollingVm:
 def rolling_workers(pg: PgDatabase, tmp_path: Path) -> Iterator[ServerProcess]:
     fleet = tmp_path / "fleet.yaml"
     fleet.write_text(ROLLING_FLEET)
-    args = ["--store", pg.url, "--fleet", str(fleet), "--workers", "2", *VIRTUAL]
-    server = ServerProcess(tmp_path / "unused.db", args)
-    server.start(timeout=90)
-    yield server
-    server.stop()
+    yield from _two_workers(pg, tmp_path, "--fleet", str(fleet), *VIRTUAL)
 
 
 def test_the_leading_worker_dies_mid_rollout_and_the_vms_hardly_notice(

@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-from forewarn.imds.connection import MAX_HEAD
 from forewarn.imds.endpoint import MAX_BODY
+from forewarn.imds.reading import MAX_HEAD
 from tests.imds.conftest import EMPTY_WEB, NEWEST, Imds, reboot_document
 from tests.imds.rawhttp import (
     TIMEOUT,
@@ -134,9 +134,7 @@ async def test_a_chunk_size_over_the_limit_is_refused_at_once(
     assert imds.event(reboot_web0).approved_by is None
 
 
-async def test_a_chunk_within_the_limit_is_waited_for(
-    web1: Client, reboot_web0: str
-) -> None:
+async def test_a_chunk_within_the_limit_is_waited_for(web1: Client, reboot_web0: str) -> None:
     body = start_requests(reboot_web0)
     body += b" " * (MAX_BODY - len(body))  # exactly the limit, in two chunks
     size_line = b"%x\r\n" % (len(body) - 100)

@@ -16,9 +16,10 @@ from email.utils import parsedate_to_datetime
 import pytest
 
 from forewarn.fabric import StoreUnavailable
-from forewarn.imds.connection import MAX_HEAD, Connection
+from forewarn.imds.connection import Connection
 from forewarn.imds.endpoint import MAX_BODY
 from forewarn.imds.messages import TEXT, Reply, Request
+from forewarn.imds.reading import MAX_HEAD
 from tests.imds.conftest import (
     EMPTY_WEB,
     JSON_TYPE,

@@ -25,6 +25,7 @@ from forewarn.fabric.clock import Clock
 from forewarn.fabric.config import FabricConfig
 from forewarn.fabric.errors import NotFoundError, StoreUnavailable
 from forewarn.fabric.follower import Follower
+from forewarn.fabric.ids import new_event_id, new_token
 from forewarn.fabric.impact import vm_status, vm_statuses
 from forewarn.fabric.journal import Commit, InlineJournal, Journal
 from forewarn.fabric.lifecycle import EventPhase, Step, next_event_phase
@@ -44,7 +45,7 @@ from forewarn.fabric.records import (
 from forewarn.fabric.relay import Relay
 from forewarn.fabric.scope_view import ScopeView
 from forewarn.fabric.state import FabricState
-from forewarn.fabric.transaction import Tx, find_event, new_event_id, new_token
+from forewarn.fabric.transaction import Tx, find_event
 from forewarn.fleet.topology import VM, ScopePolicy, Topology
 
 __all__ = ["Fabric", "FabricConfig", "ScopeView"]

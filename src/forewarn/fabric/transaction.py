@@ -7,7 +7,6 @@ writes them and only then makes them visible.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +21,7 @@ from forewarn.fabric.records import (
 )
 from forewarn.fabric.state import FabricState
 
-__all__ = ["Tx", "find_event", "new_event_id", "new_token", "request_options"]
+__all__ = ["Tx", "find_event", "request_options"]
 
 
 @dataclass
@@ -68,14 +67,6 @@ class Tx:
             event_id=event.id,
             detail=detail,
         )
-
-
-def new_event_id() -> str:
-    return str(uuid.uuid4()).upper()
-
-
-def new_token() -> str:
-    return uuid.uuid4().hex[:12]
 
 
 def find_event(events: dict[str, EventRecord], event_id: str) -> EventRecord:

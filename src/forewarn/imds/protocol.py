@@ -6,8 +6,9 @@ faster on the same machine (see ``bench/imds_throughput.py``). It keeps what cli
 on: keep-alive and pipelining in order, ``Connection: close`` on every response after
 which the server closes, absolute-form request lines, back-pressure, and an idle timeout
 long enough that clients always close idle connections first. What it does against
-hostile clients is in ``connection.py``; this module runs the listeners and the one timer
-that enforces every connection's deadlines.
+hostile clients is in ``connection.py`` (order and back-pressure) and ``reading.py`` (size
+limits and deadlines); this module runs the listeners and the one timer that enforces
+every connection's deadlines.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ import asyncio
 import resource
 import socket
 
-from forewarn.imds.connection import IDLE_TIMEOUT, MAX_HEAD, Connection, Shared
+from forewarn.imds.connection import IDLE_TIMEOUT, Connection
 from forewarn.imds.endpoint import ImdsSettings
 from forewarn.imds.framing import DateHeader, Encoder
 from forewarn.imds.messages import Handler, Repeater
+from forewarn.imds.reading import MAX_HEAD
+from forewarn.imds.shared import Shared
 from forewarn.imds.shedding import Room, fd_threshold
 
 __all__ = ["IDLE_TIMEOUT", "MAX_HEAD", "EndpointServer", "per_address_cap", "serve_endpoint"]

@@ -41,3 +41,14 @@ def test_a_fabric_names_operations_and_events_in_creation_order() -> None:
     events = [e for op in ops for e in op.event_ids]
     assert all(GUID.fullmatch(e) for e in events)
     assert events[-1] > events[0]
+
+
+def test_a_token_already_taken_is_drawn_again() -> None:
+    """A wall clock stepped back across a restart may repeat a token: the operation still
+    gets an id of its own."""
+    repeats = iter(["00000000000a", "00000000000a", "00000000000a", "00000000000b"])
+    spec = fleet({"kind": "availability_set", "name": "as", "vms": 4, "update_domains": 2})
+    fabric = make_fabric(spec, new_token=lambda: next(repeats))
+    first = submit(fabric, "user-reboot", "as-0", notice_seconds=DAY)
+    second = submit(fabric, "user-reboot", "as-1", notice_seconds=DAY)
+    assert (first.id, second.id) == ("op-00000000000a", "op-00000000000b")

@@ -61,6 +61,7 @@ def make_fabric(
     store: Store | None = None,
     db: str | Path = ":memory:",
     new_id: Callable[[], str] | None = None,
+    new_token: Callable[[], str] | None = None,
     **config: Any,
 ) -> Fabric:
     """A fabric over ``spec`` (the demo fleet by default) on a frozen virtual clock at T0,
@@ -71,6 +72,8 @@ def make_fabric(
     """
     config.setdefault("enablement", "always")
     extra: dict[str, Any] = {} if new_id is None else {"new_id": new_id}
+    if new_token is not None:
+        extra["new_token"] = new_token
     return Fabric(
         build_topology(spec or demo_fleet()),
         store if store is not None else SQLiteStore(db),

@@ -9,7 +9,7 @@ were in. Each reads the working state through the transaction and writes only to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Container, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +61,13 @@ class Platform:
     new_token: Callable[[], str]
     enabled: Callable[[str, float], bool]
 
+    def fresh_id(self, prefix: str, taken: Container[str]) -> str:
+        """``prefix-<token>`` not in ``taken``: tokens begin with the wall clock's
+        milliseconds, so one that stepped back across a restart could repeat an old one."""
+        while (candidate := f"{prefix}-{self.new_token()}") in taken:
+            pass
+        return candidate
+
     def min_notice(self, state: FabricState, spec: OperationSpec, vms: list[VM]) -> float:
         """The least notice an operation of ``spec`` on ``vms`` may be given."""
         if spec.needs_scale_set or spec.os_image:
@@ -100,7 +107,7 @@ def submit(p: Platform, tx: Tx, request: OperationRequest) -> OperationRecord:
     _check_preview_limit(p, tx, plan)
     rollout_id = None
     if plan.rolling:
-        rollout_id = f"rollout-{p.new_token()}"
+        rollout_id = p.fresh_id("rollout", state.rollouts)
         rollout = RolloutRecord(
             id=rollout_id,
             kind=plan.spec.kind.value,
@@ -196,7 +203,7 @@ def create_operation(
     )
     starts_now = spec.created_started or auto or not groups
     op = OperationRecord(
-        id=f"op-{p.new_token()}",
+        id=p.fresh_id("op", tx.state.operations),
         kind=spec.kind.value,
         target=request.target,
         vms=tuple(vm.name for vm in vms),

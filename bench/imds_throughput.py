@@ -208,8 +208,11 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=1, help="pairs of bare/forewarn runs")
     parser.add_argument("--priority", choices=PRIORITIES, default="normal",
                         help="run servers and wrk ahead of other work (root)")  # fmt: skip
-    parser.add_argument("--close", action="store_true",
-                        help="a new connection per request (wrk sends Connection: close)")
+    parser.add_argument(
+        "--close",
+        action="store_true",
+        help="a new connection per request (wrk sends Connection: close)",
+    )
     parser.add_argument("--forewarn-src", type=Path,
                         help="serve forewarn from this src directory (git archive)")  # fmt: skip
     args = parser.parse_args()

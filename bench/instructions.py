@@ -46,9 +46,7 @@ class Transport:
         self.closed = False
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return {"peername": (VM_ADDRESS, 40000), "sockname": ("127.0.0.1", 8169)}.get(
-            name, default
-        )
+        return {"peername": (VM_ADDRESS, 40000), "sockname": ("127.0.0.1", 8169)}.get(name, default)
 
     def write(self, data: bytes) -> None:
         self.written += 1

@@ -24,8 +24,6 @@ from tests.support.waiting import wait_until
 GROUP = ("web-1", "web-4")
 
 
-
-
 def start_group(
     fleet: Fleet,
     recorder: Recorder,

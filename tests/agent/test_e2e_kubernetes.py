@@ -48,8 +48,7 @@ def test_a_daemonset_agent_from_the_environment_alone(
         f"forewarn.io/excluded-from-lb={event_id} --overwrite",
         f"cordon {NODE}",
         f"label node {NODE} {LB}=true --overwrite",
-        f"drain {NODE} --grace-period=15 --timeout=120s --ignore-daemonsets "
-        "--delete-emptydir-data",
+        f"drain {NODE} --grace-period=15 --timeout=120s --ignore-daemonsets --delete-emptydir-data",
         "create -f -",
     ]
     node = cluster.node(NODE)

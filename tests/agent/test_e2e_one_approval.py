@@ -26,8 +26,6 @@ from tests.support.waiting import wait_until
 WEB = tuple(f"web-{i}" for i in range(6))
 
 
-
-
 @pytest.fixture
 def proxy(fleet: Fleet) -> Iterator[CountingProxy]:
     counting = CountingProxy(fleet.url)

@@ -49,9 +49,7 @@ def test_a_policy_set_through_arm_survives_a_kill(
     try:
         compute = arm.compute()
         compute.virtual_machines.begin_update(GROUP, "solo", POLICY).result(timeout=30)
-        compute.virtual_machine_scale_sets.begin_update(GROUP, "quiet", PROFILE).result(
-            timeout=30
-        )
+        compute.virtual_machine_scale_sets.begin_update(GROUP, "quiet", PROFILE).result(timeout=30)
     finally:
         assert arm.server.kill(signal.SIGKILL) != 0
     arm = start_arm_server(tmp_path, extra=store_args)

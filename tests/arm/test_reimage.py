@@ -79,9 +79,7 @@ def test_a_reimage_gives_an_event_to_approve_when_the_notification_is_on(
 def test_an_os_upgrade_reimages_every_instance_with_notice(arm: ArmServer) -> None:
     try:
         compute = arm.compute()
-        compute.virtual_machine_scale_sets.begin_update(GROUP, "pool", IMAGE_ON).result(
-            timeout=30
-        )
+        compute.virtual_machine_scale_sets.begin_update(GROUP, "pool", IMAGE_ON).result(timeout=30)
         upgrades = compute.virtual_machine_scale_set_rolling_upgrades
         poller = upgrades.begin_start_os_upgrade(GROUP, "pool")
         events = arm.events()

@@ -31,9 +31,7 @@ def fault(fw: Forewarn, **body: Any) -> dict[str, Any]:
 
 
 def faults(fw: Forewarn) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = httpx.get(
-        f"{fw.control_url}/api/v1/faults", trust_env=False
-    ).json()
+    out: list[dict[str, Any]] = httpx.get(f"{fw.control_url}/api/v1/faults", trust_env=False).json()
     return out
 
 

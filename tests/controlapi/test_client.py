@@ -48,9 +48,10 @@ def test_an_unreachable_server_is_one_line_naming_the_url() -> None:
 
 def test_without_the_token_the_server_refuses_with_401(server: ServerProcess) -> None:
     for token in (None, "wrong"):
-        with ControlClient(server.control_url, token) as client, pytest.raises(
-            ControlRefused
-        ) as caught:
+        with (
+            ControlClient(server.control_url, token) as client,
+            pytest.raises(ControlRefused) as caught,
+        ):
             client.events()
         refused = caught.value
         assert (refused.status, refused.method, refused.path) == (401, "GET", "/api/v1/events")

@@ -284,9 +284,7 @@ PREVIEW_FLEET = {"kind": "availability_set", "name": "app", "vms": 12, "preview_
 
 def test_preview_limit_rejects_the_eleventh_user_operation(build: FabricFactory) -> None:
     fabric = build(fleet(PREVIEW_FLEET, {**PREVIEW_FLEET, "name": "other"}))
-    ops = [
-        submit(fabric, ("user-reboot", "user-redeploy")[i % 2], f"app-{i}") for i in range(10)
-    ]
+    ops = [submit(fabric, ("user-reboot", "user-redeploy")[i % 2], f"app-{i}") for i in range(10)]
     submit(fabric, "platform-reboot", "app-0")  # platform work does not count
     before = observable(fabric)
     with pytest.raises(InvalidOperation, match="preview limit 10"):

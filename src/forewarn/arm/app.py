@@ -110,9 +110,10 @@ class ArmApp:
             raise _no_route(request)
         self.fleet.check_group(raw[1], raw[3])
         kind, name, rest = low[6], raw[7], low[8:]
-        if rest[:3] == ["providers", "microsoft.eventgrid", "eventsubscriptions"] and len(
-            rest
-        ) == 4:  # on a resource's scope: its events only
+        if (
+            rest[:3] == ["providers", "microsoft.eventgrid", "eventsubscriptions"]
+            and len(rest) == 4
+        ):  # on a resource's scope: its events only
             scope = self._resource_id(kind, name)
             return await event_subscription(request, self.eventgrid, scope, raw[11])
         if rest[:2] == ["providers", "microsoft.maintenance"]:

@@ -69,6 +69,4 @@ def _with_id(out: dict[str, object], scope: str, name: str) -> dict[str, object]
 
 
 def _missing(name: str) -> ArmError:
-    return ArmError(
-        404, "ResourceNotFound", f"The event subscription '{name[:64]}' was not found."
-    )
+    return ArmError(404, "ResourceNotFound", f"The event subscription '{name[:64]}' was not found.")

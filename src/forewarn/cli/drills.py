@@ -77,16 +77,27 @@ def _row(f: dict[str, Any]) -> list[str]:
 @click.option("--scope", default=None, help="Only the VMs of this scope.")
 @click.option("--status", type=click.Choice(["410", "429", "500", "503"]), default=None,
               help="The status a status fault answers (with the endpoint's body).")  # fmt: skip
-@click.option("--for", "duration", type=float, default=None, callback=finite,
-              help="Lasts this many seconds of platform time (default: until cleared).")
+@click.option(
+    "--for",
+    "duration",
+    type=float,
+    default=None,
+    callback=finite,
+    help="Lasts this many seconds of platform time (default: until cleared).",
+)
 @click.option("--after", type=float, default=0.0, callback=finite,
               help="Starts this many seconds of platform time from now.")  # fmt: skip
 @click.option("--share", type=float, default=1.0, callback=finite,
               help="Share of the matching requests hit, over 0 up to 1.")  # fmt: skip
 @click.option("--latency", type=float, default=None, callback=finite,
               help="Real seconds added to each answer (latency faults).")  # fmt: skip
-@click.option("--rate", type=float, default=None, callback=finite,
-              help="Requests/s a co-tenant makes of the VM's 5 (cotenant faults).")
+@click.option(
+    "--rate",
+    type=float,
+    default=None,
+    callback=finite,
+    help="Requests/s a co-tenant makes of the VM's 5 (cotenant faults).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the fault as JSON.")
 @click.pass_context
 def add(

@@ -91,5 +91,7 @@ class Repeater(Protocol):
         """The answer to the ticket's request sent again, every rule applied as for a
         parsed one (rate limit, faults, deleted VMs, documents); None: parse it instead."""
         ...
+
+
 #: The answer to a VM over its rate limit (also what a co-tenant poller's fault causes).
 RATE_LIMITED = Reply(429, error_body(TOO_MANY_REQUESTS))

@@ -316,8 +316,7 @@ def _step(spec: StepSpec, index: int, names: set[str]) -> Step:
         and not spec.clear_faults
     ):
         raise _Located(
-            "a step needs do: (an operation or event action), arm:, wait:, fault: or "
-            "clear_faults:",
+            "a step needs do: (an operation or event action), arm:, wait:, fault: or clear_faults:",
             where,
         )
     if spec.arm is not None:

@@ -128,8 +128,10 @@ class EventGrid:
         return sub
 
     async def resume(self) -> int:
-        """Deliver again to the subscriptions the store kept (at start, on the loop; a
-        kept one that cannot be read is skipped, logged); returns how many."""
+        """Deliver to the subscriptions the store keeps, and to no other (at start, and
+        in a scaled-out fleet each time this process takes the lead: its own copy may
+        predate what the last leader created or deleted). A kept one that cannot be read
+        is skipped, logged; returns how many there are."""
         if self.keeper is None:
             return 0
         try:
@@ -137,12 +139,16 @@ class EventGrid:
         except StoreUnavailable as exc:
             log.warning("Event Grid subscriptions not resumed: %s", exc)
             return 0
+        restored: list[Subscription] = []
         for body in kept[:MAX_SUBSCRIPTIONS]:
             try:
-                sub = Subscription.restored(body)
+                restored.append(Subscription.restored(body))
             except ValueError as exc:
                 log.warning("an Event Grid subscription left out: %s", exc)
-                continue
+        names = {sub.spec.name.lower() for sub in restored}
+        for name in [n for n in self._subs if n not in names]:
+            await self._subs.pop(name).close()
+        for sub in restored:
             old = self._subs.pop(sub.spec.name.lower(), None)
             if old is not None:
                 await old.close()

@@ -255,7 +255,7 @@ def build_runtime(
         recorder=recorder,
         reactions=reactions,
     )
-    cluster = _cluster(fabric, store, clock, registry) if clustered else None
+    cluster = _cluster(fabric, store, clock, registry, eventgrid) if clustered else None
     forwarding = [] if cluster is None else [Middleware(_forwarding(), cluster=cluster)]
     control = ControlApp(
         fabric,
@@ -302,9 +302,15 @@ def _eventgrid(
 
 
 def _cluster(
-    fabric: Fabric, store: ServerStore, clock: Clock, registry: CollectorRegistry
+    fabric: Fabric,
+    store: ServerStore,
+    clock: Clock,
+    registry: CollectorRegistry,
+    eventgrid: EventGrid,
 ) -> Cluster:
-    """This process's part in a scaled-out fleet (a follower until elected)."""
+    """This process's part in a scaled-out fleet (a follower until elected; on taking
+    the lead it reads the Event Grid subscriptions again, as the leader before it left
+    them)."""
     from forewarn.server.cluster.leadership import Cluster
     from forewarn.server.cluster.metrics import ClusterMetrics
     from forewarn.store.postgres import PostgresStore
@@ -317,6 +323,7 @@ def _cluster(
         control_url=None,
         metrics=ClusterMetrics(registry),
         on_written=_log_written,
+        on_lead=eventgrid.resume,
     )
 
 

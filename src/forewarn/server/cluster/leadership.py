@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +86,11 @@ class Cluster:
         control_url: str | None,
         metrics: ClusterMetrics,
         on_written: Callable[[Sequence[Changes]], None] | None = None,
+        on_lead: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
+        """``on_lead`` runs each time this process takes the lead, before it changes the
+        fleet or is asked to (what it keeps beside the fleet, read again from the store:
+        a follower's copy may be older than the leader it replaces)."""
         self.fabric = fabric
         self.store = store
         self.clock = clock
@@ -96,6 +100,7 @@ class Cluster:
         self.started_at = time.time()
         self.metrics = metrics
         self._on_written = on_written
+        self._on_lead = on_lead
         self.relay = PostgresRelay(self.tables, self.member)
         self.replicator = Replicator(
             fabric, store, on_lag=metrics.observe_lag, on_reload=metrics.reloads.inc
@@ -253,6 +258,8 @@ class Cluster:
             self._following = None
         epoch = await asyncio.to_thread(session.take_over, self.member, self.control_url)
         self.store.fence(epoch)
+        if self._on_lead is not None:  # before anything can change or be asked of it
+            await self._on_lead()
         snapshot = await asyncio.to_thread(self.store.load)
         position = await asyncio.to_thread(self.store.clock_position)
         self._journal = ThreadedJournal(self.store, on_written=self._on_written)

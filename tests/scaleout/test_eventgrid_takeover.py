@@ -1,0 +1,88 @@
+"""Event Grid in a scaled-out fleet: a process that takes the lead delivers to the
+subscriptions the store keeps then, not to the ones it knew when it started (those made
+and deleted since went through another leader)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.eventgrid.webhook import Received, webhook
+from tests.scaleout.conftest import VIRTUAL
+from tests.scaleout.fleet import Fleet
+from tests.support.waiting import wait_until
+
+FLEET = """
+scopes:
+  - kind: standalone
+    name: pub
+    event_grid: true
+  - kind: standalone
+    name: pub2
+    event_grid: true
+"""
+JSON = {"Content-Type": "application/json"}
+
+
+def _subscription(name: str, url: str) -> dict[str, object]:
+    destination = {"endpointType": "WebHook", "properties": {"endpointUrl": url}}
+    return {"name": name, "properties": {"destination": destination}}
+
+
+def _event_id(notice: Received) -> str:
+    (item,) = notice.json()
+    return str(item["data"]["resourceInfo"]["properties"]["EventId"])
+
+
+def _trigger(fleet: Fleet, index: int, target: str) -> str:
+    response = fleet.control(
+        index, "POST", "/api/v1/operations", json={"kind": "user-reboot", "target": target}
+    )
+    assert response.status_code == 201, response.text
+    (event_id,) = response.json()["event_ids"]
+    return str(event_id)
+
+
+def test_a_new_leader_delivers_to_the_subscriptions_kept_when_it_takes_over(
+    start_fleet: Callable[..., Fleet], tmp_path: Path
+) -> None:
+    fleet_file = tmp_path / "fleet.yaml"
+    fleet_file.write_text(FLEET)
+    fleet = start_fleet(2, ("--fleet", str(fleet_file), *VIRTUAL))
+    leader = fleet.wait_for_leader()
+    (follower,) = [i for i in fleet.alive() if i != leader]
+    with (
+        webhook() as (kept_url, kept),
+        webhook() as (gone_url, gone),
+        webhook() as (late_url, late),
+    ):
+
+        def subscribe(name: str, url: str) -> None:  # through the follower: forwarded
+            made = fleet.control(
+                follower, "POST", "/api/v1/eventgrid/subscriptions", json=_subscription(name, url)
+            )
+            assert made.status_code == 201, made.text
+
+        subscribe("kept", kept_url)
+        subscribe("gone", gone_url)
+        fleet.servers[follower].stop()  # starts again knowing those two ...
+        fleet.servers[follower].start(90)
+        subscribe("late", late_url)  # ... not this one ...
+        first = _trigger(fleet, leader, "pub")
+        assert _event_id(kept.wait(1)[0]) == first
+        assert gone.wait(1)
+        deleted = fleet.control(  # ... and one of them is deleted
+            follower, "DELETE", "/api/v1/eventgrid/subscriptions/gone", headers=JSON
+        )
+        assert deleted.status_code in (200, 204), deleted.text
+
+        os.kill(fleet.servers[leader].proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        wait_until(lambda: fleet.leader_index() == follower, 30, "the follower leads")
+        second = _trigger(fleet, follower, "pub2")
+        assert _event_id(kept.wait(2)[-1]) == second
+        assert [_event_id(n) for n in late.wait(2)] == [first, second]
+        listed = fleet.control(follower, "GET", "/api/v1/eventgrid/subscriptions").json()
+        assert sorted(s["name"] for s in listed) == ["kept", "late"]
+        assert len(gone.notifications()) == 1  # deleted before the takeover: nothing more

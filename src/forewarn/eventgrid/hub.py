@@ -2,8 +2,9 @@
 goes out), one ``Subscriber`` each, and the log of their attempts.
 
 Subscriptions are kept in the store (``SubscriptionKeeper``) when they are created,
-validated or deleted, and ``resume`` starts delivering to them again after a restart,
-without a new handshake; notices still queued when a server stops are not kept.
+validated or deleted, and ``resume`` starts delivering to them again after a restart, or
+when this process takes the lead of a scaled-out fleet, without a new handshake; notices
+still queued when a server stops are not kept.
 
 Every attempt's outcome also goes to the durable history (``history``, the fabric's
 ``note``): gathered and written once per turn of the event loop, as bookkeeping the

@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import bisect
+import contextlib
 import json
 import os
 import shutil
@@ -43,6 +44,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +71,8 @@ TARGET = b"/metadata/scheduledevents?api-version=2020-07-01"
 MAX_WAIT_PERCENT = 3.0
 #: A poll during which the server's loop or the timed VMs waited longer for a core (ms).
 DISTURBED_MS = 1.0
+#: How long every dashboard stream has to send its snapshot.
+STREAMS_OPEN_SECONDS = 120.0
 REQUEST = b"GET " + TARGET + b" HTTP/1.1\r\nHost: 169.254.169.254\r\nMetadata: true\r\n\r\n"
 
 
@@ -185,7 +190,7 @@ async def timed_window(
     sampler = ProcSampler(server)
     sampler.begin()
     with WaitWatch(server) as watch:
-        *failures, statuses = await asyncio.gather(*polls, changes)
+        failures, statuses = await asyncio.gather(asyncio.gather(*polls), changes)
     sampler.end()
     latencies = [(end - start) * 1000 for start, end in spans]
     clean = [(end - start) * 1000 for start, end in spans
@@ -219,27 +224,65 @@ def summary(latencies: list[float]) -> dict[str, Any]:
 
 async def hold_streams(port: int, count: int) -> None:
     """Open ``count`` dashboard streams, say ``open`` once each has its snapshot, then
-    read and discard everything until stdin closes."""
+    read and discard everything until stdin closes; then say how many were still open."""
     ready = asyncio.Event()
-    started = 0
+    started = live = 0
 
     async def one() -> None:
-        nonlocal started
+        nonlocal started, live
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"GET /api/v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         await reader.readuntil(b"event: snapshot")
         started += 1
+        live += 1
         if started == count:
             ready.set()
-        while await reader.read(65536):
-            pass
+        try:
+            while await reader.read(65536):
+                pass
+        finally:
+            live -= 1
 
     tasks = [asyncio.create_task(one()) for _ in range(count)]
-    await ready.wait()
+    await asyncio.wait_for(ready.wait(), STREAMS_OPEN_SECONDS)  # else exit: the parent fails
     print("open", flush=True)
     await asyncio.to_thread(sys.stdin.read)
+    print(f"still {live}", flush=True)
     for task in tasks:
         task.cancel()
+
+
+@dataclass
+class HeldStreams:
+    """Dashboard streams a child process holds open; ``still_open``: how many of them
+    had not ended when they were let go (None until then)."""
+
+    count: int
+    still_open: int | None = None
+
+
+@contextlib.contextmanager
+def streams_held(port: int, count: int, priority: str = "normal") -> Iterator[HeldStreams]:
+    """``count`` dashboard streams of the control API on ``port``, read continuously (as
+    a browser would) by a child process on the load CPU, from their snapshots until the
+    block ends."""
+    child = subprocess.Popen(
+        prioritised(priority, pinned(LOAD_CPU, [
+            sys.executable, __file__, "--hold-streams", str(count), "--port", str(port)])),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=forewarn_env(None),
+    )  # fmt: skip
+    held = HeldStreams(count)
+    assert child.stdout is not None and child.stdin is not None
+    try:
+        if child.stdout.readline().strip() != "open":
+            raise RuntimeError("the dashboard streams did not open")
+        yield held
+    finally:
+        child.stdin.close()
+        last = child.stdout.readline().split()
+        if last[:1] == ["still"]:
+            held.still_open = int(last[1])
+        child.wait(timeout=30)
 
 
 # ------------------------------------------------------------------------------- main
@@ -249,16 +292,7 @@ def watched_window(
     args: argparse.Namespace, imds: int, control: int, window: int, pid: int
 ) -> dict[str, Any]:
     """A window with ``--streams`` dashboard streams open (py-spy on the first one)."""
-    child = subprocess.Popen(
-        prioritised(args.priority, pinned(LOAD_CPU, [
-            sys.executable, __file__, "--hold-streams", str(args.streams),
-            "--port", str(control)])),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=forewarn_env(None),
-    )  # fmt: skip
-    try:
-        assert child.stdout is not None and child.stdin is not None
-        if child.stdout.readline().strip() != "open":
-            raise RuntimeError("the dashboard streams did not open")
+    with streams_held(control, args.streams, args.priority):
         profile = args.profile if window == 1 else None
         spy = start_profiler(pid, profile) if profile else None
         watched = asyncio.run(timed_window(args, imds, control, window, pid))
@@ -266,10 +300,6 @@ def watched_window(
             spy.send_signal(signal.SIGINT)
             spy.wait(timeout=120)
         return watched
-    finally:
-        if child.stdin is not None:
-            child.stdin.close()
-        child.wait(timeout=30)
 
 
 def window_line(window: dict[str, Any]) -> str:

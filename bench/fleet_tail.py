@@ -19,12 +19,32 @@ in which the server's event loop waited for its core (another process had it) mo
 machine ``--priority realtime`` (root) runs server and generator ahead of other work.
 ``--profile out.svg`` records one more forewarn run with py-spy (``pip install py-spy``),
 outside the table (``.json``: speedscope, ``.txt``: collapsed stacks).
+
+Issue 17's rows:
+
+- ``--streams 100 --report-every 10``: during each forewarn window 100 dashboard streams
+  (``GET /api/v1/stream``, opened before the generator, read continuously by a child
+  process on the generator's core below its priority) are open and one client fetches the
+  HTML report (``GET /api/v1/report``) every 10 s from the window's start. The canned
+  server's window is unchanged, so the ratios compare forewarn with streams against canned.
+  Printed (and in ``--json``, ``dashboard``): streams opened and still open at the end,
+  each report fetch's second, time and status; a stream that ended or a fetch that failed
+  makes the run invalid.
+- ``--store postgresql://postgres@127.0.0.1:5432/postgres --workers 2``: forewarn served
+  from a fresh PostgreSQL database per run (created on that server, dropped after) by
+  ``--workers`` processes; the generator's connections are spread over them by the kernel
+  (SO_REUSEPORT). CPU and RSS are summed over the workers (found through
+  ``GET /api/v1/cluster``) and shown per worker; the CPU and RSS targets apply to the
+  busiest worker. The workers share the server's core, so each one's loop also waits while
+  another runs: the validity check takes the other workers' CPU off each one's wait.
+  Collector pauses are not recorded then (bench/gcprobe writes one file per server).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import json
 import os
 import shutil
@@ -32,6 +52,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -39,6 +60,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from dashboard_streams import HeldStreams, streams_held
 from imds_throughput import BARE_SERVER
 from loadgen import (
     PRIORITIES,
@@ -93,37 +115,109 @@ def _vm_list(control_port: int, approve_every: int) -> list[tuple[str, str, bool
 
 @dataclass
 class _Window:
-    """The server's and the generator's /proc figures over one measured window."""
+    """The server's (each worker's) and the generator's /proc figures over one window."""
 
-    server: ProcSampler
+    servers: list[ProcSampler]
     generator: ProcSampler
 
     @classmethod
-    def begin(cls, server_pid: int, gen: FleetgenRun) -> _Window:
+    def begin(cls, server_pids: list[int], gen: FleetgenRun) -> _Window:
         gen.sleep_until(0)
-        window = cls(ProcSampler(server_pid), ProcSampler(gen.proc.pid))
-        window.server.begin()
-        window.generator.begin()
+        window = cls([ProcSampler(pid) for pid in server_pids], ProcSampler(gen.proc.pid))
+        for sampler in [*window.servers, window.generator]:
+            sampler.begin()
         return window
 
     def end(self) -> None:
-        self.server.end()
-        self.generator.end()
+        for sampler in [*self.servers, self.generator]:
+            sampler.end()
 
-    def run(self, server: str, index: int, report: dict[str, Any], args: argparse.Namespace) -> Run:
-        s, g = self.server, self.generator
+    def _loop_wait(self) -> float:
+        """The longest a server's event loop waited for its core (% of the window). Workers
+        share the server's core: a worker's loop also waits while another worker runs, at
+        most that other's CPU time, which is taken off (what is left is the neighbours')."""
+        cpu = sum(s.cpu_percent for s in self.servers)
+        return max(max(0.0, s.main_wait_percent - (cpu - s.cpu_percent)) for s in self.servers)
+
+    def run(
+        self,
+        server: str,
+        index: int,
+        report: dict[str, Any],
+        args: argparse.Namespace,
+        dashboard: dict[str, Any] | None = None,
+    ) -> Run:
+        s, g = self.servers, self.generator
         run = Run(
             server,
             index,
             report,
-            s.cpu_percent,
-            s.rss_max,
-            s.main_wait_percent,
+            sum(x.cpu_percent for x in s),
+            sum(x.rss_max for x in s),
+            self._loop_wait(),
             g.cpu_percent,
             g.wait_percent,
         )
+        if len(s) > 1:
+            run.workers = [
+                {"pid": x.pid, "cpu_percent": round(x.cpu_percent, 1), "rss_bytes": x.rss_max,
+                 "loop_wait": round(x.main_wait_percent, 2)}
+                for x in s
+            ]  # fmt: skip
+        run.dashboard = dashboard or {}
         run.problems = _problems(run, args)
         return run
+
+
+class _ReportFetches:
+    """One client fetching the HTML report (``GET /api/v1/report``) every ``every``
+    seconds of the window, from its start, on a thread: when each was sent (seconds into
+    the window), how long it took, its status and size."""
+
+    def __init__(self, port: int, every: float, start: float, seconds: float) -> None:
+        self.port, self.every, self.start, self.seconds = port, every, start, seconds
+        self.fetches: list[dict[str, Any]] = []
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _fetch(self) -> tuple[int, int]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        try:
+            conn.request("GET", "/api/v1/report")
+            response = conn.getresponse()
+            return response.status, len(response.read())
+        finally:
+            conn.close()
+
+    def _run(self) -> None:
+        at = 0.0
+        while at < self.seconds:
+            time.sleep(max(0.0, self.start + at - time.time()))
+            began = time.perf_counter()
+            try:
+                status, size = self._fetch()
+            except (OSError, http.client.HTTPException):
+                status, size = 0, 0
+            took = (time.perf_counter() - began) * 1000
+            self.fetches.append({"at": at, "ms": round(took, 1), "status": status, "bytes": size})
+            at += self.every
+
+    def result(self) -> list[dict[str, Any]]:
+        self._thread.join(timeout=180)
+        return self.fetches
+
+
+def _dashboard(streams: HeldStreams | None, fetches: _ReportFetches | None) -> dict[str, Any]:
+    """The window's dashboard figures (``Run.dashboard``), or none without streams and
+    reports."""
+    if streams is None and fetches is None:
+        return {}
+    return {
+        "streams": 0 if streams is None else streams.count,
+        "still_open": 0 if streams is None else streams.still_open,
+        "report_every": 0 if fetches is None else fetches.every,
+        "reports": [] if fetches is None else fetches.result(),
+    }
 
 
 def _problems(run: Run, args: argparse.Namespace) -> list[str]:
@@ -142,6 +236,12 @@ def _problems(run: Run, args: argparse.Namespace) -> list[str]:
         problems.append(f"{report['errors']['unsent']} polls never sent")
     if report["connected"] < report["vms"]:
         problems.append(f"only {report['connected']} of {report['vms']} VMs connected")
+    board = run.dashboard
+    if board and board["still_open"] != board["streams"]:
+        problems.append(f"{board['still_open']} of {board['streams']} streams left open")
+    failed = [f for f in board.get("reports", []) if f["status"] != 200]
+    if failed:
+        problems.append(f"{len(failed)} report fetches failed (status {failed[0]['status']})")
     return problems
 
 
@@ -177,6 +277,32 @@ def _stop_profiler(spy: subprocess.Popen[bytes]) -> None:
     spy.wait(timeout=120)
 
 
+def _storage(
+    args: argparse.Namespace, work: Path, index: int, stack: contextlib.ExitStack
+) -> list[str]:
+    """The server's storage options: a fresh SQLite file, or with ``--store`` a fresh
+    PostgreSQL database (dropped once the block ends) and ``--workers``."""
+    if args.store is None:
+        for stale in work.glob(f"run{index}.db*"):  # a kept --workdir: start from nothing
+            stale.unlink()
+        return ["--db", str(work / f"run{index}.db")]
+    from scaleout import database  # psycopg: only with --store
+
+    url = stack.enter_context(database(args.store))
+    return ["--store", url, *(["--workers", str(args.workers)] if args.workers > 1 else [])]
+
+
+def _server_pids(args: argparse.Namespace, control_port: int, server_pid: int) -> list[int]:
+    """The processes that serve: the server, or once every worker reported and one leads
+    (with ``--store``), the workers (the parent only supervises)."""
+    if args.store is None:
+        return [server_pid]
+    from scaleout import wait_for_cluster
+
+    members = wait_for_cluster(f"http://127.0.0.1:{control_port}", args.workers)
+    return [int(m["pid"]) for m in members] if args.workers > 1 else [server_pid]
+
+
 def measure_forewarn(
     args: argparse.Namespace,
     binary: Path,
@@ -185,45 +311,45 @@ def measure_forewarn(
     vms_file: Path,
     profile: Path | None = None,
 ) -> Run:
-    """One window against ``forewarn serve`` with a rollout created during it."""
+    """One window against ``forewarn serve`` with a rollout created during it (and
+    dashboard streams open and reports fetched, when asked)."""
     fleet = work / "fleet.yaml"
     fleet.write_text(fleet_yaml(args.vms, args.avset), encoding="utf-8")
-    for stale in work.glob(f"run{index}.db*"):  # a kept --workdir: start from nothing
-        stale.unlink()
     imds_port, control_port = free_port(), free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "forewarn",
-        "serve",
-        "--fleet",
-        str(fleet),
-        "--db",
-        str(work / f"run{index}.db"),
-        "--imds-bind",
-        f"127.0.0.1:{imds_port}",
-        "--control-bind",
-        f"127.0.0.1:{control_port}",
-        "--time-scale",
-        f"{args.time_scale:g}",
-        "--enablement",
-        args.enablement,
-    ]
     log = work / f"forewarn{index}.log"
     env = forewarn_env(args.forewarn_src)
     gc_log = work / f"gc{index}.jsonl"
     gc_log.unlink(missing_ok=True)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GC_PROBE), env.get("PYTHONPATH")]))
-    env["FOREWARN_BENCH_GC_LOG"] = str(gc_log)
-    with start_server(
-        command, [imds_port, control_port], log, env=env, priority=args.priority
-    ) as server:
+    if args.workers == 1:  # every worker would write the same file: no pauses shown then
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GC_PROBE), env.get("PYTHONPATH")]))
+        env["FOREWARN_BENCH_GC_LOG"] = str(gc_log)
+    with contextlib.ExitStack() as stack:
+        command = [
+            sys.executable, "-m", "forewarn", "serve", "--fleet", str(fleet),
+            *_storage(args, work, index, stack),
+            "--imds-bind", f"127.0.0.1:{imds_port}",
+            "--control-bind", f"127.0.0.1:{control_port}",
+            "--time-scale", f"{args.time_scale:g}", "--enablement", args.enablement,
+        ]  # fmt: skip
+        server = stack.enter_context(
+            start_server(command, [imds_port, control_port], log, env=env, priority=args.priority)
+        )
+        pids = _server_pids(args, control_port, server.pid)
         if not vms_file.exists():
             write_vms_file(vms_file, _vm_list(control_port, args.approve_every))
-        spy = _profiler(server.pid, profile) if profile else None  # from before the first poll
+        # below the generator's priority, on its core: the generator stays ahead
+        streams = (
+            stack.enter_context(streams_held(control_port, args.streams)) if args.streams else None
+        )
+        spy = _profiler(pids[0], profile) if profile else None  # from before the first poll
         spy_started = time.time()
         gen = FleetgenRun.launch(binary, imds_port, vms_file, args.seconds, priority=args.priority)
-        window = _Window.begin(server.pid, gen)
+        window = _Window.begin(pids, gen)
+        fetches = (
+            _ReportFetches(control_port, args.report_every, gen.start, args.seconds)
+            if args.report_every
+            else None
+        )
         gen.sleep_until(args.rollout_at)
         body = {"kind": "platform-reboot", "scope": AVSET}
         status, op, took = control_call(control_port, "POST", "/api/v1/operations", body)
@@ -234,6 +360,9 @@ def measure_forewarn(
             print(f"profile: the window starts {gen.start - spy_started:.1f} s into it")
         report = gen.result()
         _, operations, _ = control_call(control_port, "GET", "/api/v1/operations")
+        if fetches is not None:
+            fetches.result()
+    # the block's end let the streams go (counted), stopped the server, dropped the database
     rollout = {
         "status": status,
         "create_ms": round(took * 1000, 1),
@@ -241,7 +370,7 @@ def measure_forewarn(
         "batches_started": sum(1 for o in operations or [] if o.get("started_at") is not None),
         "id": (op or {}).get("rollout_id"),
     }
-    run = window.run("forewarn", index, report, args)
+    run = window.run("forewarn", index, report, args, _dashboard(streams, fetches))
     run.rollout = rollout
     run.gc = _gc_pauses(gc_log, gen.start, args.seconds)
     if status != 201:
@@ -261,7 +390,7 @@ def measure_canned(
         command, [port], work / f"canned{index}.log", priority=args.priority
     ) as server:
         gen = FleetgenRun.launch(binary, port, vms_file, args.seconds, priority=args.priority)
-        window = _Window.begin(server.pid, gen)
+        window = _Window.begin([server.pid], gen)
         gen.sleep_until(args.seconds)
         window.end()
         report = gen.result()
@@ -299,6 +428,31 @@ def main(argv: list[str] | None = None) -> int:
         help="a run in which the server's event loop waited for its core "
         "more than this %% of the window is invalid",
     )
+    parser.add_argument(
+        "--streams",
+        type=int,
+        default=0,
+        help="dashboard streams (GET /api/v1/stream) held open during each forewarn window",
+    )
+    parser.add_argument(
+        "--report-every",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="fetch the HTML report (GET /api/v1/report) every S s of each forewarn window",
+    )
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="serve from PostgreSQL: a fresh database per run, created (and dropped) on the "
+        "server of this postgresql:// URL (e.g. postgresql://postgres@127.0.0.1:5432/postgres)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="forewarn serve --workers N (needs --store): connections spread by the kernel",
+    )
     parser.add_argument("--only", choices=["forewarn", "canned"], help="measure one server")
     parser.add_argument("--profile", type=Path, help="py-spy one extra forewarn run into FILE")
     parser.add_argument("--json", type=Path, help="write every run's full report here")
@@ -322,6 +476,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--avset must be between 1 and --vms")
     if args.seconds <= args.rollout_at:
         parser.error("--seconds must be longer than --rollout-at")
+    if args.workers < 1 or (args.workers > 1 and args.store is None):
+        parser.error("--workers N needs --store postgresql://...")
+    if args.streams < 0 or args.report_every < 0:
+        parser.error("--streams and --report-every must not be negative")
     reason = go_missing_reason()
     if reason is not None:
         print(f"bench: {reason}", file=sys.stderr)

@@ -152,7 +152,7 @@ def serve(args: list[str], workers: int) -> Iterator[Server]:
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
     assert proc.stdout is not None
-    seen = []
+    seen: list[str] = []
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
@@ -182,17 +182,19 @@ def wrk(url: str, seconds: int) -> float:
     return float(match.group(1))
 
 
-def wait_for_cluster(server: Server, expected: int) -> None:
-    """Until ``expected`` processes report and one of them leads (no-op for SQLite)."""
+def wait_for_cluster(control: str, expected: int) -> list[dict[str, Any]]:
+    """Until ``expected`` processes report and one of them leads, behind the control API
+    at ``control`` (a base URL); their ``members`` rows (none for SQLite)."""
     deadline = time.monotonic() + 120
     with httpx.Client(trust_env=False, timeout=10) as client:
         while time.monotonic() < deadline:
-            response = client.get(server.control + "/api/v1/cluster")
+            response = client.get(control + "/api/v1/cluster")
             if response.status_code == 404:
-                return  # a single SQLite server
-            roles = [m["role"] for m in response.json()["members"]]
+                return []  # a single SQLite server
+            members: list[dict[str, Any]] = response.json()["members"]
+            roles = [m["role"] for m in members]
             if len(roles) == expected and roles.count("leader") == 1:
-                return
+                return members
             time.sleep(0.2)
     raise RuntimeError("the processes did not all report in time")
 
@@ -256,7 +258,7 @@ def throughput(
     with contextlib.ExitStack() as stack:
         servers = {name: stack.enter_context(serve(a, n)) for name, (a, n) in configs.items()}
         for name, server in servers.items():
-            wait_for_cluster(server, configs[name][1])
+            wait_for_cluster(server.control, configs[name][1])
             wrk(server.imds, 1)  # warm-up: every worker's caches
         for _ in range(rounds):
             for name, server in servers.items():
@@ -290,7 +292,7 @@ def latencies(
     own mean replication lag over the same time."""
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(serve(args, 1)) for _ in range(fronts)]
-        wait_for_cluster(servers[0], fronts)
+        wait_for_cluster(servers[0].control, fronts)
         with httpx.Client(trust_env=False, timeout=30) as client:
             vms = client.get(servers[0].control + "/api/v1/vms").json()
         free = [v for v in vms if v["status"] == "running"][::-1]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from bench import fleet_tail, operations_rate
+from tests.scaleout.pg import ADMIN_URL, pg_available
 
 
 def _report(p99: float, p999: float, peak: float, errors: int = 0) -> dict[str, Any]:
@@ -67,6 +68,46 @@ def test_fleet_tail_runs_a_rollout_with_approvals_under_load(
     assert run["cpu_percent"] > 0 and run["rss_bytes"] > 10_000_000
     printed = capsys.readouterr().out
     assert "target (issue 5)" in printed and "1 forewarn" in printed
+
+
+def _forewarn_window(tmp_path: Path, *options: str) -> dict[str, Any]:
+    """One 3 s forewarn window of 60 VMs with ``options``; its run as --json wrote it."""
+    out = tmp_path / "runs.json"
+    code = fleet_tail.main([
+        "--vms", "60", "--avset", "20", "--seconds", "3", "--runs", "1", "--rollout-at", "1",
+        "--only", "forewarn", "--max-lag-ms", "1000", "--max-wait", "100", "--json", str(out),
+        *options,
+    ])  # fmt: skip
+    assert code == 0
+    (run,) = json.loads(out.read_text())
+    assert run["problems"] == [] and run["rollout"]["status"] == 201
+    assert run["report"]["statuses"] == {"200": 180}
+    return dict(run)
+
+
+def test_fleet_tail_holds_dashboard_streams_and_fetches_the_report(
+    fleetgen: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _forewarn_window(tmp_path, "--streams", "5", "--report-every", "1")
+    board = run["dashboard"]
+    assert board["streams"] == board["still_open"] == 5
+    assert [f["at"] for f in board["reports"]] == [0, 1, 2]
+    assert {f["status"] for f in board["reports"]} == {200}
+    assert all(f["bytes"] > 1000 and f["ms"] > 0 for f in board["reports"])
+    assert "5 streams opened, 5 still open" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(pg_available() is not None, reason=str(pg_available()))
+def test_fleet_tail_serves_from_postgresql_with_two_workers(
+    fleetgen: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _forewarn_window(tmp_path, "--store", ADMIN_URL, "--workers", "2")
+    workers = run["workers"]
+    assert len({w["pid"] for w in workers}) == 2
+    assert all(w["cpu_percent"] > 0 and w["rss_bytes"] > 10_000_000 for w in workers)
+    assert run["cpu_percent"] == pytest.approx(sum(w["cpu_percent"] for w in workers), abs=0.2)
+    assert run["rss_bytes"] == sum(w["rss_bytes"] for w in workers)
+    assert "PostgreSQL, 2 front-end(s)" in capsys.readouterr().out
 
 
 def test_operations_rate_measures_each_level(

@@ -26,6 +26,7 @@ from starlette.routing import Route
 from forewarn import __version__
 from forewarn.contract import SUPPORTED_VERSIONS, lookup_version
 from forewarn.control.body_limit import BodyLimit
+from forewarn.control.compression import Compression
 from forewarn.control.dashboard import DashboardRoutes, ScenarioHook, is_public, wants_page
 from forewarn.control.drill_routes import DrillRoutes
 from forewarn.control.json_views import (
@@ -288,7 +289,7 @@ class ControlApp:
         guard = Middleware(AccessGuard, hosts=HostPolicy(hosts), token=token, public=is_public)
         self.asgi = Starlette(
             routes=routes,
-            middleware=[Middleware(BodyLimit), guard, *middleware],
+            middleware=[Middleware(Compression), Middleware(BodyLimit), guard, *middleware],
             exception_handlers={HTTPException: http_error, Exception: crash},
         )
 

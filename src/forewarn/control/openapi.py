@@ -111,6 +111,19 @@ _REPORT_PARAMS = [
     _query("stale_after", "number", "A VM silent this long (s) stopped polling (default 30)",
            **_SECONDS),
 ]  # fmt: skip
+_REPORT_PARAMS_TAGGED = [
+    *_REPORT_PARAMS,
+    {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"},
+     "description": "The ETag of a verdict held: 304 with no body while it still holds"},
+]  # fmt: skip
+_ETAG = {"ETag": {"description": "Weak tag of the verdict (not of when it was graded)",
+                  "schema": {"type": "string"}}}  # fmt: skip
+_UNCHANGED = {"304": {"description": "The verdict is still the one tagged", "headers": _ETAG}}
+
+
+def _tagged(ok: dict[str, Any]) -> dict[str, Any]:
+    """A 200 answer with its ETag, and the 304 of a matching If-None-Match."""
+    return {"200": {**ok, "headers": _ETAG}, **_UNCHANGED}
 
 
 def _rehearsal_paths() -> dict[str, Any]:
@@ -119,15 +132,15 @@ def _rehearsal_paths() -> dict[str, Any]:
         "/api/v1/reactions": {
             "get": _op(
                 "Verdict on how the fleet reacted: per event and VM, silent VMs, latencies",
-                {"200": _json(_ref("ReactionReport"))},
-                params=_REPORT_PARAMS,
+                _tagged(_json(_ref("ReactionReport"))),
+                params=_REPORT_PARAMS_TAGGED,
             )
         },
         "/api/v1/report": {
             "get": _op(
                 "The same verdict as an HTML page (timelines, latency histograms)",
-                {"200": _content("text/html")},
-                params=_REPORT_PARAMS,
+                _tagged(_content("text/html")),
+                params=_REPORT_PARAMS_TAGGED,
             )
         },
         "/api/v1/dashboard": {

@@ -75,14 +75,14 @@ class EndpointServer:
         """One timer for every connection's deadlines (cheaper than one per request)."""
         shared = self._shared
         now = shared.loop.time()
-        for connection in list(shared.deadlines):
-            connection.expire_if_late(now)
+        for reading in list(shared.deadlines):
+            reading.expire_if_late(now)
         if now >= self._next_idle_sweep:
             self._next_idle_sweep = now + IDLE_SWEEP
             shared.date.line()
             second = shared.date.second
-            for connection in list(shared.live):
-                connection.close_if_idle(second)
+            for live in list(shared.live):
+                live.close_if_idle(second)
         self._timer = shared.loop.call_later(self._tick, self._sweep)
 
     async def close(self) -> None:

@@ -7,20 +7,26 @@ import asyncio
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from forewarn.imds.framing import DateHeader, Encoder
 from forewarn.imds.messages import Handler, Repeater, Reply
-from forewarn.imds.shedding import Room
+from forewarn.imds.shedding import Room, Sheddable
 
-if TYPE_CHECKING:
-    from forewarn.imds.connection import Connection
-
-__all__ = ["REFUSAL_LOG_INTERVAL", "Expiring", "Shared"]
+__all__ = ["REFUSAL_LOG_INTERVAL", "Expiring", "Live", "Shared"]
 
 log = logging.getLogger(__name__)
 
 REFUSAL_LOG_INTERVAL = 60.0
+
+
+class Live(Sheddable, Protocol):
+    """An open connection: the server's sweep closes it when idle, or at shutdown (a
+    protocol, so that this module need not import the connection that imports it)."""
+
+    def close_if_idle(self, now: float) -> None:
+        """Close the connection if it has been silent too long."""
+        ...
 
 
 class Expiring(Protocol):
@@ -44,7 +50,7 @@ class Shared:
     header_timeout: float
     body_timeout: float
     per_address_cap: int
-    live: set[Connection] = field(default_factory=set)
+    live: set[Live] = field(default_factory=set)
     #: Connections inside a request (or not yet past their first): their deadline runs.
     deadlines: set[Expiring] = field(default_factory=set)
     per_address: dict[str, int] = field(default_factory=dict)

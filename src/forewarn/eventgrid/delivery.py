@@ -101,11 +101,14 @@ class Pending:
 
 
 class Keeping(Protocol):
-    """Hears the notices a subscriber holds and lets go of."""
+    """Hears the notices a subscriber holds and lets go of; ``written`` returns once
+    what it heard so far is kept (or was refused)."""
 
     def kept(self, subscription: str, entry: Pending) -> None: ...
 
     def settled(self, subscription: str, notice_id: str) -> None: ...
+
+    async def written(self) -> None: ...
 
 
 class Subscriber:
@@ -134,6 +137,7 @@ class Subscriber:
         self.keeping = keeping
         self.leading = leading
         self._heap: list[tuple[float, int, Pending]] = []
+        self._current: Pending | None = None  # the one being attempted
         self._seq = itertools.count()
         self._wake = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
@@ -157,8 +161,10 @@ class Subscriber:
         self._wake.set()
 
     def queued(self) -> list[Pending]:
-        """The notices waiting (for the subscriber that replaces this closed one)."""
-        return [entry for _, _, entry in self._heap]
+        """The notices waiting (for the subscriber that replaces this closed one), with
+        the one whose attempt closing cut off."""
+        waiting = [entry for _, _, entry in self._heap]
+        return waiting if self._current is None else [self._current, *waiting]
 
     def _queue(self, entry: Pending) -> None:
         heapq.heappush(self._heap, (entry.due, next(self._seq), entry))
@@ -193,7 +199,9 @@ class Subscriber:
                 await asyncio.sleep(LEAD_POLL)
                 continue
             _, _, entry = heapq.heappop(self._heap)
+            self._current = entry
             await self._attempt(entry)
+            self._current = None
             self.sub.pending = len(self._heap)
 
     async def _attempt(self, entry: Pending) -> None:
@@ -203,6 +211,8 @@ class Subscriber:
         if time.monotonic() > expires:  # while no process could deliver it
             self._settle(entry, "time to live expired", "failed")
             return
+        if entry.attempts == 0 and self.keeping is not None:
+            await self.keeping.written()  # a webhook never sees a notice not yet kept
         entry.attempts += 1
         answer, status = await self._send(notice, entry.attempts - 1)
         if status is not None and 200 <= status < 300:

@@ -146,7 +146,7 @@ class EventGrid:
         no longer kept are forgotten."""
         if self.keeper is None:
             return 0
-        await self.pending.flush()  # what this process told the store is in it
+        await self.pending.written()  # what this process told the store is in it
         try:
             kept = await asyncio.to_thread(self.keeper.eventgrid_subscriptions)
         except StoreUnavailable as exc:
@@ -222,7 +222,7 @@ class EventGrid:
         for subscriber in list(self._subs.values()):
             await subscriber.close()
         self._subs.clear()
-        await self.pending.flush()
+        await self.pending.written()
         if self._client is not None:
             await self._client.aclose()
             self._client = None

@@ -4,10 +4,12 @@ already made, the next attempt when it was due.
 
 Subscribers tell ``PendingNotices`` of each notice they hold (queued, or queued again
 after a failed attempt) and let go of (delivered, failed for good); what a turn of the
-event loop changed is written as one batch on a worker thread, one batch at a time, never
-waited for by a delivery. A write the store refuses is logged and tried again with the
-next batch, and deliveries go on. A notice delivered just before a crash may be
-delivered again (at least once, as Event Grid promises); none is lost once written.
+event loop changed is written as one batch on a worker thread, one batch at a time, off
+the endpoint's path. A notice's first attempt waits for the batch that keeps it (a
+webhook never sees a notice a crash could lose); retries and settlements are not
+waited for. A write the store refuses is logged and tried again with the next batch,
+and deliveries go on. A notice delivered just before a crash may be delivered again
+(at least once, as Event Grid promises); none is lost once written.
 """
 
 from __future__ import annotations
@@ -69,6 +71,9 @@ class PendingNotices:
         self.lock = asyncio.Lock()
         self._unwritten: dict[tuple[str, str], Pending | None] = {}
         self._writer: asyncio.Task[None] | None = None
+        self._told = 0  # changes heard so far
+        self._done = 0  # changes written (or refused) so far
+        self._progress = asyncio.Condition()
 
     # ------------------------------------------------- what the subscribers tell
 
@@ -90,6 +95,7 @@ class PendingNotices:
         if self.keeper is None:
             return
         self._unwritten[key] = entry
+        self._told += 1
         if self._writer is None:
             self._writer = asyncio.get_running_loop().create_task(
                 self._write(), name="forewarn-eventgrid-pending"
@@ -97,10 +103,11 @@ class PendingNotices:
 
     # -------------------------------------------------------------- the writes
 
-    async def flush(self) -> None:
+    async def written(self) -> None:
         """Wait until what was told so far is written (or refused)."""
-        while self._writer is not None:
-            await asyncio.shield(self._writer)
+        mark = self._told
+        async with self._progress:
+            await self._progress.wait_for(lambda: self._done >= mark or self._writer is None)
 
     async def _write(self) -> None:
         """Write what accumulated, one batch at a time, until nothing is left (a task
@@ -109,7 +116,7 @@ class PendingNotices:
         try:
             while self._unwritten:
                 async with self.lock:
-                    batch, self._unwritten = self._unwritten, {}
+                    batch, self._unwritten, upto = self._unwritten, {}, self._told
                     shift = time.time() - time.monotonic()
                     keep = [
                         (sub, notice_id, notice_json(e.notice), e.attempts,
@@ -126,8 +133,16 @@ class PendingNotices:
                         )
                         self._unwritten = batch | self._unwritten  # what came since wins
                         return
+                    finally:
+                        await self._advance(upto)
         finally:
             self._writer = None
+            await self._advance(self._done)
+
+    async def _advance(self, upto: int) -> None:
+        async with self._progress:
+            self._done = max(self._done, upto)
+            self._progress.notify_all()
 
     # --------------------------------------------------------------- the reads
 

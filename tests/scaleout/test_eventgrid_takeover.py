@@ -1,6 +1,7 @@
 """Event Grid in a scaled-out fleet: a process that takes the lead delivers to the
 subscriptions the store keeps then, not to the ones it knew when it started (those made
-and deleted since went through another leader)."""
+and deleted since went through another leader), and the notices the last leader left
+waiting for a retry."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.eventgrid.webhook import Received, webhook
+from tests.eventgrid.webhook import Behaviour, Received, webhook
 from tests.scaleout.conftest import VIRTUAL
 from tests.scaleout.fleet import Fleet
+from tests.scaleout.pg import PgDatabase
 from tests.support.waiting import wait_until
 
 FLEET = """
@@ -86,3 +88,50 @@ def test_a_new_leader_delivers_to_the_subscriptions_kept_when_it_takes_over(
         listed = fleet.control(follower, "GET", "/api/v1/eventgrid/subscriptions").json()
         assert sorted(s["name"] for s in listed) == ["kept", "late"]
         assert len(gone.notifications()) == 1  # deleted before the takeover: nothing more
+
+
+def test_a_new_leader_delivers_the_notice_the_old_one_left_waiting_for_a_retry(
+    start_fleet: Callable[..., Fleet], pg: PgDatabase, tmp_path: Path
+) -> None:
+    """The leader SIGKILLed while a notice waits for its fifth attempt (time scale 100:
+    3 s away): the process that takes the lead delivers it, the same id, the attempts
+    counted on, and its history says so."""
+    fleet_file = tmp_path / "fleet.yaml"
+    fleet_file.write_text(FLEET)
+    fleet = start_fleet(2, ("--fleet", str(fleet_file), "--time-scale", "100", *VIRTUAL))
+    leader = fleet.wait_for_leader()
+    (follower,) = [i for i in fleet.alive() if i != leader]
+
+    def kept() -> list[tuple[object, ...]]:
+        return pg.execute("SELECT subscription, id, attempts FROM eventgrid_pending")
+
+    with webhook(Behaviour(fail_first=4)) as (url, hook):
+        made = fleet.control(
+            leader, "POST", "/api/v1/eventgrid/subscriptions", json=_subscription("patient", url)
+        )
+        assert made.status_code == 201, made.text
+        event_id = _trigger(fleet, leader, "pub")
+        tries = hook.wait(4)
+        (grid_id,) = {r.json()[0]["id"] for r in tries}
+        wait_until(lambda: kept() == [("patient", grid_id, 4)], 10, "the fourth attempt kept")
+
+        os.kill(fleet.servers[leader].proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        wait_until(lambda: fleet.leader_index() == follower, 30, "the follower leads")
+        fifth = hook.wait(5)[4]
+        assert fifth.json()[0]["id"] == grid_id
+        assert fifth.headers["aeg-delivery-count"] == "4"
+
+        def delivered() -> bool:
+            history = fleet.control(
+                follower, "GET", f"/api/v1/history?event_id={event_id}&limit=1000"
+            ).json()
+            return any(
+                e["kind"] == "eventgrid.delivery"
+                and e["detail"]["outcome"] == "delivered"
+                and e["detail"]["id"] == grid_id
+                and e["detail"]["attempt"] == 5
+                for e in history
+            )
+
+        wait_until(delivered, 30, "the delivery in the new leader's history")
+        wait_until(lambda: kept() == [], 10, "the delivered notice no longer kept")

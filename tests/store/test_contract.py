@@ -439,6 +439,39 @@ def test_eventgrid_subscriptions_are_kept_replaced_and_deleted(
     assert open_store().eventgrid_subscriptions() == ['{"v": 2}']
 
 
+def test_eventgrid_pending_notices_are_kept_updated_and_forgotten(
+    open_store: Callable[[], Any],
+) -> None:
+    """A notice waiting for a webhook is kept (its body never changes; its attempts and
+    next due time do), forgotten once settled, and with its subscription."""
+    store = open_store()
+    assert store.eventgrid_pending() == []
+    store.save_eventgrid_pending(
+        [("Ops", "n1", '{"a": "☃"}', 0, T0, T0 + 10.5), ("audit", "n2", "{}", 0, T0, T0)], []
+    )
+    store.save_eventgrid_pending([("ops", "n1", '{"ignored": 1}', 2, T0 + 99, T0 + 40.25)], [])
+    store.save_eventgrid_pending([("ops", "n3", "{}", 1, T0, T0 + 5)], [("AUDIT", "n2")])
+    store.save_eventgrid_pending([], [("ops", "nobody")])
+    reopened = open_store()
+    assert reopened.eventgrid_pending() == [  # the soonest due first
+        ("ops", "n3", "{}", 1, T0, T0 + 5),
+        ("ops", "n1", '{"a": "☃"}', 2, T0, T0 + 40.25),
+    ]
+    reopened.save_eventgrid_pending([("audit", "n4", "{}", 0, T0, T0)], [])
+    reopened.save_eventgrid_subscription("ops", '{"v": 1}')
+    reopened.delete_eventgrid_subscription("OPS")
+    assert open_store().eventgrid_pending() == [("audit", "n4", "{}", 0, T0, T0)]
+
+
+def test_a_refused_pending_write_changes_nothing(open_store: Callable[[], Any]) -> None:
+    store = open_store()
+    store.save_eventgrid_pending([("ops", "n1", "{}", 0, T0, T0)], [])
+    store.close()
+    with pytest.raises(StoreUnavailable):
+        store.save_eventgrid_pending([("ops", "n2", "{}", 0, T0, T0)], [("ops", "n1")])
+    assert [row[1] for row in open_store().eventgrid_pending()] == ["n1"]
+
+
 def test_a_closed_store_refuses_reactions(open_store: Callable[[], Any]) -> None:
     store = open_store()
     store.close()

@@ -95,7 +95,7 @@ def test_both_dialects_have_the_same_shared_tables(tmp_path: Path, pg: PgDatabas
     # SQLite's key columns accept NULL unless declared NOT NULL; PostgreSQL's never do.
     assert {(t, c, k) for t, c, k, _ in in_sqlite} == {(t, c, k) for t, c, k, _ in in_postgres}
     assert {r for r in in_sqlite if r[3]} <= {r for r in in_postgres if r[3]}
-    assert len(tables) == 13
+    assert len(tables) == 14
 
 
 def test_a_database_of_a_forewarn_before_reactions_gets_their_tables(tmp_path: Path) -> None:
@@ -107,6 +107,24 @@ def test_a_database_of_a_forewarn_before_reactions_gets_their_tables(tmp_path: P
     )
     db.close()
     SQLiteStore(path).close()
+    assert sqlite_layout(path) == GOLDEN.read_text()
+
+
+def test_a_database_before_pending_notices_gets_their_table(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    SQLiteStore(path).close()
+    db = sqlite3.connect(path)
+    db.executescript(
+        "DROP TABLE eventgrid_pending;"
+        "INSERT INTO eventgrid_subscriptions (name, body) VALUES ('ops', '{}');"
+    )
+    db.close()
+    store = SQLiteStore(path)
+    try:
+        assert store.eventgrid_pending() == []
+        assert store.eventgrid_subscriptions() == ["{}"]
+    finally:
+        store.close()
     assert sqlite_layout(path) == GOLDEN.read_text()
 
 

@@ -3,7 +3,9 @@ Grid's retry schedule (10 s, 30 s, 1 min, 5 min, ... divided by the time scale) 
 same event ``id`` on every attempt, until ``maxDeliveryAttempts`` or the time to live.
 
 Each subscriber has its own task: a webhook that hangs or refuses delays only itself;
-the fabric only appends to the queue (``offer``)."""
+the fabric only appends to the queue (``offer``). Its ``keeping`` hears each notice it
+holds and lets go of (the hub keeps them in the store: ``forewarn.eventgrid.pending``),
+and only a leader attempts: a queue read back by a process about to lead waits for it."""
 
 from __future__ import annotations
 
@@ -14,9 +16,9 @@ import itertools
 import json
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -24,13 +26,15 @@ from forewarn.eventgrid.ledger import Notice
 from forewarn.eventgrid.payloads import cloud_event, event_grid_event
 from forewarn.eventgrid.subscriptions import Subscription
 
-__all__ = ["RETRY_SCHEDULE", "Attempt", "DeliveryLog", "Subscriber"]
+__all__ = ["RETRY_SCHEDULE", "Attempt", "DeliveryLog", "Keeping", "Pending", "Subscriber"]
 
 #: Event Grid's documented retry schedule (seconds before each retry); then 12 h.
 RETRY_SCHEDULE = (10.0, 30.0, 60.0, 300.0, 600.0, 1800.0, 3600.0, 10800.0, 21600.0)
 #: Statuses Event Grid never retries.
 NO_RETRY = frozenset({400, 403, 413})
 MAX_PENDING = 1000
+#: How often a subscriber that may not deliver (its process does not lead) looks again.
+LEAD_POLL = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +90,25 @@ class DeliveryLog:
 
 
 @dataclass
-class _Pending:
+class Pending:
+    """A notice waiting for an attempt: how many were made, when it was first offered
+    (its time to live runs from there) and when the next is due (``time.monotonic``)."""
+
     notice: Notice
     attempts: int
-    first_at: float  # monotonic
+    first_at: float
+    due: float
+
+
+class Keeping(Protocol):
+    """Hears the notices a subscriber holds and lets go of; ``written`` returns once
+    what it heard so far is kept (or was refused)."""
+
+    def kept(self, subscription: str, entry: Pending) -> None: ...
+
+    def settled(self, subscription: str, notice_id: str) -> None: ...
+
+    async def written(self) -> None: ...
 
 
 class Subscriber:
@@ -105,6 +124,8 @@ class Subscriber:
         now: Callable[[], float],
         time_scale: float = 1.0,
         max_pending: int = MAX_PENDING,
+        keeping: Keeping | None = None,
+        leading: Callable[[], bool] = lambda: True,
     ) -> None:
         self.sub = sub
         self.client = client
@@ -113,7 +134,10 @@ class Subscriber:
         self.now = now
         self.scale = time_scale
         self.max_pending = max_pending
-        self._heap: list[tuple[float, int, _Pending]] = []
+        self.keeping = keeping
+        self.leading = leading
+        self._heap: list[tuple[float, int, Pending]] = []
+        self._current: Pending | None = None  # the one being attempted
         self._seq = itertools.count()
         self._wake = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
@@ -124,9 +148,29 @@ class Subscriber:
             self.sub.dropped += 1
             self._record(notice, 0, "queue full", "dropped")
             return
-        entry = _Pending(notice, 0, time.monotonic())
-        heapq.heappush(self._heap, (time.monotonic(), next(self._seq), entry))
+        now = time.monotonic()
+        self._queue(Pending(notice, 0, now, now))
+
+    def restore(self, entries: Sequence[Pending]) -> None:
+        """Queue notices read back from the store (or from the subscriber this one
+        replaces), each due when it was; one whose time to live ran out meanwhile fails
+        when it comes due."""
+        for entry in entries:
+            heapq.heappush(self._heap, (entry.due, next(self._seq), entry))
         self.sub.pending = len(self._heap)
+        self._wake.set()
+
+    def queued(self) -> list[Pending]:
+        """The notices waiting (for the subscriber that replaces this closed one), with
+        the one whose attempt closing cut off."""
+        waiting = [entry for _, _, entry in self._heap]
+        return waiting if self._current is None else [self._current, *waiting]
+
+    def _queue(self, entry: Pending) -> None:
+        heapq.heappush(self._heap, (entry.due, next(self._seq), entry))
+        self.sub.pending = len(self._heap)
+        if self.keeping is not None:
+            self.keeping.kept(self.sub.spec.name, entry)
         self._wake.set()
 
     def start(self) -> None:
@@ -151,32 +195,50 @@ class Subscriber:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), due)
                 continue
+            if not self.leading():
+                await asyncio.sleep(LEAD_POLL)
+                continue
             _, _, entry = heapq.heappop(self._heap)
+            self._current = entry
             await self._attempt(entry)
+            self._current = None
             self.sub.pending = len(self._heap)
 
-    async def _attempt(self, entry: _Pending) -> None:
-        entry.attempts += 1
+    async def _attempt(self, entry: Pending) -> None:
         notice = entry.notice
+        spec = self.sub.spec
+        expires = entry.first_at + spec.ttl_minutes * 60 / self.scale
+        if time.monotonic() > expires:  # while no process could deliver it
+            self._settle(entry, "time to live expired", "failed")
+            return
+        if entry.attempts == 0 and self.keeping is not None:
+            await self.keeping.written()  # a webhook never sees a notice not yet kept
+        entry.attempts += 1
         answer, status = await self._send(notice, entry.attempts - 1)
         if status is not None and 200 <= status < 300:
-            self.sub.delivered += 1
-            self._record(notice, entry.attempts, answer, "delivered")
+            self._settle(entry, answer, "delivered")
             return
         self.sub.last_error = answer
-        spec = self.sub.spec
         delay = RETRY_SCHEDULE[min(entry.attempts - 1, len(RETRY_SCHEDULE) - 1)] / self.scale
-        expires = entry.first_at + spec.ttl_minutes * 60 / self.scale
         if (
             status in NO_RETRY
             or entry.attempts >= spec.max_attempts
             or time.monotonic() + delay > expires
         ):
-            self.sub.failed += 1
-            self._record(notice, entry.attempts, answer, "failed")
+            self._settle(entry, answer, "failed")
             return
         self._record(notice, entry.attempts, answer, "retrying", delay)
-        heapq.heappush(self._heap, (time.monotonic() + delay, next(self._seq), entry))
+        entry.due = time.monotonic() + delay
+        self._queue(entry)
+
+    def _settle(self, entry: Pending, answer: str, outcome: str) -> None:
+        if outcome == "delivered":
+            self.sub.delivered += 1
+        else:
+            self.sub.failed += 1
+        self._record(entry.notice, entry.attempts, answer, outcome)
+        if self.keeping is not None:
+            self.keeping.settled(self.sub.spec.name, entry.notice.id)
 
     async def _send(self, notice: Notice, count: int) -> tuple[str, int | None]:
         spec = self.sub.spec

@@ -3,8 +3,9 @@ goes out), one ``Subscriber`` each, and the log of their attempts.
 
 Subscriptions are kept in the store (``SubscriptionKeeper``) when they are created,
 validated or deleted, and ``resume`` starts delivering to them again after a restart, or
-when this process takes the lead of a scaled-out fleet, without a new handshake; notices
-still queued when a server stops are not kept.
+when this process takes the lead of a scaled-out fleet, without a new handshake. The
+notices they have yet to deliver are kept too (``PendingNotices``: written once per turn,
+off the loop), and ``resume`` queues them again with their attempts and due times.
 
 Every attempt's outcome also goes to the durable history (``history``, the fabric's
 ``note``): gathered and written once per turn of the event loop, as bookkeeping the
@@ -25,9 +26,10 @@ from typing import Any, Protocol
 
 import httpx
 
-from forewarn.eventgrid.delivery import Attempt, DeliveryLog, Subscriber
+from forewarn.eventgrid.delivery import Attempt, DeliveryLog, Pending, Subscriber
 from forewarn.eventgrid.handshake import handshake
 from forewarn.eventgrid.ledger import Ledger, Notice
+from forewarn.eventgrid.pending import PendingKeeper, PendingNotices
 from forewarn.eventgrid.subscriptions import Subscription, SubscriptionError, SubscriptionSpec
 from forewarn.fabric import StoreUnavailable
 from forewarn.rehearsal.tracker import DELIVERY_KIND
@@ -51,9 +53,10 @@ log = logging.getLogger(__name__)
 HistoryWriter = Callable[[str, Sequence[tuple[str | None, str | None, dict[str, Any]]]], None]
 
 
-class SubscriptionKeeper(Protocol):
-    """Where subscriptions outlive the process (the stores of ``forewarn.store``);
-    blocking: the hub calls it on worker threads. Each raises ``StoreUnavailable``."""
+class SubscriptionKeeper(PendingKeeper, Protocol):
+    """Where subscriptions and their pending notices outlive the process (the stores of
+    ``forewarn.store``); blocking: the hub calls it on worker threads. Each raises
+    ``StoreUnavailable``; deleting a subscription deletes its pending notices too."""
 
     def eventgrid_subscriptions(self) -> list[str]: ...
 
@@ -87,6 +90,7 @@ class EventGrid:
         self.log = DeliveryLog()
         self.history = history
         self.keeper = keeper
+        self.pending = PendingNotices(keeper)
         self._unwritten: list[Attempt] = []
         if history is not None:
             self.log.on_add = self._remember
@@ -123,23 +127,33 @@ class EventGrid:
         sub = Subscription(spec, outcome.state, outcome.reason, outcome.code)
         await self._keep(sub)  # kept before it is served: a refusal changes nothing
         old = self._subs.pop(key, None)
+        queued: list[Pending] = []
         if old is not None:
             await old.close()
-        self._start(sub)
+            queued = old.queued()  # a replaced subscription keeps what it had to deliver
+        self._start(sub, queued)
         return sub
 
-    async def resume(self) -> int:
+    async def resume(self, *, queued: bool | None = None) -> int:
         """Deliver to the subscriptions the store keeps, and to no other (at start, and
         in a scaled-out fleet each time this process takes the lead: its own copy may
         predate what the last leader created or deleted). A kept one that cannot be read
-        is skipped, logged; returns how many there are."""
+        is skipped, logged; returns how many there are.
+
+        With ``queued`` (by default: when this process leads), the notices kept as not
+        yet delivered are queued again, each with its attempts and due time (the store's
+        are the truth: the last leader may have delivered some); those of subscriptions
+        no longer kept are forgotten."""
         if self.keeper is None:
             return 0
+        await self.pending.written()  # what this process told the store is in it
         try:
             kept = await asyncio.to_thread(self.keeper.eventgrid_subscriptions)
         except StoreUnavailable as exc:
             log.warning("Event Grid subscriptions not resumed: %s", exc)
             return 0
+        requeue = self.leading() if queued is None else queued
+        waiting = await self.pending.load() if requeue else None
         restored: list[Subscription] = []
         for body in kept[:MAX_SUBSCRIPTIONS]:
             try:
@@ -150,17 +164,24 @@ class EventGrid:
         for name in [n for n in self._subs if n not in names]:
             await self._subs.pop(name).close()
         for sub in restored:
-            old = self._subs.pop(sub.spec.name.lower(), None)
+            key = sub.spec.name.lower()
+            old = self._subs.pop(key, None)
+            carried: list[Pending] = []
             if old is not None:
                 await old.close()
-            self._start(sub)
+                carried = old.queued()
+            self._start(sub, carried if waiting is None else waiting.pop(key, []))
+        for name, entries in (waiting or {}).items():  # a deleted subscription's
+            for entry in entries:
+                self.pending.settled(name, entry.notice.id)
         return len(self._subs)
 
-    def _start(self, sub: Subscription) -> None:
+    def _start(self, sub: Subscription, queued: list[Pending]) -> None:
         subscriber = Subscriber(
             sub, self._http(), self.log, topic=self.topic, now=self.ledger.now,
-            time_scale=self.time_scale,
+            time_scale=self.time_scale, keeping=self.pending, leading=self.leading,
         )  # fmt: skip
+        subscriber.restore(queued)
         subscriber.start()
         self._subs[sub.spec.name.lower()] = subscriber
 
@@ -183,19 +204,25 @@ class EventGrid:
         return True
 
     async def delete(self, name: str) -> bool:
+        """Forget a subscription and the notices it had yet to deliver (no batch of
+        pending notices written meanwhile brings them back)."""
         found = self._subs.get(name.lower())
         if found is None:
             return False
-        if self.keeper is not None:
-            await asyncio.to_thread(self.keeper.delete_eventgrid_subscription, name)
-        self._subs.pop(name.lower(), None)
-        await found.close()
+        async with self.pending.lock:
+            if self.keeper is not None:
+                await asyncio.to_thread(self.keeper.delete_eventgrid_subscription, name)
+            self._subs.pop(name.lower(), None)
+            await found.close()
+            self.pending.forget(name)
         return True
 
     async def close(self) -> None:
+        """Stop delivering; the notices not yet delivered stay kept for the next start."""
         for subscriber in list(self._subs.values()):
             await subscriber.close()
         self._subs.clear()
+        await self.pending.written()
         if self._client is not None:
             await self._client.aclose()
             self._client = None

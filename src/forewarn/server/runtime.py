@@ -5,6 +5,7 @@ What listens is ``listeners``; what serves until a signal is ``serving``.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -310,7 +311,7 @@ def _cluster(
 ) -> Cluster:
     """This process's part in a scaled-out fleet (a follower until elected; on taking
     the lead it reads the Event Grid subscriptions again, as the leader before it left
-    them)."""
+    them, and queues the notices they had yet to deliver)."""
     from forewarn.server.cluster.leadership import Cluster
     from forewarn.server.cluster.metrics import ClusterMetrics
     from forewarn.store.postgres import PostgresStore
@@ -323,7 +324,7 @@ def _cluster(
         control_url=None,
         metrics=ClusterMetrics(registry),
         on_written=_log_written,
-        on_lead=eventgrid.resume,
+        on_lead=functools.partial(eventgrid.resume, queued=True),
     )
 
 

@@ -94,7 +94,7 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
     pages_task = asyncio.create_task(_check_pages(runtime), name="forewarn-page-check")
     if runtime.eventgrid is not None:  # where a webhook finishes a manual handshake
         runtime.eventgrid.validation_url = listeners.control_url() + "/api/v1/eventgrid/validate"
-        await runtime.eventgrid.resume()  # the subscriptions kept before a restart
+        await runtime.eventgrid.resume()  # the subscriptions and notices kept before a restart
     heap_task = asyncio.create_task(  # freezes the fleet's connections once they are in
         HeapKeeper(lambda: endpoint_server.connections).run(), name="forewarn-heap"
     )
@@ -114,7 +114,7 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
         await endpoint_server.close()
         await arm.close()
         if runtime.eventgrid is not None:
-            await runtime.eventgrid.close()  # deliveries still queued are dropped
+            await runtime.eventgrid.close()  # notices still queued stay kept for the next start
         await control_task
         if scheduler_task is not None:
             scheduler_task.cancel()

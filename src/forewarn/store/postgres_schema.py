@@ -49,6 +49,7 @@ REQUIRED_TABLES = (
     "reaction_operations",
     "reaction_deliveries",
     "eventgrid_subscriptions",
+    "eventgrid_pending",
 )
 
 

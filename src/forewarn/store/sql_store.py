@@ -1,6 +1,6 @@
 """What the SQLite and the PostgreSQL store do alike: history queries, the reaction
-tables, the Event Grid subscriptions, and the values kept in the ``meta`` table (the
-fleet, the server's settings, a virtual clock's position).
+tables, the Event Grid subscriptions and their pending notices, and the values kept in
+the ``meta`` table (the fleet, the server's settings, a virtual clock's position).
 
 Each store says how it writes a batch of changes (``apply_all``) and runs statements
 (``_read``, ``_write`` and their ``_together`` forms): on its own connections and locks
@@ -22,7 +22,7 @@ from forewarn.store.errors import StoreError
 from forewarn.store.platform_tables import Rows, clock_sql, meta_upsert_sql
 from forewarn.store.schema import Dialect, mark
 
-__all__ = ["Query", "SqlStore"]
+__all__ = ["PendingRow", "Query", "SqlStore"]
 
 #: One query and its parameters.
 Query = tuple[str, Sequence[Any]]
@@ -32,6 +32,11 @@ _REACTION_UPSERTS = {dialect: rx.upsert_sql(dialect) for dialect in _DIALECTS}
 _REACTION_SELECTS = {dialect: rx.select_sql(dialect) for dialect in _DIALECTS}
 
 _HISTORY_COLUMNS = "seq, at, kind, scope_id, operation_id, event_id, detail"
+_PENDING_COLUMNS = "subscription, id, body, attempts, first_at, due_at"
+
+#: An Event Grid notice not yet delivered: subscription, notice id, the notice as JSON,
+#: attempts so far, first offered and next attempt due (epoch seconds).
+PendingRow = tuple[str, str, str, int, float, float]
 
 
 class SqlStore(ABC):
@@ -135,7 +140,7 @@ class SqlStore(ABC):
         front-end)."""
         return rx.polls_from_rows(self._read(_REACTION_SELECTS[self.dialect]["polls"]))
 
-    # ------------------------------------------------------ Event Grid subscriptions
+    # ---------------------------------------- Event Grid subscriptions and notices
 
     def eventgrid_subscriptions(self) -> list[str]:
         """Every Event Grid subscription kept (each as the JSON its hub wrote), by name."""
@@ -154,9 +159,37 @@ class SqlStore(ABC):
         )
 
     def delete_eventgrid_subscription(self, name: str) -> None:
-        """Forget a subscription (nothing happens when none has this name)."""
+        """Forget a subscription and the notices it had yet to deliver, in one transaction
+        (nothing happens when none has this name)."""
         m = mark(self.dialect)
-        self._write(f"DELETE FROM eventgrid_subscriptions WHERE name = {m}", (name.lower(),))
+        self._write_together([
+            (f"DELETE FROM eventgrid_subscriptions WHERE name = {m}", [(name.lower(),)]),
+            (f"DELETE FROM eventgrid_pending WHERE subscription = {m}", [(name.lower(),)]),
+        ])  # fmt: skip
+
+    def eventgrid_pending(self) -> list[PendingRow]:
+        """Every Event Grid notice kept as not yet delivered: ``(subscription, id, body,
+        attempts, first_at, due_at)``, the soonest due first."""
+        sql = f"SELECT {_PENDING_COLUMNS} FROM eventgrid_pending ORDER BY due_at, subscription, id"
+        return [
+            (str(sub), str(notice_id), str(body), int(attempts), float(first), float(due))
+            for sub, notice_id, body, attempts, first, due in self._read(sql)
+        ]
+
+    def save_eventgrid_pending(
+        self, keep: Sequence[PendingRow], drop: Sequence[tuple[str, str]]
+    ) -> None:
+        """Keep notices (new ones, or their attempts and next due time since) and forget
+        others (``(subscription, id)``: delivered, failed, dropped), in one transaction."""
+        m = mark(self.dialect)
+        self._write_together([
+            (f"DELETE FROM eventgrid_pending WHERE subscription = {m} AND id = {m}",
+             [(sub.lower(), notice_id) for sub, notice_id in drop]),
+            (f"INSERT INTO eventgrid_pending ({_PENDING_COLUMNS})"
+             f" VALUES ({m}, {m}, {m}, {m}, {m}, {m}) ON CONFLICT (subscription, id)"
+             " DO UPDATE SET attempts = excluded.attempts, due_at = excluded.due_at",
+             [(row[0].lower(), *row[1:]) for row in keep]),
+        ])  # fmt: skip
 
     # -------------------------------------------------------------------- meta
 

@@ -56,6 +56,8 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = 1
 
 _TABLES = ("meta", "operations", "events", "rollouts", "scopes", "deleted_vms", "history")
+#: Tables of later migrations: a database of an older forewarn lacks them (made at open).
+_LATER_TABLES = (*rx.REACTION_TABLES, "eventgrid_subscriptions", "eventgrid_pending")
 
 
 def _set_meta(db: sqlite3.Connection, key: str, value: str) -> None:
@@ -139,7 +141,7 @@ class SQLiteStore(SqlStore):
         problems = [r[0] for r in self._db.execute("PRAGMA quick_check(5)")]
         if problems != ["ok"]:
             raise StoreError(f"database {self.path} is damaged: {'; '.join(problems)}")
-        if any(t not in tables for t in rx.REACTION_TABLES):  # made by an older forewarn
+        if any(t not in tables for t in _LATER_TABLES):  # made by an older forewarn
             self._db.executescript("BEGIN;" + SQLITE_SCHEMA + "COMMIT;")
         add_sqlite_columns(self._db)  # columns an older forewarn's tables lack
 

@@ -47,6 +47,10 @@ class GridServer:
         }
         return self.server.control("POST", "/api/v1/eventgrid/subscriptions", json=body)
 
+    def unsubscribe(self, name: str) -> Any:
+        """Delete a subscription (a state change: JSON, as the control API requires)."""
+        return self.server.control("DELETE", f"/api/v1/eventgrid/subscriptions/{name}", json={})
+
     def trigger(self, kind: str, target: str) -> dict[str, Any]:
         r = self.server.control("POST", "/api/v1/operations", json={"kind": kind, "target": target})
         assert r.status_code in (200, 201), r.text

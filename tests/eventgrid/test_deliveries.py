@@ -90,8 +90,8 @@ def test_scheduled_started_completed_in_both_schemas_and_nothing_for_a_quiet_sco
             quiet_id = quiet["event_ids"][0]
             assert all(quiet_id not in r.body.decode() for r in hook.received + ce_hook.received)
         finally:
-            grid.server.control("DELETE", "/api/v1/eventgrid/subscriptions/lifecycle")
-            grid.server.control("DELETE", "/api/v1/eventgrid/subscriptions/lifecycle-ce")
+            grid.unsubscribe("lifecycle")
+            grid.unsubscribe("lifecycle-ce")
 
 
 def test_a_canceled_event_is_delivered_canceled(grid: GridServer) -> None:
@@ -105,7 +105,7 @@ def test_a_canceled_event_is_delivered_canceled(grid: GridServer) -> None:
             assert [_props(e.data)["EventStatus"] for e in got] == ["Scheduled", "Canceled"]
             assert {_props(e.data)["EventId"] for e in got} == {event_id}
         finally:
-            grid.server.control("DELETE", "/api/v1/eventgrid/subscriptions/cancels")
+            grid.unsubscribe("cancels")
 
 
 def test_a_failing_subscriber_gets_retries_with_back_off_and_the_same_id(grid: GridServer) -> None:
@@ -135,7 +135,7 @@ def test_a_failing_subscriber_gets_retries_with_back_off_and_the_same_id(grid: G
             assert sub["forewarn"]["lastError"] == "500"
             grid.action(event_id, "cancel")
         finally:
-            grid.server.control("DELETE", "/api/v1/eventgrid/subscriptions/flaky")
+            grid.unsubscribe("flaky")
 
 
 def test_a_subscriber_refusing_with_400_is_not_retried(grid: GridServer) -> None:
@@ -149,7 +149,7 @@ def test_a_subscriber_refusing_with_400_is_not_retried(grid: GridServer) -> None
             assert len(hook.notifications()) == 1
             grid.action(event_id, "cancel")
         finally:
-            grid.server.control("DELETE", "/api/v1/eventgrid/subscriptions/refuser")
+            grid.unsubscribe("refuser")
 
 
 def test_bad_subscriptions_are_refused_with_the_reason_and_nothing_kept(grid: GridServer) -> None:
@@ -191,7 +191,7 @@ def test_a_manual_handshake_waits_for_the_validation_url(grid: GridServer) -> No
             sub = grid.server.control("GET", "/api/v1/eventgrid/subscriptions/manual").json()
             assert sub["properties"]["provisioningState"] == "Succeeded"
         finally:
-            grid.server.control("DELETE", "/api/v1/eventgrid/subscriptions/manual")
+            grid.unsubscribe("manual")
 
 
 def test_every_delivery_outcome_is_in_the_history(grid: GridServer) -> None:
@@ -230,4 +230,4 @@ def test_every_delivery_outcome_is_in_the_history(grid: GridServer) -> None:
             assert all(len(line) <= 80 for line in shown.stdout.splitlines())
             grid.action(event_id, "cancel")
         finally:
-            grid.server.control("DELETE", "/api/v1/eventgrid/subscriptions/noted")
+            grid.unsubscribe("noted")

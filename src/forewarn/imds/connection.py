@@ -30,7 +30,7 @@ from forewarn.imds.deferred import settled
 from forewarn.imds.framing import CONTINUE
 from forewarn.imds.messages import RESET, Reply, Request
 from forewarn.imds.reading import BETWEEN, SLICE, RequestReader
-from forewarn.imds.repeats import Book
+from forewarn.imds.repeats import Book, Repeat
 from forewarn.imds.shared import Shared
 
 __all__ = ["IDLE_TIMEOUT", "LINGER", "PIPELINE_BUDGET", "Connection"]
@@ -61,6 +61,7 @@ class Connection(asyncio.Protocol):
         "_queue",
         "_reader",
         "_reading",
+        "_repeat",
         "_request",
         "_shared",
         "_timer",
@@ -82,6 +83,7 @@ class Connection(asyncio.Protocol):
         self._reader: RequestReader | None = None
         #: What this connection's address sent before (None: nothing answered unparsed).
         self._book: Book | None = None
+        self._repeat: Repeat | None = None  # the last one answered from the book
         self._transport: asyncio.Transport | None = None
         #: Where requests come from (set once connected).
         self.client: str | None = None
@@ -123,11 +125,11 @@ class Connection(asyncio.Protocol):
                 shared.refused(client)
                 return
         self._book = shared.repeats.book(client, self.local_port)
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            room = shared.room
-            if room is not None and sock.fileno() >= room.threshold:
+        # (No TCP_NODELAY to set: asyncio's and uvloop's transports set it themselves.)
+        room = shared.room
+        if room is not None:
+            sock = transport.get_extra_info("socket")
+            if sock is not None and sock.fileno() >= room.threshold:
                 room.make(self, sock.fileno(), shared.loop.time())
         # Until its first byte, a new connection is idle like a kept-alive one: load
         # generators and pools may open connections well before they ask anything.
@@ -172,7 +174,9 @@ class Connection(asyncio.Protocol):
         reader = self._reader
         book = self._book
         if book is not None and not self._held and (reader is None or reader.phase == BETWEEN):
-            repeat = book.get(data)
+            repeat = self._repeat  # this connection's last one (no hashing of ``data``)
+            if repeat is None or data != repeat.raw:
+                repeat = self._repeat = book.get(data)
             if repeat is not None and repeat.ticket is not None:
                 # A poll this address sent before, on this connection or another one.
                 answer = self._shared.repeats.again(repeat)

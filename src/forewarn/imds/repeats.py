@@ -30,9 +30,10 @@ class Repeat:
     """A request seen from one address: whether it asks to close, and once it came twice,
     the endpoint's ticket for it and the last answer sent."""
 
-    __slots__ = ("close", "sent", "ticket")
+    __slots__ = ("close", "raw", "sent", "ticket")
 
-    def __init__(self, close: bool) -> None:
+    def __init__(self, raw: bytes, close: bool) -> None:
+        self.raw = raw
         self.close = close
         self.ticket: Ticket | None = None
         self.sent: tuple[Reply, bytes, bytes] | None = None  # reply, date line, bytes sent
@@ -76,7 +77,7 @@ class Repeats:
         if repeat is None:
             if len(book) >= PER_ADDRESS:
                 book.clear()
-            book[data] = Repeat(close)  # seen once: parsed again next time
+            book[data] = Repeat(data, close)  # seen once: parsed again next time
             return
         repeat.ticket = ticket = self._repeater.ticket(request)
         if ticket is None:

@@ -172,21 +172,24 @@ class Connection(asyncio.Protocol):
             self._received_more(data)
             return
         reader = self._reader
-        book = self._book
-        if book is not None and not self._held and (reader is None or reader.phase == BETWEEN):
-            repeat = self._repeat  # this connection's last one (no hashing of ``data``)
-            if repeat is None or data != repeat.raw:
-                repeat = self._repeat = book.get(data)
-            if repeat is not None and repeat.ticket is not None:
-                # A poll this address sent before, on this connection or another one.
-                answer = self._shared.repeats.again(repeat)
-                if answer is not None:
-                    self.last_active = self._date.second
-                    if isinstance(answer, bytes):
-                        self._write(answer, repeat.close)
-                    else:
-                        self._deliver(answer, False, repeat.close)
-                    return
+        repeat = self._repeat  # this connection's last one (no hashing of ``data``)
+        if repeat is None or data != repeat.raw:
+            book = self._book
+            repeat = self._repeat = None if book is None else book.get(data)
+        if (
+            repeat is not None
+            and repeat.ticket is not None
+            and not self._held
+            and (reader is None or reader.phase == BETWEEN)
+        ):  # a poll this address sent before, on this connection or another one
+            answer = self._shared.repeats.again(repeat, repeat.ticket)
+            if answer is not None:
+                self.last_active = self._date.second
+                if isinstance(answer, bytes):
+                    self._write(answer, repeat.close)
+                else:
+                    self._deliver(answer, False, repeat.close)
+                return
         if reader is None:
             reader = self._new_reader()
         # The hot path, ``_feed`` inlined: one read of a request or a few.
@@ -197,12 +200,12 @@ class Connection(asyncio.Protocol):
             and whole
             and self._budget == PIPELINE_BUDGET - 1
             and reader.phase == BETWEEN
-            and book is not None
+            and self._book is not None
             and not self._held
         ):  # the read was one whole request, answered now: remember it when it is plain
             request = self._request
             assert request is not None
-            self._shared.repeats.answered(book, data, request, self._close)
+            self._shared.repeats.answered(self._book, data, request, self._close)
 
     def _received_more(self, data: bytes) -> None:
         if self.closing:

@@ -39,6 +39,16 @@ class Repeat:
         self.sent: tuple[Reply, bytes, bytes] | None = None  # reply, date line, bytes sent
 
 
+class _ParsedOnly:
+    """An endpoint that answers only parsed requests (never asked: no book is kept)."""
+
+    def ticket(self, request: Request) -> Ticket | None:
+        return None
+
+    def again(self, ticket: Ticket) -> Reply | None:
+        return None
+
+
 #: The requests seen from one address and port, by their exact bytes.
 Book = dict[bytes, Repeat]
 
@@ -46,11 +56,12 @@ Book = dict[bytes, Repeat]
 class Repeats:
     """The repeated polls of one server's connections, per client address and local port."""
 
-    __slots__ = ("_books", "_date", "_encoder", "_repeater")
+    __slots__ = ("_answers", "_books", "_date", "_encoder", "_repeater")
 
     def __init__(self, repeater: Repeater | None, encoder: Encoder, date: DateHeader) -> None:
         """``repeater`` is the endpoint (None: one that answers only parsed requests)."""
-        self._repeater = repeater
+        self._answers = repeater is not None
+        self._repeater: Repeater = repeater or _ParsedOnly()
         self._encoder = encoder
         self._date = date
         self._books: dict[tuple[str | None, int | None], Book] = {}
@@ -58,7 +69,7 @@ class Repeats:
     def book(self, client: str | None, local_port: int | None) -> Book | None:
         """What was seen from ``client`` to ``local_port`` (None: the endpoint answers only
         parsed requests)."""
-        if self._repeater is None:
+        if not self._answers:
             return None
         key = (client, local_port)
         book = self._books.get(key)
@@ -71,7 +82,7 @@ class Repeats:
     def answered(self, book: Book, data: bytes, request: Request, close: bool) -> None:
         """``data`` was one whole request, just answered: when it is a plain GET seen
         before, ask the endpoint for a ticket to answer it unparsed from now on."""
-        if self._repeater is None or request.method != "GET":
+        if request.method != "GET":
             return  # (the same bytes are the same method: never in the book)
         repeat = book.get(data)
         if repeat is None:
@@ -83,11 +94,10 @@ class Repeats:
         if ticket is None:
             del book[data]  # seen once again next time, as after any other request
 
-    def again(self, repeat: Repeat) -> bytes | Reply | None:
-        """The answer to ``repeat`` (it has a ticket): the bytes to write, or a Reply that
-        must wait (``Reply.delay``, ``Reply.wait``); None: parse it after all."""
-        assert self._repeater is not None and repeat.ticket is not None
-        reply = self._repeater.again(repeat.ticket)
+    def again(self, repeat: Repeat, ticket: Ticket) -> bytes | Reply | None:
+        """The answer to ``repeat`` (``ticket`` is its ticket): the bytes to write, or a
+        Reply that must wait (``Reply.delay``, ``Reply.wait``); None: parse it after all."""
+        reply = self._repeater.again(ticket)
         if reply is None:
             return None
         if reply.wait is not None or reply.delay > 0:

@@ -170,3 +170,119 @@ async def test_a_repeated_poll_is_the_vm_s_last_poll(served: Served, imds: Imds)
     imds.fabric.advance(42)
     await one_by_one(client, get(), 1)
     assert imds.fabric.last_requests["web-1"] == T0 + 42
+
+
+# -- the same poll on a new connection (``Connection: close``, or one connection per poll)
+
+CLOSE = ("Connection", "close")
+
+
+async def poll_on_new_connections(
+    served: Served, raw: bytes, count: int, source: str = WEB1
+) -> list[tuple[int, bytes]]:
+    """Send ``raw`` ``count`` times, each on a connection of its own from ``source``; the
+    status and body of each answer. Each connection is closed by the server when ``raw``
+    asks it to, else by the client."""
+    out = []
+    for _ in range(count):
+        client = await served.connect(source)
+        [response] = await client.ask(raw)
+        if response.header("connection") == b"close":
+            assert await client.rest() == b""  # the server closed after the answer
+        else:
+            client.writer.close()
+        out.append((response.status, response.body))
+    return out
+
+
+async def test_a_poll_seen_on_another_connection_is_answered_unparsed(
+    imds: Imds, serve: Serve
+) -> None:
+    counting = Counting(imds.app.endpoint)
+    served = await serve(counting)
+    first = await served.connect(WEB1)
+    assert await one_by_one(first, get(), 2) == [(200, EMPTY_WEB)] * 2  # ticket taken
+    second = await served.connect(WEB1)  # while the first is still open
+    [response] = await second.ask(get())
+    assert response.raw == expected_bytes(response, b"200 OK", EMPTY_WEB, b'etag: "1"')
+    assert (len(counting.parsed), counting.tickets, counting.again_calls) == (2, 1, 1)
+    await second.assert_open()
+    await first.assert_open()
+
+
+async def test_connection_close_polls_are_answered_unparsed_and_closed(
+    imds: Imds, serve: Serve
+) -> None:
+    counting = Counting(imds.app.endpoint)
+    served = await serve(counting)
+    raw = get(NEWEST, CLOSE)
+    for _ in range(5):
+        client = await served.connect(WEB1)
+        [response] = await client.ask(raw)
+        assert response.raw == expected_bytes(
+            response, b"200 OK", EMPTY_WEB, b'etag: "1"', close=True
+        )
+        assert await client.rest() == b""
+    assert (len(counting.parsed), counting.tickets, counting.again_calls) == (2, 1, 3)
+    # The same poll without ``Connection: close`` is other bytes: parsed, and kept open.
+    client = await served.connect(WEB1)
+    [response] = await client.ask(get())
+    assert response.raw == expected_bytes(response, b"200 OK", EMPTY_WEB, b'etag: "1"')
+    assert len(counting.parsed) == 3
+    await client.assert_open()
+
+
+async def test_http_1_0_polls_are_answered_unparsed_and_closed(imds: Imds, serve: Serve) -> None:
+    counting = Counting(imds.app.endpoint)
+    served = await serve(counting)
+    raw = get(NEWEST, http="HTTP/1.0")
+    assert await poll_on_new_connections(served, raw, 4) == [(200, EMPTY_WEB)] * 4
+    assert (len(counting.parsed), counting.again_calls) == (2, 2)
+
+
+async def test_another_address_or_other_bytes_are_parsed(imds: Imds, serve: Serve) -> None:
+    counting = Counting(imds.app.endpoint)
+    served = await serve(counting)
+    raw = get(NEWEST, CLOSE)
+    assert await poll_on_new_connections(served, raw, 3) == [(200, EMPTY_WEB)] * 3
+    assert len(counting.parsed) == 2
+    web2 = imds.address("web-2")  # the same bytes from another VM: its own document
+    assert await poll_on_new_connections(served, raw, 1, web2) == [(200, EMPTY_WEB)]
+    assert counting.parsed[-1].client == web2
+    older = get("2017-03-01", CLOSE)  # other bytes from the same VM
+    assert await poll_on_new_connections(served, older, 1) == [(200, EMPTY_WEB)]
+    no_header = request("GET", headers=(CLOSE,))
+    assert await poll_on_new_connections(served, no_header, 3) == [(400, HEADER_BODY)] * 3
+    assert len(counting.parsed) == 7
+    assert await poll_on_new_connections(served, raw, 1) == [(200, EMPTY_WEB)]
+    assert len(counting.parsed) == 7  # the first poll's ticket is still good
+
+
+async def test_the_rate_limit_counts_polls_across_connections(
+    make_imds: ImdsFactory, serve: Serve
+) -> None:
+    limited = make_imds(rate_limit=5.0)
+    counting = Counting(limited.app.endpoint)
+    served = await serve(counting)
+    raw = get(NEWEST, CLOSE)
+    statuses = [status for status, _ in await poll_on_new_connections(served, raw, 8)]
+    assert statuses == [200] * 5 + [429] * 3
+    assert counting.again_calls == 6  # the 429s too
+    kept = await served.connect(WEB1)  # the same VM's bucket on a kept-alive connection
+    [response] = await kept.ask(get())
+    assert (response.status, response.body) == (429, RATE_BODY)
+
+
+async def test_a_new_connection_gets_the_new_document(served: Served, imds: Imds) -> None:
+    raw = get(NEWEST, CLOSE)
+    assert await poll_on_new_connections(served, raw, 3) == [(200, EMPTY_WEB)] * 3
+    imds.submit("platform-reboot", "web-0")
+    client = await served.connect(WEB1)
+    [response] = await client.ask(raw)
+    assert response.raw == expected_bytes(
+        response, b"200 OK", reboot_document(NEWEST), b'etag: "2"', close=True
+    )
+    assert await poll_on_new_connections(served, raw, 2) == [(200, reboot_document(NEWEST))] * 2
+    imds.fabric.advance(42)
+    await poll_on_new_connections(served, raw, 1)
+    assert imds.fabric.last_requests["web-1"] == T0 + 42

@@ -30,7 +30,7 @@ from forewarn.imds.deferred import settled
 from forewarn.imds.framing import CONTINUE
 from forewarn.imds.messages import RESET, Reply, Request
 from forewarn.imds.reading import BETWEEN, SLICE, RequestReader
-from forewarn.imds.repeats import Repeats
+from forewarn.imds.repeats import Book, Repeat
 from forewarn.imds.shared import Shared
 
 __all__ = ["IDLE_TIMEOUT", "LINGER", "PIPELINE_BUDGET", "Connection"]
@@ -47,16 +47,49 @@ Queued = tuple[Request | Reply, bool]
 class Connection(asyncio.Protocol):
     """One client connection."""
 
+    __slots__ = (
+        "_book",
+        "_budget",
+        "_close",
+        "_date",
+        "_encoder",
+        "_endpoint",
+        "_eof",
+        "_held",
+        "_lost",
+        "_pending",
+        "_queue",
+        "_reader",
+        "_reading",
+        "_repeat",
+        "_request",
+        "_shared",
+        "_timer",
+        "_transport",
+        "_waiting",
+        "_write_paused",
+        "client",
+        "closing",
+        "last_active",
+        "local_port",
+    )
+
     def __init__(self, shared: Shared) -> None:
         self._shared = shared
         self._endpoint = shared.endpoint
         self._encoder = shared.encoder
         self._date = shared.date
-        self._loop = shared.loop
-        self._reader = RequestReader(self, shared)
-        self._repeats = Repeats(shared.repeater, shared.encoder, shared.date)
+        #: Made at the first read that is not a repeated poll (``repeats.py``).
+        self._reader: RequestReader | None = None
+        #: What this connection's address sent before (None: nothing answered unparsed).
+        self._book: Book | None = None
+        self._repeat: Repeat | None = None  # the last one answered from the book
         self._transport: asyncio.Transport | None = None
+        #: Where requests come from (set once connected).
+        self.client: str | None = None
+        self.local_port: int | None = None
         self._request: Request | None = None  # the last request read
+        self._close = False  # ... and whether it asked to close
         # flow
         self._budget = PIPELINE_BUDGET
         self._pending: memoryview | None = None  # read, not parsed yet
@@ -78,9 +111,8 @@ class Connection(asyncio.Protocol):
         shared = self._shared
         peer = transport.get_extra_info("peername")
         local = transport.get_extra_info("sockname")
-        reader = self._reader
-        reader.client = client = peer[0] if isinstance(peer, tuple) else None
-        reader.local_port = local[1] if isinstance(local, tuple) else None
+        self.client = client = peer[0] if isinstance(peer, tuple) else None
+        self.local_port = local[1] if isinstance(local, tuple) else None
         shared.live.add(self)
         if client is not None:
             count = shared.per_address.get(client, 0) + 1
@@ -88,26 +120,31 @@ class Connection(asyncio.Protocol):
             if count > shared.per_address_cap:
                 # Closed before reading a byte: an answer would cost what the cap saves, and
                 # the client could not read it reliably anyway (its request is still coming).
-                self.closing = reader.last = True
+                self.closing = True
                 transport.close()
                 shared.refused(client)
                 return
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            room = shared.room
-            if room is not None and sock.fileno() >= room.threshold:
-                room.make(self, sock.fileno(), self._loop.time())
+        self._book = shared.repeats.book(client, self.local_port)
+        # (No TCP_NODELAY to set: asyncio's and uvloop's transports set it themselves.)
+        room = shared.room
+        if room is not None:
+            sock = transport.get_extra_info("socket")
+            if sock is not None and sock.fileno() >= room.threshold:
+                room.make(self, sock.fileno(), shared.loop.time())
         # Until its first byte, a new connection is idle like a kept-alive one: load
         # generators and pools may open connections well before they ask anything.
         self.last_active = self._date.second
 
+    def _new_reader(self) -> RequestReader:
+        """The parser, for the first read that is not a repeated poll."""
+        reader = self._reader = RequestReader(self, self._shared, self.client, self.local_port)
+        return reader
+
     def connection_lost(self, exc: Exception | None) -> None:
         shared = self._shared
-        self._lost = self.closing = self._reader.last = True
+        self._lost = self.closing = True
         shared.live.discard(self)
-        shared.deadlines.discard(self)
-        client = self._reader.client
+        client = self.client
         if client is not None:
             left = shared.per_address.get(client, 1) - 1
             if left > 0:
@@ -122,40 +159,53 @@ class Connection(asyncio.Protocol):
             self._waiting = None
             future.remove_done_callback(self._resolved)
             future.add_done_callback(settled)  # still logged if it fails; nobody to tell
-        self._queue.clear()
         self._pending = None
-        self._reader.drop()
+        reader = self._reader
+        if reader is not None:  # (without one, no request was ever under way)
+            reader.last = True
+            shared.deadlines.discard(self)
+            self._queue.clear()
+            reader.drop()
 
     def data_received(self, data: bytes) -> None:
         if self.closing or self._pending is not None or len(data) > SLICE:
             self._received_more(data)
             return
         reader = self._reader
-        if data == self._repeats.raw and reader.phase == BETWEEN and not self._held:
-            answer = self._repeats.again()  # the same poll as last time, answered unparsed
+        repeat = self._repeat  # this connection's last one (no hashing of ``data``)
+        if repeat is None or data != repeat.raw:
+            book = self._book
+            repeat = self._repeat = None if book is None else book.get(data)
+        if (
+            repeat is not None
+            and repeat.ticket is not None
+            and not self._held
+            and (reader is None or reader.phase == BETWEEN)
+        ):  # a poll this address sent before, on this connection or another one
+            answer = self._shared.repeats.again(repeat, repeat.ticket)
             if answer is not None:
                 self.last_active = self._date.second
                 if isinstance(answer, bytes):
-                    self._write(answer, False)
+                    self._write(answer, repeat.close)
                 else:
-                    self._deliver(answer, False, False)
+                    self._deliver(answer, False, repeat.close)
                 return
+        if reader is None:
+            reader = self._new_reader()
         # The hot path, ``_feed`` inlined: one read of a request or a few.
         self._budget = PIPELINE_BUDGET
         whole = reader.phase == BETWEEN  # the read starts a request
-        if not reader.read(data):
-            self._repeats.forget()
-        elif whole and self._budget == PIPELINE_BUDGET - 1 and reader.phase == BETWEEN:
-            self._answered_one(data)  # the read was one whole request
-
-    def _answered_one(self, data: bytes) -> None:
-        """``data`` was one whole request, just answered: when it is a plain one, the
-        connection may answer the same bytes unparsed from now on."""
-        request = self._request
-        if request is None or self._held or self._reader.last:
-            self._repeats.forget()
-        else:
-            self._repeats.answered(data, request)
+        if (
+            reader.read(data)
+            and whole
+            and self._budget == PIPELINE_BUDGET - 1
+            and reader.phase == BETWEEN
+            and self._book is not None
+            and not self._held
+        ):  # the read was one whole request, answered now: remember it when it is plain
+            request = self._request
+            assert request is not None
+            self._shared.repeats.answered(self._book, data, request, self._close)
 
     def _received_more(self, data: bytes) -> None:
         if self.closing:
@@ -185,6 +235,7 @@ class Connection(asyncio.Protocol):
         self.last_active = self._date.second  # a request, not any byte (CRLFs are free)
         self._budget -= 1
         self._request = request
+        self._close = close
         if self._held:
             self._queue.append((request, close))
             return
@@ -196,6 +247,7 @@ class Connection(asyncio.Protocol):
 
     def refuse(self, reply: Reply) -> None:
         """Answer ``reply`` in order, then close; nothing more is read."""
+        assert self._reader is not None  # (only the reader refuses)
         self._reader.last = True
         if self._held:
             self._queue.append((reply, True))
@@ -203,14 +255,18 @@ class Connection(asyncio.Protocol):
             self._write(self._encoder.encode(reply, True), True, linger=True)
 
     def send_continue(self) -> None:
-        if not (self._held or self._reader.last) and self._transport is not None:
-            self._transport.write(CONTINUE)
+        reader = self._reader
+        if self._held or self._transport is None or (reader is not None and reader.last):
+            return
+        self._transport.write(CONTINUE)
 
     # -- reading
     def _feed(self, data: bytes | memoryview) -> None:
         """Parse ``data``; past the budget or under back-pressure, keep the rest for later."""
         self._budget = PIPELINE_BUDGET
         reader = self._reader
+        if reader is None:
+            reader = self._new_reader()
         if len(data) <= SLICE:
             reader.parse(data)
         else:
@@ -226,7 +282,7 @@ class Connection(asyncio.Protocol):
                     self._pending = view[start:]
                     self._set_reading(False)
                     if not (self._held or self._write_paused):
-                        self._loop.call_soon(self._continue)  # the others' turn first
+                        self._shared.loop.call_soon(self._continue)  # the others' turn first
                     return
         reader.read_done(data)
 
@@ -238,7 +294,8 @@ class Connection(asyncio.Protocol):
                 return
             self._reading = True
             self._transport.resume_reading()
-            self._reader.restart_deadline()
+            if self._reader is not None:
+                self._reader.restart_deadline()
         else:
             self._reading = False
             self._transport.pause_reading()
@@ -290,7 +347,7 @@ class Connection(asyncio.Protocol):
         if reply.delay > 0:
             self._held = True
             self._set_reading(False)
-            self._timer = self._loop.call_later(reply.delay, self._release, reply, close)
+            self._timer = self._shared.loop.call_later(reply.delay, self._release, reply, close)
         else:
             self._write(self._encoder.encode(reply, close), close)
 
@@ -304,7 +361,7 @@ class Connection(asyncio.Protocol):
         assert reply.wait is not None
         self._held = True
         self._set_reading(False)
-        future = asyncio.ensure_future(reply.wait, loop=self._loop)
+        future = asyncio.ensure_future(reply.wait, loop=self._shared.loop)
         waits = self._shared.waits
         waits.add(future)
         future.add_done_callback(waits.discard)
@@ -326,16 +383,23 @@ class Connection(asyncio.Protocol):
         transport = self._transport
         if transport is None or self.closing:
             return
-        self.closing = self._reader.last = True
-        self._shared.deadlines.discard(self)
-        self._queue.clear()
-        self._pending = None
+        self._stop()
         sock = transport.get_extra_info("socket")
         if reset and sock is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             transport.abort()
         else:
             transport.close()
+
+    def _stop(self) -> None:
+        """Nothing more is read, answered or written (the connection is closing)."""
+        self.closing = True
+        self._pending = None
+        reader = self._reader
+        if reader is not None:  # (without one, no request was ever under way)
+            reader.last = True
+            self._shared.deadlines.discard(self)
+            self._queue.clear()
 
     def _write(self, data: bytes, close: bool, *, linger: bool = False) -> None:
         transport = self._transport
@@ -344,15 +408,12 @@ class Connection(asyncio.Protocol):
         transport.write(data)
         if not close:
             return
-        self.closing = self._reader.last = True
-        self._shared.deadlines.discard(self)
-        self._queue.clear()
-        self._pending = None
+        self._stop()
         if linger and not self._eof and transport.can_write_eof():
             # Half-close and drain for a moment: closing with unread input would reset the
             # connection, and the client might lose the answer that says what was wrong.
             transport.write_eof()
-            self._timer = self._loop.call_later(LINGER, transport.close)
+            self._timer = self._shared.loop.call_later(LINGER, transport.close)
             self._set_reading(True)
         else:
             transport.close()
@@ -360,7 +421,7 @@ class Connection(asyncio.Protocol):
     # -- what the server's timer, and its shedding, look at
     def expire_if_late(self, now: float) -> None:
         """408 and close when the request's deadline passed while we were reading."""
-        if self._reading and not self.closing:
+        if self._reading and not self.closing and self._reader is not None:
             self._reader.expire_if_late(now)
 
     def close_if_idle(self, now: float) -> None:
@@ -377,12 +438,15 @@ class Connection(asyncio.Protocol):
         idle; never a connection a reply is held for, nor one closing already."""
         if self.closing or self._held or self._queue:
             return None
-        if self._reader.phase != BETWEEN:
-            return (0, self._reader.deadline)
+        reader = self._reader
+        if reader is not None and reader.phase != BETWEEN:
+            return (0, reader.deadline)
         return (1, self.last_active)
 
     def close(self) -> None:
         """Close now (idle, server shutdown, or shed for room)."""
         if self._transport is not None and not self._lost:
-            self.closing = self._reader.last = True
+            self.closing = True
+            if self._reader is not None:
+                self._reader.last = True
             self._transport.close()

@@ -22,6 +22,7 @@ from forewarn.imds.endpoint import ImdsSettings
 from forewarn.imds.framing import DateHeader, Encoder
 from forewarn.imds.messages import Handler, Repeater
 from forewarn.imds.reading import MAX_HEAD
+from forewarn.imds.repeats import Repeats
 from forewarn.imds.shared import Shared
 from forewarn.imds.shedding import Room, fd_threshold
 
@@ -107,10 +108,11 @@ async def serve_endpoint(
         settings = own if isinstance(own, ImdsSettings) else ImdsSettings()
     loop = asyncio.get_running_loop()
     date = DateHeader()
+    encoder = Encoder(date)
     shared = Shared(
         endpoint=endpoint,
-        repeater=endpoint if isinstance(endpoint, Repeater) else None,
-        encoder=Encoder(date),
+        repeats=Repeats(endpoint if isinstance(endpoint, Repeater) else None, encoder, date),
+        encoder=encoder,
         date=date,
         loop=loop,
         header_timeout=settings.header_timeout,

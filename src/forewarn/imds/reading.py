@@ -82,13 +82,15 @@ class RequestReader:
         "phase",
     )
 
-    def __init__(self, sink: RequestSink, shared: Shared) -> None:
+    def __init__(
+        self, sink: RequestSink, shared: Shared, client: str | None, local_port: int | None
+    ) -> None:
         self._sink = sink
         self._shared = shared
         self._parser = httptools.HttpRequestParser(self)
-        #: Where requests come from (set once connected).
-        self.client: str | None = None
-        self.local_port: int | None = None
+        #: Where requests come from.
+        self.client = client
+        self.local_port = local_port
         self.phase = BETWEEN
         #: Nothing after the current request is read (close or error).
         self.last = False

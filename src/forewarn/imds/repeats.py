@@ -1,10 +1,18 @@
-"""A poll a connection sends again byte for byte, answered without the parser.
+"""A poll sent again byte for byte, answered without the parser, on any connection.
 
-A VM polls the same bytes on the same connection every second. Once a read that held
-exactly one plain GET has come twice, the endpoint gives a ticket for it (``Repeater``):
-from then on the same bytes are answered from the ticket, every rule applied as for a
-parsed request, and the bytes of the last answer are sent again while the document and
-the second of its Date line are the same.
+A VM polls the same bytes every second from the same address: on one kept-alive
+connection, or on a new connection each time (``Connection: close``). So what was seen is
+kept per client address and local port (the two that pick the VM), for every connection of
+the server: once a read that held exactly one plain GET has come twice from there, the
+endpoint gives a ticket for it (``Repeater``). From then on the same bytes from there, on
+whatever connection, are answered from the ticket, every rule applied as for a parsed
+request, and the bytes of the last answer are sent again while the document and the second
+of its Date line are the same. The bytes say whether the connection closes after the answer
+(``Connection: close``, HTTP/1.0), so that is kept with them.
+
+Bounded: at most ``PER_ADDRESS`` distinct requests per address and port (a VM sends one
+or two), at most ``ADDRESSES`` addresses (then it starts again, empty; connections keep
+what they hold).
 """
 
 from __future__ import annotations
@@ -12,55 +20,92 @@ from __future__ import annotations
 from forewarn.imds.framing import DateHeader, Encoder
 from forewarn.imds.messages import Repeater, Reply, Request, Ticket
 
-__all__ = ["Repeats"]
+__all__ = ["ADDRESSES", "PER_ADDRESS", "Book", "Repeat", "Repeats"]
+
+PER_ADDRESS = 4
+ADDRESSES = 1 << 17
+
+
+class Repeat:
+    """A request seen from one address: whether it asks to close, and once it came twice,
+    the endpoint's ticket for it and the last answer sent."""
+
+    __slots__ = ("close", "raw", "sent", "ticket")
+
+    def __init__(self, raw: bytes, close: bool) -> None:
+        self.raw = raw
+        self.close = close
+        self.ticket: Ticket | None = None
+        self.sent: tuple[Reply, bytes, bytes] | None = None  # reply, date line, bytes sent
+
+
+class _ParsedOnly:
+    """An endpoint that answers only parsed requests (never asked: no book is kept)."""
+
+    def ticket(self, request: Request) -> Ticket | None:
+        return None
+
+    def again(self, ticket: Ticket) -> Reply | None:
+        return None
+
+
+#: The requests seen from one address and port, by their exact bytes.
+Book = dict[bytes, Repeat]
 
 
 class Repeats:
-    """One connection's repeated poll: its bytes, the endpoint's ticket, the last answer."""
+    """The repeated polls of one server's connections, per client address and local port."""
 
-    __slots__ = ("_date", "_encoder", "_repeater", "_sent", "_ticket", "raw")
+    __slots__ = ("_answers", "_books", "_date", "_encoder", "_repeater")
 
     def __init__(self, repeater: Repeater | None, encoder: Encoder, date: DateHeader) -> None:
         """``repeater`` is the endpoint (None: one that answers only parsed requests)."""
-        self._repeater = repeater
+        self._answers = repeater is not None
+        self._repeater: Repeater = repeater or _ParsedOnly()
         self._encoder = encoder
         self._date = date
-        #: A read that held exactly one plain request (the connection compares reads to it).
-        self.raw = b""
-        self._ticket: Ticket | None = None  # the endpoint's ticket for ``raw``, once repeated
-        self._sent: tuple[Reply, bytes, bytes] | None = None  # reply, date line, bytes sent
+        self._books: dict[tuple[str | None, int | None], Book] = {}
 
-    def answered(self, data: bytes, request: Request) -> None:
-        """``data`` was one whole plain request, just answered: when it came before, ask
-        the endpoint for a ticket to answer it unparsed from now on."""
-        if self._repeater is None or request.method != "GET":
-            self.raw = b""
-        elif data != self.raw:
-            self.raw, self._ticket = data, None  # seen once: parsed again next time
-        else:
-            self._ticket = self._repeater.ticket(request)
-            if self._ticket is None:
-                self.raw = b""
-
-    def forget(self) -> None:
-        """The last read was not one plain request: the next is parsed, whatever it is."""
-        self.raw = b""
-
-    def again(self) -> bytes | Reply | None:
-        """The answer to ``raw`` sent again: the bytes to write, or a Reply that must wait
-        (``Reply.delay``, ``Reply.wait``); None: parse it after all."""
-        ticket = self._ticket
-        if ticket is None or self._repeater is None:
+    def book(self, client: str | None, local_port: int | None) -> Book | None:
+        """What was seen from ``client`` to ``local_port`` (None: the endpoint answers only
+        parsed requests)."""
+        if not self._answers:
             return None
+        key = (client, local_port)
+        book = self._books.get(key)
+        if book is None:
+            if len(self._books) >= ADDRESSES:
+                self._books.clear()
+            book = self._books[key] = {}
+        return book
+
+    def answered(self, book: Book, data: bytes, request: Request, close: bool) -> None:
+        """``data`` was one whole request, just answered: when it is a plain GET seen
+        before, ask the endpoint for a ticket to answer it unparsed from now on."""
+        if request.method != "GET":
+            return  # (the same bytes are the same method: never in the book)
+        repeat = book.get(data)
+        if repeat is None:
+            if len(book) >= PER_ADDRESS:
+                book.clear()
+            book[data] = Repeat(data, close)  # seen once: parsed again next time
+            return
+        repeat.ticket = ticket = self._repeater.ticket(request)
+        if ticket is None:
+            del book[data]  # seen once again next time, as after any other request
+
+    def again(self, repeat: Repeat, ticket: Ticket) -> bytes | Reply | None:
+        """The answer to ``repeat`` (``ticket`` is its ticket): the bytes to write, or a
+        Reply that must wait (``Reply.delay``, ``Reply.wait``); None: parse it after all."""
         reply = self._repeater.again(ticket)
         if reply is None:
             return None
         if reply.wait is not None or reply.delay > 0:
             return reply
         date = self._date.line()
-        sent = self._sent
+        sent = repeat.sent
         if sent is not None and sent[0] is reply and sent[1] is date:
             return sent[2]  # the very bytes sent last time (same document, same second)
-        data = self._encoder.encode(reply, False)
-        self._sent = (reply, date, data)
+        data = self._encoder.encode(reply, repeat.close)
+        repeat.sent = (reply, date, data)
         return data

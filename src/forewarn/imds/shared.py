@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from forewarn.imds.framing import DateHeader, Encoder
-from forewarn.imds.messages import Handler, Repeater, Reply
+from forewarn.imds.messages import Handler, Reply
+from forewarn.imds.repeats import Repeats
 from forewarn.imds.shedding import Room, Sheddable
 
 __all__ = ["REFUSAL_LOG_INTERVAL", "Expiring", "Live", "Shared"]
@@ -42,8 +43,8 @@ class Shared:
     """What the connections of one server share: the endpoint, framing, limits, registries."""
 
     endpoint: Handler
-    #: The endpoint again, when it answers repeated requests unparsed (``Repeater``).
-    repeater: Repeater | None
+    #: Polls sent again byte for byte, answered unparsed (``repeats.py``).
+    repeats: Repeats
     encoder: Encoder
     date: DateHeader
     loop: asyncio.AbstractEventLoop

@@ -17,11 +17,11 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
 from forewarn.control.json_views import json_error
+from forewarn.control.pieces import encode_in_pieces
 from forewarn.control.validators import matches, verdict_tag
 from forewarn.fabric import Fabric
 from forewarn.rehearsal import ReactionTracker
@@ -61,6 +61,8 @@ class ReactionRoutes:
     def __init__(self, fabric: Fabric, tracker: ReactionTracker) -> None:
         self.fabric = fabric
         self.tracker = tracker
+        #: Each VM's scope (the topology does not change: made once, not per request).
+        self._scope_of = {name: vm.scope_id for name, vm in fabric.topology.vms.items()}
 
     async def build(self, since: float | None, stale_after: float) -> ReactionReport:
         """The verdict on everything recorded about events created since ``since``:
@@ -70,7 +72,7 @@ class ReactionRoutes:
         fabric = self.fabric
         vms = fabric.topology.vms
         deleted = [name for name in vms if fabric.is_deleted(name)]
-        scope_of = {name: vm.scope_id for name, vm in vms.items()}
+        scope_of = self._scope_of
         # what the loop goes on changing, copied here
         tallies = {vm: replace(t, kinds=dict(t.kinds))
                    for vm, t in self.tracker.fault_tallies.items()}  # fmt: skip
@@ -107,7 +109,7 @@ class ReactionRoutes:
             return report
 
         def encoded() -> tuple[bytes, str]:  # megabytes at 10,000 VMs
-            body = msgspec.json.encode(report)
+            body = encode_in_pieces(report)
             return body, verdict_tag(body, "json", generated_at=report.generated_at)
 
         body, tag = await self.tracker.off_loop(encoded)
@@ -124,7 +126,7 @@ class ReactionRoutes:
             return report
 
         def tagged() -> str:
-            body = msgspec.json.encode(report)
+            body = encode_in_pieces(report)
             # a timeline with no NotBefore ends at the grading instant (report/charts.py)
             drawn_to_now = any(e.not_before is None for e in report.events)
             at = None if drawn_to_now else report.generated_at

@@ -128,8 +128,9 @@ async def rehearse() -> str:
         if action is not None:
             action()
         fleet.second()
-    report = await ReactionRoutes(fleet.fabric, fleet.reactions).build(None, 30.0)
-    return render_report(report, title="forewarn rehearsal report (sample: the demo fleet)")
+    title = "forewarn rehearsal report (sample: the demo fleet)"
+    routes = ReactionRoutes(fleet.fabric, fleet.reactions)
+    return await routes.verdict(None, 30.0, lambda report: render_report(report, title=title))
 
 
 def main(argv: list[str]) -> int:

@@ -15,7 +15,9 @@ for the HTML page its rendering.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TypeVar
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -34,6 +36,8 @@ __all__ = ["ReactionRoutes"]
 
 #: Any cache may keep an answer, but must ask again (with its tag) before using it.
 _REVALIDATE = "no-cache"
+
+T = TypeVar("T")
 
 
 class _BadParam(Exception):
@@ -55,6 +59,14 @@ def _number(request: Request, name: str, default: float | None) -> float | None:
     return value
 
 
+def _window(request: Request) -> tuple[float | None, float]:
+    """``since`` and ``stale_after`` of a verdict request (``_BadParam``: not numbers)."""
+    since = _number(request, "since", None)
+    stale = _number(request, "stale_after", DEFAULT_STALE_AFTER)
+    assert stale is not None
+    return since, stale
+
+
 class ReactionRoutes:
     """The report's handlers over one fabric and the tracker of its reactions."""
 
@@ -64,24 +76,28 @@ class ReactionRoutes:
         #: Each VM's scope (the topology does not change: made once, not per request).
         self._scope_of = {name: vm.scope_id for name, vm in fabric.topology.vms.items()}
 
-    async def build(self, since: float | None, stale_after: float) -> ReactionReport:
-        """The verdict on everything recorded about events created since ``since``:
-        graded on the tracker's thread, below the event loop (at 10,000 VMs and 5,000
-        events grading takes some 0.2 s the VMs' requests would wait for)."""
-        data = await self.tracker.facts(since)
+    async def verdict(
+        self, since: float | None, stale_after: float, finish: Callable[[ReactionReport], T]
+    ) -> T:
+        """``finish`` of the verdict on everything recorded about events created since
+        ``since``, all on the tracker's thread, below the event loop: grading takes some
+        0.2 s at 10,000 VMs and 5,000 events, and the facts and the verdict (some 10^5
+        objects) are made and freed there too (freed on the loop, they held it 20-30 ms);
+        only what ``finish`` makes of them comes back."""
+        tracker = self.tracker
+        await tracker.flush()  # this process's latest facts first
         fabric = self.fabric
-        vms = fabric.topology.vms
-        deleted = [name for name in vms if fabric.is_deleted(name)]
+        deleted = [name for name in fabric.topology.vms if fabric.is_deleted(name)]
         scope_of = self._scope_of
         # what the loop goes on changing, copied here
         tallies = {vm: replace(t, kinds=dict(t.kinds))
-                   for vm, t in self.tracker.fault_tallies.items()}  # fmt: skip
+                   for vm, t in tracker.fault_tallies.items()}  # fmt: skip
         polls = dict(fabric.last_requests) if tallies else {}
         now = fabric.clock.now()
 
-        def graded() -> ReactionReport:
-            report = grade(data, now=now, since=since, stale_after=stale_after,
-                           deleted=deleted, scope_of=scope_of)  # fmt: skip
+        def graded() -> T:
+            report = grade(tracker.stored_facts(since), now=now, since=since,
+                           stale_after=stale_after, deleted=deleted, scope_of=scope_of)  # fmt: skip
             if tallies:  # how each VM coped with injected endpoint faults
                 missed = (
                     MissedEvent(vm=v.vm, event_id=e.id, created_at=e.created_at,
@@ -89,52 +105,45 @@ class ReactionRoutes:
                     for e in report.events for v in e.vms if v.verdict == "missed"
                 )  # fmt: skip
                 report.faults = coping(tallies, polls, missed)
-            return report
+            return finish(report)
 
-        return await self.tracker.off_loop(graded)
-
-    async def _report(self, request: Request) -> ReactionReport | Response:
-        try:
-            since = _number(request, "since", None)
-            stale = _number(request, "stale_after", DEFAULT_STALE_AFTER)
-        except _BadParam as exc:
-            return json_error(str(exc), 400)
-        assert stale is not None
-        return await self.build(since, stale)
+        return await tracker.off_loop(graded)
 
     async def reactions(self, request: Request) -> Response:
         """The verdict as JSON (304 while the client's tag still holds)."""
-        report = await self._report(request)
-        if isinstance(report, Response):
-            return report
+        try:
+            since, stale = _window(request)
+        except _BadParam as exc:
+            return json_error(str(exc), 400)
 
-        def encoded() -> tuple[bytes, str]:  # megabytes at 10,000 VMs
+        def encoded(report: ReactionReport) -> tuple[bytes, str]:  # megabytes at 10,000 VMs
             body = encode_in_pieces(report)
             return body, verdict_tag(body, "json", generated_at=report.generated_at)
 
-        body, tag = await self.tracker.off_loop(encoded)
+        body, tag = await self.verdict(since, stale, encoded)
         headers = {"ETag": tag, "Cache-Control": _REVALIDATE}
         if matches(request.headers.get("if-none-match"), tag):
             return Response(status_code=304, headers=headers)
         return Response(body, media_type="application/json", headers=headers)
 
     async def report(self, request: Request) -> Response:
-        """The verdict as an HTML page (rendered below the event loop: it may be large;
-        not at all for a 304)."""
-        report = await self._report(request)
-        if isinstance(report, Response):
-            return report
+        """The verdict as an HTML page (not rendered at all for a 304)."""
+        try:
+            since, stale = _window(request)
+        except _BadParam as exc:
+            return json_error(str(exc), 400)
+        if_none_match = request.headers.get("if-none-match")
 
-        def tagged() -> str:
+        def rendered(report: ReactionReport) -> tuple[str, str | None]:
             body = encode_in_pieces(report)
             # a timeline with no NotBefore ends at the grading instant (report/charts.py)
             drawn_to_now = any(e.not_before is None for e in report.events)
             at = None if drawn_to_now else report.generated_at
-            return verdict_tag(body, "html", generated_at=at)
+            tag = verdict_tag(body, "html", generated_at=at)
+            return tag, None if matches(if_none_match, tag) else render_report(report)
 
-        tag = await self.tracker.off_loop(tagged)
+        tag, page = await self.verdict(since, stale, rendered)
         headers = {"ETag": tag, "Cache-Control": _REVALIDATE}
-        if matches(request.headers.get("if-none-match"), tag):
+        if page is None:
             return Response(status_code=304, headers=headers)
-        page = await self.tracker.off_loop(render_report, report)
         return Response(page, media_type="text/html; charset=utf-8", headers=headers)

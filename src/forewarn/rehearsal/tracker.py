@@ -348,6 +348,11 @@ class ReactionTracker:
         """Every VM's polls as every front-end wrote them (blocking: a store read)."""
         return self._load_polls()
 
+    def stored_facts(self, since: float | None = None) -> ReactionData:
+        """What every process wrote (blocking: a store read, for work already off the
+        loop; ``facts`` writes this process's latest first)."""
+        return self._load(since)
+
     async def facts(self, since: float | None = None) -> ReactionData:
         """Everything known, this process's latest included: written first, then read
         back merged with what every other process wrote (raises ``StoreUnavailable``)."""

@@ -478,6 +478,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--seconds must be longer than --rollout-at")
     if args.workers < 1 or (args.workers > 1 and args.store is None):
         parser.error("--workers N needs --store postgresql://...")
+    if args.workers > 1 and args.priority == "realtime":
+        # the supervisor and its workers, SCHED_FIFO on one core, starve each other at start
+        parser.error("--workers N runs with --priority normal or high, not realtime")
     if args.streams < 0 or args.report_every < 0:
         parser.error("--streams and --report-every must not be negative")
     reason = go_missing_reason()

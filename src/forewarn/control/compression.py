@@ -16,6 +16,8 @@ from __future__ import annotations
 from starlette.middleware.gzip import GZipResponder
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from forewarn.control.qvalues import weighted
+
 __all__ = ["LEVEL", "MINIMUM_BYTES", "THREAD_BYTES", "Compression", "accepts_gzip"]
 
 LEVEL = 5
@@ -27,19 +29,7 @@ THREAD_BYTES = 64 * 1024
 
 def accepts_gzip(header: str) -> bool:
     """Whether an ``Accept-Encoding`` value accepts gzip (RFC 9110 section 12.5.3)."""
-    given: dict[str, float] = {}
-    for part in header.split(","):
-        coding, _, params = part.strip().partition(";")
-        q = 1.0
-        for param in params.split(";"):
-            key, _, value = param.strip().partition("=")
-            if key.strip().lower() == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
-        if coding.strip():
-            given[coding.strip().lower()] = q
+    given = weighted(header)
     q = given.get("gzip", given.get("x-gzip", given.get("*", 0.0)))
     return q > 0
 

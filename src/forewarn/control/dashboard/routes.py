@@ -25,6 +25,7 @@ from forewarn.control.dashboard.hub import RELOAD, Hub, Message, sse
 from forewarn.control.dashboard.stream_messages import snapshot
 from forewarn.control.dashboard.wire import WireResponse, wire_transport
 from forewarn.control.json_views import json_error
+from forewarn.control.qvalues import weighted
 from forewarn.control.schemas import ScenarioRunBody
 from forewarn.fabric import Fabric, NotFoundError
 from forewarn.rehearsal import ReactionTracker
@@ -69,30 +70,12 @@ class ScenarioHook(Protocol):
         ...
 
 
-def _accept(header: str) -> dict[str, float]:
-    """Media ranges of an Accept header and their q values."""
-    out: dict[str, float] = {}
-    for part in header.split(","):
-        media, _, params = part.strip().partition(";")
-        q = 1.0
-        for param in params.split(";"):
-            key, _, value = param.strip().partition("=")
-            if key.strip().lower() == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
-        if media:
-            out[media.strip().lower()] = q
-    return out
-
-
 def wants_page(accept: str | None) -> bool:
     """True when a request to ``/`` prefers HTML (a browser) over JSON (every API
     client, ``curl`` and ``Accept: */*`` included, keeps getting the JSON index)."""
     if not accept:
         return False
-    ranges = _accept(accept)
+    ranges = weighted(accept)
     html = ranges.get("text/html", 0.0)
     if html <= 0:
         return False

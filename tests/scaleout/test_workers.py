@@ -133,8 +133,8 @@ DRIFT = 200.0
 FAILURE_WINDOW = 2.0
 
 
-def _members(workers: ServerProcess) -> list[dict[str, Any]] | None:
-    """The live workers, when one of two leads (None otherwise, or while unreachable)."""
+def _listed(workers: ServerProcess) -> list[dict[str, Any]] | None:
+    """The members ``GET /api/v1/cluster`` lists (None while it cannot be asked)."""
     try:
         response = _fresh(workers.control_url + "/api/v1/cluster")
     except httpx.HTTPError:
@@ -142,6 +142,14 @@ def _members(workers: ServerProcess) -> list[dict[str, Any]] | None:
     if response.status_code != 200:
         return None
     members: list[dict[str, Any]] = response.json()["members"]
+    return members
+
+
+def _members(workers: ServerProcess) -> list[dict[str, Any]] | None:
+    """The live workers, when one of two leads (None otherwise, or while unreachable)."""
+    members = _listed(workers)
+    if members is None:
+        return None
     roles = sorted(m["role"] for m in members)
     return members if roles == ["follower", "leader"] else None
 
@@ -252,13 +260,10 @@ def _led_by_another(workers: ServerProcess, killed: dict[str, Any]) -> float | N
 def _replaced(workers: ServerProcess, killed: dict[str, Any]) -> float | None:
     """When two workers other than ``killed`` report, one of them leading (the dead one
     stays listed until its last report is 10 s old)."""
-    try:
-        response = _fresh(workers.control_url + "/api/v1/cluster")
-    except httpx.HTTPError:
+    members = _listed(workers)
+    if members is None:
         return None
-    if response.status_code != 200:
-        return None
-    others = [m for m in response.json()["members"] if m["id"] != killed["id"]]
+    others = [m for m in members if m["id"] != killed["id"]]
     roles = sorted(m["role"] for m in others)
     return time.monotonic() if roles == ["follower", "leader"] else None
 

@@ -50,18 +50,11 @@ def test_targets_compare_each_forewarn_run_with_the_canned_run_of_its_pair() -> 
 def test_fleet_tail_runs_a_rollout_with_approvals_under_load(
     fleetgen: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "runs.json"
-    code = fleet_tail.main([
-        "--vms", "60", "--avset", "20", "--seconds", "3", "--runs", "1", "--rollout-at", "1",
-        "--only", "forewarn", "--max-lag-ms", "1000", "--max-wait", "100", "--json", str(out),
-    ])  # fmt: skip
-    assert code == 0
-    (run,) = json.loads(out.read_text())
+    run = _forewarn_window(tmp_path)
     report = run["report"]
-    assert run["server"] == "forewarn" and run["problems"] == []
-    assert run["rollout"]["status"] == 201 and run["rollout"]["batches_created"] == 1
+    assert run["server"] == "forewarn" and run["rollout"]["batches_created"] == 1
     assert report["requests"] == report["offered"] == 180  # 60 VMs x 1 Hz x 3 s
-    assert report["statuses"] == {"200": 180} and report["error_total"] == 0
+    assert report["error_total"] == 0
     # avset-0 is in the first update domain and approves the event that lists it
     assert report["approvals"]["sent"] >= 1
     assert set(report["approvals"]["statuses"]) == {"200"}

@@ -158,7 +158,8 @@ def test_a_notice_whose_time_to_live_ran_out_while_down_is_given_up(tmp_path: Pa
             assert grid.subscribe("brief", url, **body).status_code == 201
             (event_id,) = grid.trigger("user-reboot", "pub2")["event_ids"]
             (first,) = hold.wait(1)
-            hold.before_answer = None
+            assert grid.arm.server.proc is not None
+            grid.arm.server.proc.wait(timeout=20)  # the hook killed it
             time.sleep(0.7)  # the notice's time to live runs out while no server runs
             grid = _restart(grid.arm, tmp_path, kill=False)
             (failed,) = grid.wait_deliveries("brief", "failed", 1)

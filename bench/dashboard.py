@@ -52,6 +52,7 @@ from loadgen import (
     free_port,
     go_missing_reason,
     load_average,
+    quiet_serve_command,
     start_server,
     write_vms_file,
 )
@@ -227,12 +228,9 @@ def main(argv: list[str] | None = None) -> int:
             fleet = work / "fleet.yaml"
             fleet.write_text(fleet_yaml(args.vms), encoding="utf-8")
         imds, control_port = free_port(), free_port()
-        command = [
-            sys.executable, "-m", "forewarn", "serve", "--fleet", str(fleet),
-            "--db", str(work / "bench.db"), "--time-scale", "60", "--enablement", "always",
-            "--rate-limit", "0", "--log-level", "warning",
-            "--imds-bind", f"127.0.0.1:{imds}", "--control-bind", f"127.0.0.1:{control_port}",
-        ]  # fmt: skip
+        command = quiet_serve_command(
+            Path(fleet), work / "bench.db", imds, control_port, "--time-scale", "60"
+        )
         control = f"http://127.0.0.1:{control_port}"
         with start_server(
             command, [imds, control_port], work / "serve.log", env=forewarn_env(None)

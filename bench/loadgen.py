@@ -189,6 +189,16 @@ class ServerHandle:
         return self.proc.pid
 
 
+def quiet_serve_command(fleet: Path, db: Path, imds: int, control: int, *clock: str) -> list[str]:
+    """``forewarn serve`` of ``fleet`` on loopback ports, every scope on, no rate limit and
+    warnings only (what a benchmark's own clients need), on the clock ``clock`` says."""
+    return [
+        sys.executable, "-m", "forewarn", "serve", "--fleet", str(fleet), "--db", str(db),
+        *clock, "--enablement", "always", "--rate-limit", "0", "--log-level", "warning",
+        "--imds-bind", f"127.0.0.1:{imds}", "--control-bind", f"127.0.0.1:{control}",
+    ]  # fmt: skip
+
+
 @contextlib.contextmanager
 def start_server(
     command: Sequence[str],

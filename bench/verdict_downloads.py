@@ -25,7 +25,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dashboard import fleet_yaml
-from loadgen import forewarn_env, free_port, start_server
+from loadgen import forewarn_env, free_port, quiet_serve_command, start_server
 
 
 def _cpu(pid: int) -> float:
@@ -54,12 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         fleet = work / "fleet.yaml"
         fleet.write_text(fleet_yaml(args.vms), encoding="utf-8")
         imds, control_port = free_port(), free_port()
-        command = [
-            sys.executable, "-m", "forewarn", "serve", "--fleet", str(fleet),
-            "--db", str(work / "bench.db"), "--clock", "virtual", "--enablement", "always",
-            "--rate-limit", "0", "--log-level", "warning",
-            "--imds-bind", f"127.0.0.1:{imds}", "--control-bind", f"127.0.0.1:{control_port}",
-        ]  # fmt: skip
+        command = quiet_serve_command(
+            fleet, work / "bench.db", imds, control_port, "--clock", "virtual"
+        )
         url = f"http://127.0.0.1:{control_port}"
         with (
             start_server(command, [imds, control_port], work / "serve.log",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.dashboard.browser import needs_chromium
-from tests.eventgrid.webhook import Behaviour, webhook
+from tests.eventgrid.webhook import Behaviour, subscription_body, webhook
 from tests.support.serverproc import VIRTUAL, ServerProcess, trigger
 
 pytestmark = needs_chromium
@@ -25,12 +25,7 @@ scopes:
 
 
 def _subscribe(server: ServerProcess, name: str, url: str) -> None:
-    body = {
-        "name": name,
-        "properties": {
-            "destination": {"endpointType": "WebHook", "properties": {"endpointUrl": url}}
-        },
-    }
+    body = subscription_body(name, url)
     r = server.control("POST", "/api/v1/eventgrid/subscriptions", json=body)
     assert r.status_code == 201, r.text
 

@@ -12,6 +12,7 @@ import pytest
 from azure.mgmt.resourcegraph import ResourceGraphClient
 
 from tests.arm.conftest import SUBSCRIPTION, AnyToken, ArmServer, start_arm_server
+from tests.eventgrid.webhook import subscription_body
 
 FLEET = f"""
 subscription: {SUBSCRIPTION}
@@ -37,14 +38,7 @@ class GridServer:
         self.server = arm.server
 
     def subscribe(self, name: str, url: str, schema: str = "EventGridSchema", **props: Any) -> Any:
-        body = {
-            "name": name,
-            "properties": {
-                "destination": {"endpointType": "WebHook", "properties": {"endpointUrl": url}},
-                "eventDeliverySchema": schema,
-                **props,
-            },
-        }
+        body = subscription_body(name, url, schema, **props)
         return self.server.control("POST", "/api/v1/eventgrid/subscriptions", json=body)
 
     def unsubscribe(self, name: str) -> Any:

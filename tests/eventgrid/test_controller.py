@@ -26,12 +26,6 @@ MINUTE = 60.0
 SLOW_ANSWER = 2.0
 
 
-def _props(r: Received) -> dict[str, Any]:
-    (item,) = r.json()
-    props: dict[str, Any] = item["data"]["resourceInfo"]["properties"]
-    return props
-
-
 class Controller:
     """Acknowledges, through ARM, each Scheduled event of the VMs it looks after, once its
     webhook has answered (from its own thread, as a queue consumer would)."""
@@ -44,13 +38,13 @@ class Controller:
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def slow_answer(self, r: Received) -> None:
-        if _props(r)["EventStatus"] == "Scheduled":
+        if r.properties()["EventStatus"] == "Scheduled":
             self.arm.advance(SLOW_ANSWER)  # the webhook takes its time, on the platform clock
 
     def _run(self) -> None:
         compute = self.arm.compute()
         while (r := self.inbox.get()) is not None:
-            props = _props(r)
+            props = r.properties()
             if props["EventStatus"] != "Scheduled" or not self.looks_after & set(
                 props["Resources"]
             ):
@@ -165,7 +159,7 @@ def test_subscriptions_outlive_a_restart_and_deliveries_resume(tmp_path: Path) -
             assert listed == {"survivor": "Succeeded", "manual": "AwaitingManualAction"}
             (event_id,) = grid.trigger("user-reboot", "pub2")["event_ids"]
             got = hook.wait(2)
-            assert _props(got[-1])["EventId"] == event_id
+            assert got[-1].properties()["EventId"] == event_id
             handshakes = [r for r in hook.received if r.method == "POST" and not _notice(r)]
             assert len(handshakes) == 1  # no second handshake after the restart
             assert grid.wait_deliveries("survivor", "delivered", 1)

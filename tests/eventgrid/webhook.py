@@ -23,6 +23,26 @@ class Received:
     def json(self) -> Any:
         return json.loads(self.body)
 
+    def properties(self) -> dict[str, Any]:
+        """The scheduled event's fields in a notification of one event (Event Grid schema)."""
+        (item,) = self.json()
+        props: dict[str, Any] = item["data"]["resourceInfo"]["properties"]
+        return props
+
+
+def subscription_body(
+    name: str, url: str, schema: str = "EventGridSchema", **props: Any
+) -> dict[str, Any]:
+    """What creates a subscription of ``name`` to the webhook at ``url``."""
+    return {
+        "name": name,
+        "properties": {
+            "destination": {"endpointType": "WebHook", "properties": {"endpointUrl": url}},
+            "eventDeliverySchema": schema,
+            **props,
+        },
+    }
+
 
 @dataclass
 class Behaviour:

@@ -10,32 +10,14 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.eventgrid.webhook import Behaviour, Received, webhook
+from tests.eventgrid.conftest import FLEET
+from tests.eventgrid.webhook import Behaviour, subscription_body, webhook
 from tests.scaleout.conftest import VIRTUAL
 from tests.scaleout.fleet import Fleet
 from tests.scaleout.pg import PgDatabase
 from tests.support.waiting import wait_until
 
-FLEET = """
-scopes:
-  - kind: standalone
-    name: pub
-    event_grid: true
-  - kind: standalone
-    name: pub2
-    event_grid: true
-"""
 JSON = {"Content-Type": "application/json"}
-
-
-def _subscription(name: str, url: str) -> dict[str, object]:
-    destination = {"endpointType": "WebHook", "properties": {"endpointUrl": url}}
-    return {"name": name, "properties": {"destination": destination}}
-
-
-def _event_id(notice: Received) -> str:
-    (item,) = notice.json()
-    return str(item["data"]["resourceInfo"]["properties"]["EventId"])
 
 
 def _trigger(fleet: Fleet, index: int, target: str) -> str:
@@ -62,9 +44,8 @@ def test_a_new_leader_delivers_to_the_subscriptions_kept_when_it_takes_over(
     ):
 
         def subscribe(name: str, url: str) -> None:  # through the follower: forwarded
-            made = fleet.control(
-                follower, "POST", "/api/v1/eventgrid/subscriptions", json=_subscription(name, url)
-            )
+            body = subscription_body(name, url)
+            made = fleet.control(follower, "POST", "/api/v1/eventgrid/subscriptions", json=body)
             assert made.status_code == 201, made.text
 
         subscribe("kept", kept_url)
@@ -73,7 +54,7 @@ def test_a_new_leader_delivers_to_the_subscriptions_kept_when_it_takes_over(
         fleet.servers[follower].start(90)
         subscribe("late", late_url)  # ... not this one ...
         first = _trigger(fleet, leader, "pub")
-        assert _event_id(kept.wait(1)[0]) == first
+        assert kept.wait(1)[0].properties()["EventId"] == first
         assert gone.wait(1)
         deleted = fleet.control(  # ... and one of them is deleted
             follower, "DELETE", "/api/v1/eventgrid/subscriptions/gone", headers=JSON
@@ -83,8 +64,8 @@ def test_a_new_leader_delivers_to_the_subscriptions_kept_when_it_takes_over(
         os.kill(fleet.servers[leader].proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
         wait_until(lambda: fleet.leader_index() == follower, 30, "the follower leads")
         second = _trigger(fleet, follower, "pub2")
-        assert _event_id(kept.wait(2)[-1]) == second
-        assert [_event_id(n) for n in late.wait(2)] == [first, second]
+        assert kept.wait(2)[-1].properties()["EventId"] == second
+        assert [n.properties()["EventId"] for n in late.wait(2)] == [first, second]
         listed = fleet.control(follower, "GET", "/api/v1/eventgrid/subscriptions").json()
         assert sorted(s["name"] for s in listed) == ["kept", "late"]
         assert len(gone.notifications()) == 1  # deleted before the takeover: nothing more
@@ -106,9 +87,8 @@ def test_a_new_leader_delivers_the_notice_the_old_one_left_waiting_for_a_retry(
         return pg.execute("SELECT subscription, id, attempts FROM eventgrid_pending")
 
     with webhook(Behaviour(fail_first=4)) as (url, hook):
-        made = fleet.control(
-            leader, "POST", "/api/v1/eventgrid/subscriptions", json=_subscription("patient", url)
-        )
+        body = subscription_body("patient", url)
+        made = fleet.control(leader, "POST", "/api/v1/eventgrid/subscriptions", json=body)
         assert made.status_code == 201, made.text
         event_id = _trigger(fleet, leader, "pub")
         tries = hook.wait(4)

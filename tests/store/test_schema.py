@@ -98,27 +98,31 @@ def test_both_dialects_have_the_same_shared_tables(tmp_path: Path, pg: PgDatabas
     assert len(tables) == 14
 
 
-def test_a_database_of_a_forewarn_before_reactions_gets_their_tables(tmp_path: Path) -> None:
+def _older_database(tmp_path: Path, script: str) -> Path:
+    """A database of this forewarn made to look older by ``script`` (tables dropped,
+    columns removed, rows of then put in)."""
     path = tmp_path / "old.db"
     SQLiteStore(path).close()
     db = sqlite3.connect(path)
-    db.executescript(
-        "DROP TABLE reaction_events; DROP TABLE reaction_vms; DROP TABLE reaction_polls;"
-    )
+    db.executescript(script)
     db.close()
+    return path
+
+
+def test_a_database_of_a_forewarn_before_reactions_gets_their_tables(tmp_path: Path) -> None:
+    path = _older_database(
+        tmp_path, "DROP TABLE reaction_events; DROP TABLE reaction_vms; DROP TABLE reaction_polls;"
+    )
     SQLiteStore(path).close()
     assert sqlite_layout(path) == GOLDEN.read_text()
 
 
 def test_a_database_before_pending_notices_gets_their_table(tmp_path: Path) -> None:
-    path = tmp_path / "old.db"
-    SQLiteStore(path).close()
-    db = sqlite3.connect(path)
-    db.executescript(
+    path = _older_database(
+        tmp_path,
         "DROP TABLE eventgrid_pending;"
-        "INSERT INTO eventgrid_subscriptions (name, body) VALUES ('ops', '{}');"
+        "INSERT INTO eventgrid_subscriptions (name, body) VALUES ('ops', '{}');",
     )
-    db.close()
     store = SQLiteStore(path)
     try:
         assert store.eventgrid_pending() == []
@@ -129,15 +133,12 @@ def test_a_database_before_pending_notices_gets_their_table(tmp_path: Path) -> N
 
 
 def test_a_database_before_via_gets_the_columns_and_keeps_its_facts(tmp_path: Path) -> None:
-    path = tmp_path / "old.db"
-    SQLiteStore(path).close()
-    db = sqlite3.connect(path)
-    db.executescript(
+    path = _older_database(
+        tmp_path,
         "ALTER TABLE reaction_operations DROP COLUMN via;"
         "ALTER TABLE reaction_events DROP COLUMN approved_via;"
-        "INSERT INTO reaction_operations (id, kind) VALUES ('op-old', 'user-reboot');"
+        "INSERT INTO reaction_operations (id, kind) VALUES ('op-old', 'user-reboot');",
     )
-    db.close()
     SQLiteStore(path).close()
     assert sqlite_layout(path) == GOLDEN.read_text()
     db = sqlite3.connect(path)

@@ -39,8 +39,6 @@ class ApprovalBatcher:
         self._send = send
         self._queue: deque[tuple[str, asyncio.Future[None]]] = deque()
         self._task: asyncio.Task[None] | None = None
-        #: POSTs sent (the agent's tests and benchmark read it).
-        self.posts = 0
 
     async def approve(self, event_id: str) -> None:
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -89,7 +87,6 @@ class ApprovalBatcher:
         if not batch:
             return
         ids = list(batch)
-        self.posts += 1
         try:
             await self._send(*ids)
         except BadRequestError as exc:

@@ -87,7 +87,7 @@ class ReactionRoutes:
         tracker = self.tracker
         await tracker.flush()  # this process's latest facts first
         fabric = self.fabric
-        deleted = [name for name in fabric.topology.vms if fabric.is_deleted(name)]
+        deleted = fabric.deleted_vms()
         scope_of = self._scope_of
         # what the loop goes on changing, copied here
         tallies = {vm: replace(t, kinds=dict(t.kinds))

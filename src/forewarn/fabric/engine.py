@@ -171,6 +171,10 @@ class Fabric:
         """True once a Preempt or Terminate has removed the VM."""
         return vm_name in self._seen.deleted
 
+    def deleted_vms(self) -> frozenset[str]:
+        """Every VM a Preempt or Terminate has removed (a copy: readers off the loop)."""
+        return frozenset(self._seen.deleted)
+
     def vm_status(self, vm_name: str) -> str:
         """``running``, ``deleted``, or the impact under way (``impact.py``)."""
         return vm_status(self._seen, vm_name, self.clock.now())

@@ -22,14 +22,12 @@ MAX_JUMP = 10 * 365.25 * 24 * 3600
 LATEST_TIME = 253402300799.0
 
 
-def monotonic() -> float:
-    """Real monotonic seconds, for rate limiting and latency (never for event times)."""
-    return time.monotonic()
+#: Real monotonic seconds, for rate limiting and latency (never for event times). The
+#: C function itself, not a wrapper: the endpoint reads it on every request.
+monotonic: TimeSource = time.monotonic
 
-
-def wall_time() -> float:
-    """Real POSIX seconds, for transport concerns such as the HTTP Date header."""
-    return time.time()
+#: Real POSIX seconds, for transport concerns such as the HTTP Date header (as above).
+wall_time: TimeSource = time.time
 
 
 class Clock:
@@ -50,6 +48,9 @@ class Clock:
         self._base_real = source()
         self._base_virtual = self._base_real if start is None else start
         self._listeners: list[Callable[[], None]] = []
+        #: Current time in POSIX seconds, as the platform sees it. The wall clock is its
+        #: source itself (read on every request, so not behind a method of its own).
+        self.now: TimeSource = source if rate == 1.0 and start is None else self._moved_now
 
     @classmethod
     def real(cls, source: TimeSource = time.time) -> Clock:
@@ -71,8 +72,8 @@ class Clock:
         """True when the clock only moves by ``jump``."""
         return self._rate == 0
 
-    def now(self) -> float:
-        """Current time in POSIX seconds, as the platform sees it."""
+    def _moved_now(self) -> float:
+        """``now`` of a clock that is not the wall clock (frozen, jumped, other rate)."""
         return self._base_virtual + (self._source() - self._base_real) * self._rate
 
     def check_jump(self, seconds: float) -> None:

@@ -209,8 +209,7 @@ class Fabric:
         A follower leaves timers to the leader."""
         if self._follower is not None:
             return
-        due = self._pipe.timers.next_due(self._work.active)
-        if due is not None and self.clock.now() >= due:
+        if self._pipe.timers.any_due(self.clock.now(), self._work.active):
             self.run_due()
 
     # --------------------------------------------------------------- durability
@@ -272,6 +271,29 @@ class Fabric:
             return False
         self._note_scope_request(self._tx(now), scope_id, vm.name, enables=not was_enabled)
         return not was_enabled
+
+    def repeated_poll(self, vm: VM) -> ScopeView | None:
+        """``note_request`` then ``view``, in one and on one clock read, when the request
+        changes nothing durable (this process leads, the scope is enabled and its last
+        request was persisted recently): a VM's poll sent again, the endpoint's hottest
+        path. None: nothing was noted, call ``note_request`` and ``view``."""
+        if self._follower is not None:
+            return None
+        now = self.clock.now()
+        scope_id = vm.scope_id
+        last = self._last_seen.get(scope_id)
+        if last is None or now - last >= self._idle_window:
+            return None
+        persisted = self._work.scopes[scope_id].last_request_at
+        if persisted is None or now - persisted >= self._persist_every:
+            return None
+        name = vm.name
+        self.last_requests[name] = now
+        self._polled[name] = now
+        self._last_seen[scope_id] = now
+        if self._pipe.timers.any_due(now, self._work.active):  # ``catch_up``, same instant
+            self.run_due()
+        return self._pipe.views[scope_id]
 
     def take_polled(self) -> dict[str, float]:
         """The last request of each VM that asked since the previous call (a swap: the

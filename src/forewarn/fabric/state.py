@@ -221,6 +221,15 @@ class TimerHeap:
             heapq.heappop(heap)
         return None
 
+    def any_due(self, now: float, active: dict[str, OperationRecord]) -> bool:
+        """Whether a live operation is due at ``now``; one comparison while the earliest
+        entry, live or stale, is later (every request asks)."""
+        heap = self._heap
+        if not heap or heap[0][0] > now:
+            return False
+        due = self.next_due(active)
+        return due is not None and now >= due
+
     def pop_due(self, at: float, active: dict[str, OperationRecord]) -> list[OperationRecord]:
         """Every live operation due exactly at ``at`` (the current top), removed."""
         out: dict[str, OperationRecord] = {}

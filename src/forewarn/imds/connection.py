@@ -74,7 +74,9 @@ class Connection(asyncio.Protocol):
         "local_port",
     )
 
-    def __init__(self, shared: Shared) -> None:
+    def __init__(self, shared: Shared, local_port: int | None) -> None:
+        """``local_port``: the listener's, hence every accepted connection's (asked once
+        per listener, not once per connection: a system call each)."""
         self._shared = shared
         self._endpoint = shared.endpoint
         self._encoder = shared.encoder
@@ -87,7 +89,7 @@ class Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         #: Where requests come from (set once connected).
         self.client: str | None = None
-        self.local_port: int | None = None
+        self.local_port = local_port
         self._request: Request | None = None  # the last request read
         self._close = False  # ... and whether it asked to close
         # flow
@@ -110,9 +112,7 @@ class Connection(asyncio.Protocol):
         self._transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
         shared = self._shared
         peer = transport.get_extra_info("peername")
-        local = transport.get_extra_info("sockname")
         self.client = client = peer[0] if isinstance(peer, tuple) else None
-        self.local_port = local[1] if isinstance(local, tuple) else None
         shared.live.add(self)
         if client is not None:
             count = shared.per_address.get(client, 0) + 1
@@ -127,7 +127,7 @@ class Connection(asyncio.Protocol):
         self._book = shared.repeats.book(client, self.local_port)
         # (No TCP_NODELAY to set: asyncio's and uvloop's transports set it themselves.)
         room = shared.room
-        if room is not None:
+        if room is not None and len(shared.live) >= room.watch_from:
             sock = transport.get_extra_info("socket")
             if sock is not None and sock.fileno() >= room.threshold:
                 room.make(self, sock.fileno(), shared.loop.time())
@@ -186,7 +186,11 @@ class Connection(asyncio.Protocol):
             if answer is not None:
                 self.last_active = self._date.second
                 if isinstance(answer, bytes):
-                    self._write(answer, repeat.close)
+                    transport = self._transport
+                    if repeat.close or transport is None:
+                        self._write(answer, repeat.close)
+                    else:  # ``_write``, inlined: the hot path
+                        transport.write(answer)
                 else:
                     self._deliver(answer, False, repeat.close)
                 return

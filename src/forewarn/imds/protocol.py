@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import resource
 import socket
+from collections.abc import Callable
 
 from forewarn.imds.connection import IDLE_TIMEOUT, Connection
 from forewarn.imds.endpoint import ImdsSettings
@@ -121,7 +122,14 @@ async def serve_endpoint(
     )
     shared.room = Room(shared.live, fd_threshold())
     servers = [
-        await loop.create_server(lambda: Connection(shared), sock=sock, backlog=4096)
+        await loop.create_server(_factory(shared, sock), sock=sock, backlog=4096)
         for sock in sockets
     ]
     return EndpointServer(servers, shared)
+
+
+def _factory(shared: Shared, listener: socket.socket) -> Callable[[], Connection]:
+    """The connections of one listener: they all share its local port."""
+    address = listener.getsockname()
+    port = address[1] if isinstance(address, tuple) else None
+    return lambda: Connection(shared, port)

@@ -4,8 +4,9 @@ A per-address cap cannot stop a client that holds one slow connection from each 
 addresses: once every descriptor is taken, the loop can accept nobody, and every VM is
 refused until the slow connections time out. So the endpoint keeps ``headroom``
 descriptors free. Descriptors are handed out lowest first, so an accepted socket numbered
-``n`` means every descriptor below ``n`` is open: no count to keep, no system call, one
-comparison per new connection. When a new socket's number reaches the threshold, the
+``n`` means every descriptor below ``n`` is open: no count to keep, one
+comparison per new connection (and no system call to ask a socket's number while fewer
+than half as many connections are open). When a new socket's number reaches the threshold, the
 endpoint closes the connections that have been inside a request the longest (slow heads
 and bodies, nearest their deadline first), then those idle the longest. A VM connects,
 asks and is answered within milliseconds and polls again within seconds, so it is rarely
@@ -60,6 +61,11 @@ class Room:
     def __init__(self, live: Set[Sheddable], threshold: int) -> None:
         self._live = live
         self.threshold = threshold
+        #: Open connections from which a new one's descriptor is looked at. Asking for it
+        #: costs a system call per connection, and a descriptor can reach the threshold only
+        #: once as many are open (the lowest free one is handed out): below half of it in
+        #: connections, the rest of the process would need the other half.
+        self.watch_from = threshold // 2
         #: Closed beyond the descriptors over the threshold, so that a burst of new
         #: connections does not scan the live ones for each.
         self.batch = min(MAX_BATCH, max(1, threshold // 32))

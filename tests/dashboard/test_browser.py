@@ -75,6 +75,11 @@ def test_reboot_countdown_approve_start_removal_and_verdict(
     page.goto(polling.control_url + "/")
     page.wait_for_selector("body[data-ready]", timeout=20_000)
     assert page.locator("#fleet .vm").count() == 14
+    # Ticks keep web-0's poll time moving (packed, one byte a VM): 4.5 s after the snapshot
+    # it still polled "now" (the snapshot alone would say 3s); web-1 never asked.
+    page.wait_for_timeout(4500)
+    assert page.inner_text("[data-vm='web-0'] .age") == "now"
+    assert page.inner_text("[data-vm='web-1'] .age") == "never"
 
     # Trigger a user reboot of web-0 from the page.
     page.select_option("#op-kind", "user-reboot")

@@ -7,11 +7,14 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from forewarn.control.dashboard import Hub
 from forewarn.control.dashboard.hub import BATCH_SECONDS, BROADCAST_SLICE, QUEUE_LIMIT, RELOAD
 from forewarn.fabric import Clock, Fabric, OperationRequest
 from forewarn.fleet import build_topology, demo_fleet
 from forewarn.store import SQLiteStore
+from tests.dashboard.sse import poll_times
 from tests.support.fabrics import T0, make_fabric
 
 
@@ -85,11 +88,14 @@ async def test_a_stream_that_falls_behind_is_ended_not_the_server() -> None:
 async def test_a_tick_carries_only_what_moved() -> None:
     fabric = make_fabric()
     hub = Hub(fabric)
-    assert hub.tick_message()["polls"] == {}
+    order = list(fabric.topology.vms)
+    assert poll_times(hub.tick_message(), order) == {}
     fabric.note_request(fabric.topology.vms["web-0"])
     tick = hub.tick_message()
-    assert list(tick["polls"]) == ["web-0"] and tick["status"] == {}
-    assert hub.tick_message()["polls"] == {}  # nothing new
+    polled = fabric.last_requests["web-0"]
+    assert poll_times(tick, order) == {"web-0": pytest.approx(polled, abs=0.05)}
+    assert tick["status"] == {}
+    assert poll_times(hub.tick_message(), order) == {}  # nothing new
     fabric.submit(OperationRequest(kind="hardware-failure", vms=("web-3",)))
     assert hub.tick_message()["status"] == {"web-3": "redeploying"}
     assert hub.tick_message()["status"] == {}

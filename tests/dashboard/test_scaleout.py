@@ -59,7 +59,7 @@ def test_a_follower_s_dashboard_and_report_follow_the_fleet(
         # The poll times the follower saw reach the leader's dashboard too.
         leader_stream = Stream(fleet.servers[leader].control_url + "/api/v1/stream")
         try:
-            leader_stream.next("tick", lambda t: "web-0" in t["polls"], timeout=30)
+            leader_stream.next("tick", lambda t: "web-0" in t["poll_times"], timeout=30)
         finally:
             leader_stream.close()
     finally:

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from forewarn.control.dashboard.stream_messages import change_message
+from forewarn.control.dashboard.stream_messages import change_message, pack_polls
 from forewarn.fabric import Changes, Fabric, StoreUnavailable
 from forewarn.rehearsal import ReactionTracker
 
@@ -104,6 +104,8 @@ class Hub:
         self._sent_polls: dict[str, float] = {}
         self._sent_status: dict[str, str] = {}
         self._shared_polls: dict[str, float] = {}
+        self._order: dict[str, int] = {}
+        self._order_of: object = None  # the fleet ``_order`` was made for
         self._shared_at = 0.0
         #: Changes and reloads published so far: a snapshot begun at this count or later
         #: serves any stream that subscribed (or was told to reload) at it.
@@ -240,10 +242,12 @@ class Hub:
         self._shared_polls = {p.vm: p.last_poll for p in rows if p.last_poll is not None}
 
     def tick_message(self) -> dict[str, Any]:
-        """The clock, and the VMs whose last poll or state moved since the last tick."""
+        """The clock, and the VMs whose last poll or state moved since the last tick (poll
+        times packed in the snapshot's order: ``pack_polls``)."""
         polls = self.polls()
         statuses = self.fabric.vm_statuses()
-        moved = {n: t for n, t in polls.items() if self._sent_polls.get(n) != t}
+        sent = self._sent_polls
+        moved = {n: t for n, t in polls.items() if sent.get(n) != t}
         changed = {
             n: statuses.get(n, "running")
             for n in {*statuses, *self._sent_status}
@@ -251,7 +255,17 @@ class Hub:
         }
         self._sent_polls = polls
         self._sent_status = statuses
-        return {"now": self.fabric.clock.now(), "polls": moved, "status": changed}
+        now = self.fabric.clock.now()
+        packed, by_name = pack_polls(self._vm_order(), moved, now)
+        return {"now": now, "polled": packed, "polls": by_name, "status": changed}
+
+    def _vm_order(self) -> dict[str, int]:
+        """Each VM's position in the snapshot's list (the fleet's order)."""
+        vms = self.fabric.topology.vms
+        if self._order_of is not vms:
+            self._order = {name: i for i, name in enumerate(vms)}
+            self._order_of = vms
+        return self._order
 
     async def _tick_forever(self, clock: Callable[[], float] = time.monotonic) -> None:
         while True:

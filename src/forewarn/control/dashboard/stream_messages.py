@@ -3,11 +3,15 @@
 The snapshot is everything the page draws (fleet, live events and operations, recent
 history, the operation catalogue); a change message is what one published change
 altered; a tick carries the clock and only the VM poll times and states that moved.
-Kept compact: a 1,000-VM fleet's snapshot is some 100 KB and a tick a few KB.
+Kept compact: a 1,000-VM fleet's snapshot is some 100 KB and a tick a few KB. A fleet
+polling every second moves every VM's poll time every tick, so a tick gives those as one
+byte per VM in the snapshot's order (``pack_polls``): 13 KB for 10,000 VMs, not 300 KB for
+each of a hundred streams every second.
 """
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import msgspec
@@ -16,7 +20,7 @@ from forewarn import __version__
 from forewarn.control.json_views import event_out, operation_out
 from forewarn.fabric import CATALOGUE, Changes, EventRecord, Fabric, HistoryEntry, OperationState
 
-__all__ = ["change_message", "event_view", "snapshot", "vm_rows"]
+__all__ = ["AGE_STEP", "change_message", "event_view", "pack_polls", "snapshot", "vm_rows"]
 
 _LIVE = (OperationState.SCHEDULED, OperationState.STARTED)
 
@@ -57,6 +61,32 @@ def vm_rows(
         }
         for vm in fabric.topology.vms.values()
     ]
+
+
+#: A packed poll time is this many seconds before the tick's ``now`` per step.
+AGE_STEP = 0.1
+_OLDEST_STEP = 254  # byte 255: 25.4 s before ``now``; older poll times go by name
+
+
+def pack_polls(
+    order: dict[str, int], moved: dict[str, float], now: float
+) -> tuple[str, dict[str, float]]:
+    """The poll times that moved, as ``(packed, by_name)``: ``packed`` is base64 of one
+    byte per VM in ``order`` (the snapshot's), 0 when it did not move, else 1 + its age
+    at ``now`` in ``AGE_STEP`` steps ("" when none moved); ``by_name`` holds those a byte
+    cannot say (older than 25.4 s, e.g. from another front-end, or not in ``order``)."""
+    if not moved:
+        return "", {}
+    ages = bytearray(len(order))
+    by_name: dict[str, float] = {}
+    for name, at in moved.items():
+        index = order.get(name)
+        step = round((now - at) / AGE_STEP)
+        if index is None or step > _OLDEST_STEP:
+            by_name[name] = at
+        else:
+            ages[index] = 1 + max(step, 0)
+    return base64.b64encode(ages).decode() if len(by_name) < len(moved) else "", by_name
 
 
 def snapshot(

@@ -8,7 +8,7 @@
   const HISTORY_SHOWN = 300;
   const $ = (selector) => document.querySelector(selector);
   const state = {
-    scopes: new Map(), vms: new Map(), vmEls: new Map(), events: new Map(), history: [],
+    scopes: new Map(), vms: new Map(), vmOrder: [], vmEls: new Map(), events: new Map(), history: [],
     hosts: [], catalogue: [], scenarios: null, virtual: false, timeScale: 1, now: 0,
     offset: 0, firstSeen: {}, verdicts: null, toggled: new Set(), counts: new Map(),
   };
@@ -168,6 +168,7 @@
     setNow(snap.now);
     state.scopes = new Map(snap.scopes.map((s) => [s.id, s]));
     state.vms = new Map(snap.vms.map((v) => [v.name, v]));
+    state.vmOrder = snap.vms.map((v) => v.name);  // a tick's packed poll times follow it
     state.events = new Map(snap.events.map((e) => [e.id, e]));
     state.history = snap.history.slice();
     state.catalogue = snap.catalogue;
@@ -216,6 +217,17 @@
 
   function applyTick(tick) {
     setNow(tick.now);
+    // One byte per VM in the snapshot's order: 0 not moved, else 1 + tenths of a second
+    // before tick.now (stream_messages.pack_polls).
+    const packed = tick.polled ? atob(tick.polled) : "";
+    if (packed.length === state.vmOrder.length) {
+      for (let i = 0; i < packed.length; i++) {
+        const step = packed.charCodeAt(i);
+        if (!step) continue;
+        const vm = state.vms.get(state.vmOrder[i]);
+        if (vm) vm.polled = tick.now - (step - 1) / 10;
+      }
+    }
     for (const [name, at] of Object.entries(tick.polls)) {
       const vm = state.vms.get(name);
       if (vm) vm.polled = at;

@@ -12,6 +12,7 @@ each of a hundred streams every second.
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -20,7 +21,15 @@ from forewarn import __version__
 from forewarn.control.json_views import event_out, operation_out
 from forewarn.fabric import CATALOGUE, Changes, EventRecord, Fabric, HistoryEntry, OperationState
 
-__all__ = ["AGE_STEP", "change_message", "event_view", "pack_polls", "snapshot", "vm_rows"]
+__all__ = [
+    "AGE_STEP",
+    "PollPacker",
+    "change_message",
+    "event_view",
+    "pack_polls",
+    "snapshot",
+    "vm_rows",
+]
 
 _LIVE = (OperationState.SCHEDULED, OperationState.STARTED)
 
@@ -68,25 +77,52 @@ AGE_STEP = 0.1
 _OLDEST_STEP = 254  # byte 255: 25.4 s before ``now``; older poll times go by name
 
 
+class PollPacker:
+    """The poll times that moved, one byte per VM in ``order`` (the snapshot's): 0 when it
+    did not move, else 1 + its age at ``now`` in ``AGE_STEP`` steps (a poll after ``now``:
+    age 0). By name only those a byte cannot say (older than 25.4 s, e.g. from another
+    front-end, or not in ``order``). Fed in slices, so that a fleet's pass can give the
+    event loop back between them."""
+
+    __slots__ = ("_ages", "_moved", "_now", "_order", "by_name")
+
+    def __init__(self, order: dict[str, int], now: float) -> None:
+        self._order = order
+        self._now = now
+        self._ages = bytearray(len(order))
+        self._moved = 0
+        self.by_name: dict[str, float] = {}
+
+    def add_moved(self, polls: Iterable[tuple[str, float]], sent: dict[str, float]) -> None:
+        """Pack each of ``polls`` whose time is not the one in ``sent``."""
+        order, now, ages, by_name = self._order, self._now, self._ages, self.by_name
+        moved = 0
+        for name, at in polls:
+            if sent.get(name) == at:
+                continue
+            moved += 1
+            index = order.get(name)
+            step = round((now - at) / AGE_STEP)
+            if index is None or step > _OLDEST_STEP:
+                by_name[name] = at
+            else:
+                ages[index] = 1 + max(step, 0)
+        self._moved += moved
+
+    def packed(self) -> str:
+        """The bytes, base64 ("" when no byte is set)."""
+        if self._moved == len(self.by_name):
+            return ""
+        return base64.b64encode(self._ages).decode()
+
+
 def pack_polls(
     order: dict[str, int], moved: dict[str, float], now: float
 ) -> tuple[str, dict[str, float]]:
-    """The poll times that moved, as ``(packed, by_name)``: ``packed`` is base64 of one
-    byte per VM in ``order`` (the snapshot's), 0 when it did not move, else 1 + its age
-    at ``now`` in ``AGE_STEP`` steps ("" when none moved); ``by_name`` holds those a byte
-    cannot say (older than 25.4 s, e.g. from another front-end, or not in ``order``)."""
-    if not moved:
-        return "", {}
-    ages = bytearray(len(order))
-    by_name: dict[str, float] = {}
-    for name, at in moved.items():
-        index = order.get(name)
-        step = round((now - at) / AGE_STEP)
-        if index is None or step > _OLDEST_STEP:
-            by_name[name] = at
-        else:
-            ages[index] = 1 + max(step, 0)
-    return base64.b64encode(ages).decode() if len(by_name) < len(moved) else "", by_name
+    """``(packed, by_name)`` of ``moved``, in one go (``PollPacker``)."""
+    packer = PollPacker(order, now)
+    packer.add_moved(moved.items(), {})
+    return packer.packed(), packer.by_name
 
 
 def snapshot(

@@ -36,7 +36,9 @@ Issue 17's rows:
   (SO_REUSEPORT). CPU and RSS are summed over the workers (found through
   ``GET /api/v1/cluster``) and shown per worker; the CPU and RSS targets apply to the
   busiest worker. The workers share the server's core, so each one's loop also waits while
-  another runs: the validity check takes the other workers' CPU off each one's wait.
+  another runs: the validity check takes the other workers' CPU off each one's wait. The
+  canned server then runs as as many processes on the same core, sharing the port the same
+  way: each front-end is compared with a canned one that shares its core as it does.
   Collector pauses are not recorded then (bench/gcprobe writes one file per server).
 """
 
@@ -383,14 +385,19 @@ def measure_forewarn(
 def measure_canned(
     args: argparse.Namespace, binary: Path, work: Path, index: int, vms_file: Path
 ) -> Run:
-    """The same load against the canned-bytes asyncio server."""
+    """The same load against the canned-bytes asyncio server: as many processes as
+    forewarn's ``--workers`` on the same core, sharing the port (SO_REUSEPORT), so that
+    each front-end is compared with a canned server that shares its core the same way."""
     port = free_port()
     command = [sys.executable, "-c", BARE_SERVER, str(port)]
-    with start_server(
-        command, [port], work / f"canned{index}.log", priority=args.priority
-    ) as server:
+    if args.workers > 1:
+        command.append("reuseport")
+    with contextlib.ExitStack() as servers:
+        logs = [work / f"canned{index}-{n}.log" for n in range(args.workers)]
+        started = [start_server(command, [port], log, priority=args.priority) for log in logs]
+        pids = [servers.enter_context(server).pid for server in started]
         gen = FleetgenRun.launch(binary, port, vms_file, args.seconds, priority=args.priority)
-        window = _Window.begin([server.pid], gen)
+        window = _Window.begin(pids, gen)
         gen.sleep_until(args.seconds)
         window.end()
         report = gen.result()

@@ -74,8 +74,9 @@ BARE_SERVER = textwrap.dedent(
 
     async def main(port):
         loop = asyncio.get_running_loop()
-        protocol = CannedClosing if sys.argv[2:] == ["close"] else Canned
-        server = await loop.create_server(protocol, "127.0.0.1", port, backlog=4096)
+        protocol = CannedClosing if "close" in sys.argv[2:] else Canned
+        server = await loop.create_server(protocol, "127.0.0.1", port, backlog=4096,
+                                          reuse_port="reuseport" in sys.argv[2:])
         print("ready", flush=True)
         await server.serve_forever()
 

@@ -296,12 +296,14 @@ def _storage(
 
 def _server_pids(args: argparse.Namespace, control_port: int, server_pid: int) -> list[int]:
     """The processes that serve: the server, or once every worker reported and one leads
-    (with ``--store``), the workers (the parent only supervises)."""
+    (with ``--store``), the workers, the leader first (``--profile`` records it; the
+    parent only supervises)."""
     if args.store is None:
         return [server_pid]
     from scaleout import wait_for_cluster
 
     members = wait_for_cluster(f"http://127.0.0.1:{control_port}", args.workers)
+    members.sort(key=lambda m: m["role"] != "leader")
     return [int(m["pid"]) for m in members] if args.workers > 1 else [server_pid]
 
 

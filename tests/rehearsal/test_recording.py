@@ -4,6 +4,7 @@ across processes, in databases made before reaction tracking existed."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import sqlite3
 from pathlib import Path
 
@@ -26,7 +27,7 @@ class CountingStore(SQLiteStore):
         self.batches: list[ReactionData] = []
 
     def save_reactions(self, data: ReactionData) -> None:
-        self.batches.append(data)
+        self.batches.append(copy.copy(data))  # (the tracker drops its rows once written)
         super().save_reactions(data)
 
 

@@ -27,7 +27,6 @@ from forewarn.control.pieces import encode_in_pieces
 from forewarn.control.validators import matches, verdict_tag
 from forewarn.fabric import Fabric
 from forewarn.rehearsal import ReactionTracker
-from forewarn.rehearsal.collector import collector_paused
 from forewarn.rehearsal.coping import MissedEvent, coping
 from forewarn.rehearsal.grading import ReactionReport, grade
 from forewarn.rehearsal.report import render_report
@@ -97,10 +96,6 @@ class ReactionRoutes:
         now = fabric.clock.now()
 
         def graded() -> T:
-            with collector_paused():  # what graded_and_finished made is freed inside
-                return graded_and_finished()
-
-        def graded_and_finished() -> T:
             report = grade(tracker.stored_facts(since), now=now, since=since,
                            stale_after=stale_after, deleted=deleted, scope_of=scope_of)  # fmt: skip
             if tallies:  # how each VM coped with injected endpoint faults

@@ -89,18 +89,18 @@ async def test_a_tick_carries_only_what_moved() -> None:
     fabric = make_fabric()
     hub = Hub(fabric)
     order = list(fabric.topology.vms)
-    assert poll_times(hub.tick_message(), order) == {}
+    assert poll_times(await hub.tick_message(), order) == {}
     fabric.note_request(fabric.topology.vms["web-0"])
-    tick = hub.tick_message()
+    tick = await hub.tick_message()
     polled = fabric.last_requests["web-0"]
     assert poll_times(tick, order) == {"web-0": pytest.approx(polled, abs=0.05)}
     assert tick["status"] == {}
-    assert poll_times(hub.tick_message(), order) == {}  # nothing new
+    assert poll_times(await hub.tick_message(), order) == {}  # nothing new
     fabric.submit(OperationRequest(kind="hardware-failure", vms=("web-3",)))
-    assert hub.tick_message()["status"] == {"web-3": "redeploying"}
-    assert hub.tick_message()["status"] == {}
+    assert (await hub.tick_message())["status"] == {"web-3": "redeploying"}
+    assert (await hub.tick_message())["status"] == {}
     fabric.advance(3600)  # the redeploy is over
-    assert hub.tick_message()["status"] == {"web-3": "running"}
+    assert (await hub.tick_message())["status"] == {"web-3": "running"}
 
 
 async def test_changes_close_together_reach_a_stream_in_one_batch() -> None:

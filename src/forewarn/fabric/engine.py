@@ -251,10 +251,12 @@ class Fabric:
     def note_request(self, vm: VM) -> bool:
         """Record that a VM asked for its document; True when this enabled its scope.
 
-        The common case (scope enabled, last request persisted recently) writes nothing;
-        otherwise the write is queued, never waited for: bookkeeping is not worth a VM's
-        wait, and a failed one is retried on a later request."""
+        The common case (``_noted_quietly``) writes nothing; otherwise the write is queued,
+        never waited for: bookkeeping is not worth a VM's wait, and a failed one is retried
+        on a later request."""
         now = self.clock.now()
+        if self._noted_quietly(vm, now):
+            return False
         self.last_requests[vm.name] = now  # the reaction tracker's "last poll"
         self._polled[vm.name] = now  # ... and what it writes next (``take_polled``)
         scope_id = vm.scope_id
@@ -263,9 +265,6 @@ class Fabric:
         self._last_seen[scope_id] = now
         if self._follower is not None:
             return self._follower.note_request(vm, now, recent)
-        persisted = self._work.scopes[scope_id].last_request_at
-        if recent and persisted is not None and now - persisted < self._persist_every:
-            return False
         was_enabled = recent or self.config.enablement == "always"
         if was_enabled and self._pipe.writes_on_hold():
             return False
@@ -274,26 +273,33 @@ class Fabric:
 
     def repeated_poll(self, vm: VM) -> ScopeView | None:
         """``note_request`` then ``view``, in one and on one clock read, when the request
-        changes nothing durable (this process leads, the scope is enabled and its last
-        request was persisted recently): a VM's poll sent again, the endpoint's hottest
-        path. None: nothing was noted, call ``note_request`` and ``view``."""
-        if self._follower is not None:
-            return None
+        changes nothing durable (``_noted_quietly``): a VM's poll sent again, the endpoint's
+        hottest path. None: nothing was noted, call ``note_request`` and ``view``."""
         now = self.clock.now()
+        if not self._noted_quietly(vm, now):
+            return None
+        if self._pipe.timers.any_due(now, self._work.active):  # ``catch_up``, same instant
+            self.run_due()
+        return self._pipe.views[vm.scope_id]
+
+    def _noted_quietly(self, vm: VM, now: float) -> bool:
+        """Note ``vm``'s request at ``now`` if that changes nothing durable (this process
+        leads, the scope is enabled and its last request was persisted recently); False:
+        nothing noted."""
+        if self._follower is not None:
+            return False
         scope_id = vm.scope_id
         last = self._last_seen.get(scope_id)
         if last is None or now - last >= self._idle_window:
-            return None
+            return False
         persisted = self._work.scopes[scope_id].last_request_at
         if persisted is None or now - persisted >= self._persist_every:
-            return None
+            return False
         name = vm.name
-        self.last_requests[name] = now
-        self._polled[name] = now
+        self.last_requests[name] = now  # the reaction tracker's "last poll"
+        self._polled[name] = now  # ... and what it writes next (``take_polled``)
         self._last_seen[scope_id] = now
-        if self._pipe.timers.any_due(now, self._work.active):  # ``catch_up``, same instant
-            self.run_due()
-        return self._pipe.views[scope_id]
+        return True
 
     def take_polled(self) -> dict[str, float]:
         """The last request of each VM that asked since the previous call (a swap: the

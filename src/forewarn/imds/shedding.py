@@ -4,13 +4,13 @@ A per-address cap cannot stop a client that holds one slow connection from each 
 addresses: once every descriptor is taken, the loop can accept nobody, and every VM is
 refused until the slow connections time out. So the endpoint keeps ``headroom``
 descriptors free. Descriptors are handed out lowest first, so an accepted socket numbered
-``n`` means every descriptor below ``n`` is open: no count to keep, one
-comparison per new connection (and no system call to ask a socket's number while fewer
-than half as many connections are open). When a new socket's number reaches the threshold, the
-endpoint closes the connections that have been inside a request the longest (slow heads
-and bodies, nearest their deadline first), then those idle the longest. A VM connects,
-asks and is answered within milliseconds and polls again within seconds, so it is rarely
-either; a slow-connection attacker is both.
+``n`` means every descriptor below ``n`` is open: no count to keep, one comparison per
+new connection (and no system call to ask a socket's number while fewer than half as many
+connections are open). When a new socket's number reaches the threshold, the endpoint
+closes the connections that have been inside a request the longest (slow heads and bodies,
+nearest their deadline first), then those idle the longest. A VM connects, asks and is
+answered within milliseconds and polls again within seconds, so it is rarely either; a
+slow-connection attacker is both.
 """
 
 from __future__ import annotations

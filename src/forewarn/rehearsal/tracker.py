@@ -399,8 +399,8 @@ class ReactionTracker:
         batch.facts.poll_rows = rows
         try:
             self._save(batch.facts)
-        finally:  # freed here, with the collector held off (``collector.py``), not later
-            batch.facts.poll_rows = []  # with the batch on the loop, young and tracked
+        finally:  # the rows are freed here, with the collector held off (``collector.py``),
+            batch.facts.poll_rows = []  # not when the loop drops the batch
 
     def restore(self, batch: Batch) -> None:
         """A batch that could not be written is pending again (merged with newer facts)."""

@@ -30,7 +30,7 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import msgspec
@@ -107,8 +107,8 @@ class Hub:
         self._sent_polls: dict[str, float] = {}
         self._sent_status: dict[str, str] = {}
         self._shared_polls: dict[str, float] = {}
-        self._order: dict[str, int] = {}
-        self._order_of: object = None  # the fleet ``_order`` was made for
+        #: Each VM's position in the snapshot's list (the fleet's order, fixed for a fabric).
+        self._order = {name: i for i, name in enumerate(fabric.topology.vms)}
         self._shared_at = 0.0
         #: Changes and reloads published so far: a snapshot begun at this count or later
         #: serves any stream that subscribed (or was told to reload) at it.
@@ -244,38 +244,19 @@ class Hub:
             return
         self._shared_polls = {p.vm: p.last_poll for p in rows if p.last_poll is not None}
 
-    def tick_message(self) -> dict[str, Any]:
+    async def tick_message(self) -> dict[str, Any]:
         """The clock, and the VMs whose last poll or state moved since the last tick (poll
-        times packed in the snapshot's order: ``PollPacker``)."""
-        steps = self._tick_steps()
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                message: dict[str, Any] = done.value
-                return message
-
-    async def _next_tick(self) -> dict[str, Any]:
-        """``tick_message``, giving the loop back every ``TICK_SLICE`` VMs: a pass over
-        10,000 VMs at once held the endpoint's polls some milliseconds every second."""
-        steps = self._tick_steps()
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                message: dict[str, Any] = done.value
-                return message
-            await asyncio.sleep(0)
-
-    def _tick_steps(self) -> Generator[None, None, dict[str, Any]]:
+        times packed in the snapshot's order: ``PollPacker``). Gives the loop back every
+        ``TICK_SLICE`` VMs: a pass over 10,000 at once held the endpoint's polls some
+        milliseconds every second."""
         now = self.fabric.clock.now()
         polls = self.polls()
-        packer = PollPacker(self._vm_order(), now)
+        packer = PollPacker(self._order, now)
         sent = self._sent_polls
         items = iter(polls.items())
         while chunk := list(itertools.islice(items, TICK_SLICE)):
             packer.add_moved(chunk, sent)
-            yield
+            await asyncio.sleep(0)
         statuses = self.fabric.vm_statuses()
         changed = {
             n: statuses.get(n, "running")
@@ -284,16 +265,7 @@ class Hub:
         }
         self._sent_polls = polls
         self._sent_status = statuses
-        packed = packer.packed()
-        return {"now": now, "polled": packed, "polls": packer.by_name, "status": changed}
-
-    def _vm_order(self) -> dict[str, int]:
-        """Each VM's position in the snapshot's list (the fleet's order)."""
-        vms = self.fabric.topology.vms
-        if self._order_of is not vms:
-            self._order = {name: i for i, name in enumerate(vms)}
-            self._order_of = vms
-        return self._order
+        return {"now": now, "polled": packer.packed(), "polls": packer.by_name, "status": changed}
 
     async def _tick_forever(self, clock: Callable[[], float] = time.monotonic) -> None:
         while True:
@@ -303,6 +275,6 @@ class Hub:
                 with contextlib.suppress(Exception):
                     await self.refresh_shared_polls()
             try:
-                self._send(sse("tick", await self._next_tick()))
+                self._send(sse("tick", await self.tick_message()))
             except Exception:  # never let one bad tick end live updates
                 log.exception("building a dashboard tick failed")

@@ -5,7 +5,7 @@ history, the operation catalogue); a change message is what one published change
 altered; a tick carries the clock and only the VM poll times and states that moved.
 Kept compact: a 1,000-VM fleet's snapshot is some 100 KB and a tick a few KB. A fleet
 polling every second moves every VM's poll time every tick, so a tick gives those as one
-byte per VM in the snapshot's order (``pack_polls``): 13 KB for 10,000 VMs, not 300 KB for
+byte per VM in the snapshot's order (``PollPacker``): 13 KB for 10,000 VMs, not 300 KB for
 each of a hundred streams every second.
 """
 
@@ -26,7 +26,6 @@ __all__ = [
     "PollPacker",
     "change_message",
     "event_view",
-    "pack_polls",
     "snapshot",
     "vm_rows",
 ]
@@ -84,45 +83,30 @@ class PollPacker:
     front-end, or not in ``order``). Fed in slices, so that a fleet's pass can give the
     event loop back between them."""
 
-    __slots__ = ("_ages", "_moved", "_now", "_order", "by_name")
+    __slots__ = ("_ages", "_now", "_order", "by_name")
 
     def __init__(self, order: dict[str, int], now: float) -> None:
         self._order = order
         self._now = now
         self._ages = bytearray(len(order))
-        self._moved = 0
         self.by_name: dict[str, float] = {}
 
     def add_moved(self, polls: Iterable[tuple[str, float]], sent: dict[str, float]) -> None:
         """Pack each of ``polls`` whose time is not the one in ``sent``."""
         order, now, ages, by_name = self._order, self._now, self._ages, self.by_name
-        moved = 0
         for name, at in polls:
             if sent.get(name) == at:
                 continue
-            moved += 1
             index = order.get(name)
             step = round((now - at) / AGE_STEP)
             if index is None or step > _OLDEST_STEP:
                 by_name[name] = at
             else:
                 ages[index] = 1 + max(step, 0)
-        self._moved += moved
 
     def packed(self) -> str:
         """The bytes, base64 ("" when no byte is set)."""
-        if self._moved == len(self.by_name):
-            return ""
-        return base64.b64encode(self._ages).decode()
-
-
-def pack_polls(
-    order: dict[str, int], moved: dict[str, float], now: float
-) -> tuple[str, dict[str, float]]:
-    """``(packed, by_name)`` of ``moved``, in one go (``PollPacker``)."""
-    packer = PollPacker(order, now)
-    packer.add_moved(moved.items(), {})
-    return packer.packed(), packer.by_name
+        return base64.b64encode(self._ages).decode() if any(self._ages) else ""
 
 
 def snapshot(

@@ -218,7 +218,7 @@
   function applyTick(tick) {
     setNow(tick.now);
     // One byte per VM in the snapshot's order: 0 not moved, else 1 + tenths of a second
-    // before tick.now (stream_messages.pack_polls).
+    // before tick.now (stream_messages.PollPacker).
     const packed = tick.polled ? atob(tick.polled) : "";
     if (packed.length === state.vmOrder.length) {
       for (let i = 0; i < packed.length; i++) {

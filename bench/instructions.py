@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,7 @@ async def _forewarn_factory() -> Any:
     from forewarn.imds.connection import Connection
 
     shared = server._shared  # the connections' shared state, as the listener makes them
-    return lambda: Connection(shared, 8169)
+    return partial(Connection, shared, 8169)
 
 
 async def drive(server: str, mode: str, requests: int) -> int:

@@ -10,6 +10,9 @@ so the server reads each one alone: from the third on, the fast path answers the
 
 from __future__ import annotations
 
+import pytest
+
+from forewarn.imds import peers
 from forewarn.imds.endpoint import Endpoint
 from forewarn.imds.messages import Reply, Request, Ticket
 from tests.imds.conftest import (
@@ -286,3 +289,30 @@ async def test_a_new_connection_gets_the_new_document(served: Served, imds: Imds
     imds.fabric.advance(42)
     await poll_on_new_connections(served, raw, 1)
     assert imds.fabric.last_requests["web-1"] == T0 + 42
+
+
+async def test_past_the_address_bound_only_idle_addresses_are_forgotten(
+    imds: Imds, serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(peers, "ADDRESSES", 2)
+    counting = Counting(imds.app.endpoint)
+    served = await serve(counting)
+    raw = get(NEWEST, CLOSE)
+    assert await poll_on_new_connections(served, raw, 3) == [(200, EMPTY_WEB)] * 3
+    assert (len(counting.parsed), counting.tickets) == (2, 1)  # web-1 holds a ticket
+    web2 = imds.address("web-2")
+    held = await served.connect(web2)  # web-2 keeps a connection open
+    assert await one_by_one(held, get(), 1) == [(200, EMPTY_WEB)]  # seen once
+    # A third address: the table is full, so it forgets the addresses with nothing open.
+    stranger = "127.1.0.250"
+    assert await poll_on_new_connections(served, raw, 1, stranger) != []
+    assert len(counting.parsed) == 4
+    # web-1 was idle: forgotten, its next poll is parsed again (and seen once).
+    assert await poll_on_new_connections(served, raw, 1) == [(200, EMPTY_WEB)]
+    assert (len(counting.parsed), counting.tickets) == (5, 1)
+    # web-2 had a connection open: it is still known, so its poll on a new connection is
+    # the second one seen from there, and earns a ticket.
+    other = await served.connect(web2)
+    assert await one_by_one(other, get(), 1) == [(200, EMPTY_WEB)]
+    assert (len(counting.parsed), counting.tickets) == (6, 2)
+    await held.assert_open()

@@ -29,6 +29,7 @@ from dataclasses import replace
 from forewarn.imds.deferred import settled
 from forewarn.imds.framing import CONTINUE
 from forewarn.imds.messages import RESET, Reply, Request
+from forewarn.imds.peers import Peer
 from forewarn.imds.reading import BETWEEN, SLICE, RequestReader
 from forewarn.imds.repeats import Book, Repeat
 from forewarn.imds.shared import Shared
@@ -51,12 +52,10 @@ class Connection(asyncio.Protocol):
         "_book",
         "_budget",
         "_close",
-        "_date",
-        "_encoder",
-        "_endpoint",
         "_eof",
         "_held",
         "_lost",
+        "_peer",
         "_pending",
         "_queue",
         "_reader",
@@ -78,13 +77,12 @@ class Connection(asyncio.Protocol):
         """``local_port``: the listener's, hence every accepted connection's (asked once
         per listener, not once per connection: a system call each)."""
         self._shared = shared
-        self._endpoint = shared.endpoint
-        self._encoder = shared.encoder
-        self._date = shared.date
         #: Made at the first read that is not a repeated poll (``repeats.py``).
         self._reader: RequestReader | None = None
         #: What this connection's address sent before (None: nothing answered unparsed).
         self._book: Book | None = None
+        #: This connection's address's record (``peers.py``; None: refused or no address).
+        self._peer: Peer | None = None
         self._repeat: Repeat | None = None  # the last one answered from the book
         self._transport: asyncio.Transport | None = None
         #: Where requests come from (set once connected).
@@ -114,17 +112,19 @@ class Connection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.client = client = peer[0] if isinstance(peer, tuple) else None
         shared.live.add(self)
-        if client is not None:
-            count = shared.per_address.get(client, 0) + 1
-            shared.per_address[client] = count
-            if count > shared.per_address_cap:
-                # Closed before reading a byte: an answer would cost what the cap saves, and
-                # the client could not read it reliably anyway (its request is still coming).
-                self.closing = True
-                transport.close()
-                shared.refused(client)
-                return
-        self._book = shared.repeats.book(client, self.local_port)
+        self._peer = record = shared.peers[client]
+        record.open += 1
+        if record.open > shared.per_address_cap and client is not None:
+            # Closed before reading a byte: an answer would cost what the cap saves, and
+            # the client could not read it reliably anyway (its request is still coming).
+            self.closing = True
+            transport.close()
+            shared.refused(client)
+            return
+        book = record.books.get(self.local_port)
+        if book is None:
+            book = shared.repeats.new_book(record.books, self.local_port)
+        self._book = book
         # (No TCP_NODELAY to set: asyncio's and uvloop's transports set it themselves.)
         room = shared.room
         if room is not None and len(shared.live) >= room.watch_from:
@@ -133,7 +133,7 @@ class Connection(asyncio.Protocol):
                 room.make(self, sock.fileno(), shared.loop.time())
         # Until its first byte, a new connection is idle like a kept-alive one: load
         # generators and pools may open connections well before they ask anything.
-        self.last_active = self._date.second
+        self.last_active = shared.date.second
 
     def _new_reader(self) -> RequestReader:
         """The parser, for the first read that is not a repeated poll."""
@@ -144,13 +144,9 @@ class Connection(asyncio.Protocol):
         shared = self._shared
         self._lost = self.closing = True
         shared.live.discard(self)
-        client = self.client
-        if client is not None:
-            left = shared.per_address.get(client, 1) - 1
-            if left > 0:
-                shared.per_address[client] = left
-            else:
-                shared.per_address.pop(client, None)
+        record = self._peer
+        if record is not None:
+            record.open -= 1
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -182,15 +178,21 @@ class Connection(asyncio.Protocol):
             and not self._held
             and (reader is None or reader.phase == BETWEEN)
         ):  # a poll this address sent before, on this connection or another one
-            answer = self._shared.repeats.again(repeat, repeat.ticket)
+            shared = self._shared
+            answer = shared.repeats.again(repeat, repeat.ticket)
             if answer is not None:
-                self.last_active = self._date.second
+                self.last_active = shared.date.second
                 if isinstance(answer, bytes):
                     transport = self._transport
-                    if repeat.close or transport is None:
-                        self._write(answer, repeat.close)
-                    else:  # ``_write``, inlined: the hot path
+                    assert transport is not None  # (connected before any read)
+                    if not repeat.close:  # ``_write``, inlined: the hot path
                         transport.write(answer)
+                    elif reader is None:  # the connection's one request: ``_write``, inlined
+                        self.closing = True
+                        transport.write(answer)
+                        transport.close()
+                    else:
+                        self._write(answer, True)
                 else:
                     self._deliver(answer, False, repeat.close)
                 return
@@ -236,16 +238,17 @@ class Connection(asyncio.Protocol):
 
     # -- what the reader reads (``RequestSink``)
     def request(self, request: Request, close: bool) -> None:
-        self.last_active = self._date.second  # a request, not any byte (CRLFs are free)
+        shared = self._shared
+        self.last_active = shared.date.second  # a request, not any byte (CRLFs are free)
         self._budget -= 1
         self._request = request
         self._close = close
         if self._held:
             self._queue.append((request, close))
             return
-        reply = self._endpoint.handle(request)  # as ``_answer``, inlined: the hot path
+        reply = shared.endpoint.handle(request)  # as ``_answer``, inlined: the hot path
         if reply.wait is None and reply.delay <= 0 and request.method != "HEAD":
-            self._write(self._encoder.encode(reply, close), close)
+            self._write(shared.encoder.encode(reply, close), close)
         else:
             self._deliver(reply, request.method == "HEAD", close)
 
@@ -256,7 +259,7 @@ class Connection(asyncio.Protocol):
         if self._held:
             self._queue.append((reply, True))
         else:
-            self._write(self._encoder.encode(reply, True), True, linger=True)
+            self._write(self._shared.encoder.encode(reply, True), True, linger=True)
 
     def send_continue(self) -> None:
         reader = self._reader
@@ -314,7 +317,7 @@ class Connection(asyncio.Protocol):
             if isinstance(item, Request):
                 self._answer(item, close)
             else:
-                self._write(self._encoder.encode(item, True), True, linger=True)
+                self._write(self._shared.encoder.encode(item, True), True, linger=True)
             if self.closing:
                 return
         if self._held or self._write_paused:
@@ -332,9 +335,9 @@ class Connection(asyncio.Protocol):
 
     # -- answering
     def _answer(self, request: Request, close: bool) -> None:
-        reply = self._endpoint.handle(request)
+        reply = self._shared.endpoint.handle(request)
         if reply.wait is None and reply.delay <= 0 and request.method != "HEAD":
-            self._write(self._encoder.encode(reply, close), close)
+            self._write(self._shared.encoder.encode(reply, close), close)
         else:
             self._deliver(reply, request.method == "HEAD", close)
 
@@ -353,12 +356,12 @@ class Connection(asyncio.Protocol):
             self._set_reading(False)
             self._timer = self._shared.loop.call_later(reply.delay, self._release, reply, close)
         else:
-            self._write(self._encoder.encode(reply, close), close)
+            self._write(self._shared.encoder.encode(reply, close), close)
 
     def _release(self, reply: Reply, close: bool) -> None:
         self._timer = None
         self._held = False
-        self._write(self._encoder.encode(reply, close), close)
+        self._write(self._shared.encoder.encode(reply, close), close)
         self._continue()
 
     def _await(self, reply: Reply, head: bool, close: bool) -> None:

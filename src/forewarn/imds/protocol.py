@@ -17,6 +17,7 @@ import asyncio
 import resource
 import socket
 from collections.abc import Callable
+from functools import partial
 
 from forewarn.imds.connection import IDLE_TIMEOUT, Connection
 from forewarn.imds.endpoint import ImdsSettings
@@ -132,4 +133,4 @@ def _factory(shared: Shared, listener: socket.socket) -> Callable[[], Connection
     """The connections of one listener: they all share its local port."""
     address = listener.getsockname()
     port = address[1] if isinstance(address, tuple) else None
-    return lambda: Connection(shared, port)
+    return partial(Connection, shared, port)

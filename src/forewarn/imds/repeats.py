@@ -11,8 +11,7 @@ of its Date line are the same. The bytes say whether the connection closes after
 (``Connection: close``, HTTP/1.0), so that is kept with them.
 
 Bounded: at most ``PER_ADDRESS`` distinct requests per address and port (a VM sends one
-or two), at most ``ADDRESSES`` addresses (then it starts again, empty; connections keep
-what they hold).
+or two); the books themselves are kept with each address's record (``peers.py``).
 """
 
 from __future__ import annotations
@@ -20,10 +19,9 @@ from __future__ import annotations
 from forewarn.imds.framing import DateHeader, Encoder
 from forewarn.imds.messages import Repeater, Reply, Request, Ticket
 
-__all__ = ["ADDRESSES", "PER_ADDRESS", "Book", "Repeat", "Repeats"]
+__all__ = ["PER_ADDRESS", "Book", "Repeat", "Repeats"]
 
 PER_ADDRESS = 4
-ADDRESSES = 1 << 17
 
 
 class Repeat:
@@ -56,7 +54,7 @@ Book = dict[bytes, Repeat]
 class Repeats:
     """The repeated polls of one server's connections, per client address and local port."""
 
-    __slots__ = ("_answers", "_books", "_date", "_encoder", "_repeater")
+    __slots__ = ("_answers", "_date", "_encoder", "_repeater")
 
     def __init__(self, repeater: Repeater | None, encoder: Encoder, date: DateHeader) -> None:
         """``repeater`` is the endpoint (None: one that answers only parsed requests)."""
@@ -64,19 +62,13 @@ class Repeats:
         self._repeater: Repeater = repeater or _ParsedOnly()
         self._encoder = encoder
         self._date = date
-        self._books: dict[tuple[str | None, int | None], Book] = {}
 
-    def book(self, client: str | None, local_port: int | None) -> Book | None:
-        """What was seen from ``client`` to ``local_port`` (None: the endpoint answers only
-        parsed requests)."""
+    def new_book(self, books: dict[int | None, Book], local_port: int | None) -> Book | None:
+        """A book for what an address sends to ``local_port``, kept in ``books`` (its
+        record's); None: the endpoint answers only parsed requests, nothing is kept."""
         if not self._answers:
             return None
-        key = (client, local_port)
-        book = self._books.get(key)
-        if book is None:
-            if len(self._books) >= ADDRESSES:
-                self._books.clear()
-            book = self._books[key] = {}
+        book = books[local_port] = {}
         return book
 
     def answered(self, book: Book, data: bytes, request: Request, close: bool) -> None:

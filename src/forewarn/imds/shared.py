@@ -11,6 +11,7 @@ from typing import Protocol
 
 from forewarn.imds.framing import DateHeader, Encoder
 from forewarn.imds.messages import Handler, Reply
+from forewarn.imds.peers import Peers
 from forewarn.imds.repeats import Repeats
 from forewarn.imds.shedding import Room, Sheddable
 
@@ -54,7 +55,8 @@ class Shared:
     live: set[Live] = field(default_factory=set)
     #: Connections inside a request (or not yet past their first): their deadline runs.
     deadlines: set[Expiring] = field(default_factory=set)
-    per_address: dict[str, int] = field(default_factory=dict)
+    #: Per client address: open connections (the cap's count) and what it sent before.
+    peers: Peers = field(default_factory=Peers)
     #: Deferred replies in progress (a strong reference keeps their tasks alive).
     waits: set[asyncio.Future[Reply]] = field(default_factory=set)
     refusals: int = 0

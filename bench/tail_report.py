@@ -133,13 +133,14 @@ def print_report(runs: list[Run], args: argparse.Namespace, load: tuple[str, str
             f"{r.report['achieved_rate']:>7.0f} {lag['p99_ms']:>6.2f}ms {lag['max_ms']:>6.1f}ms"
             f" {r.server_wait:>4.1f}%  {note}"
         )
-    print("\nstalls of each forewarn run (polls that finished late together; "
-          "start in the window: longest ms / polls):")  # fmt: skip
+    print("\nstalls of each run (polls that finished late together; start in the window: "
+          "longest ms / polls (the generator's own longest lateness in sending one + the "
+          "longest from a send to its answer)):")  # fmt: skip
     for r in runs:
-        if r.server == "forewarn":
-            stalls = ", ".join(f"{st['at_ms'] / 1000:.1f}s: {st['ms']:.0f}/{st['requests']}"
-                               for st in (r.report.get("stalls") or [])[:6])  # fmt: skip
-            print(f"  run {r.index}: {stalls or 'none over 10 ms'}")
+        stalls = ", ".join(f"{st['at_ms'] / 1000:.1f}s: {st['ms']:.0f}/{st['requests']} "
+                           f"({st.get('lag_ms', 0):.0f}+{st.get('answer_ms', 0):.0f})"
+                           for st in (r.report.get("stalls") or [])[:6])  # fmt: skip
+        print(f"  run {r.index} {r.server}: {stalls or 'none over 10 ms'}")
     print("\ncollector pauses >= 1 ms in each forewarn window (second: generation/ms):")
     for r in runs:
         if r.server == "forewarn" and r.gc:

@@ -32,6 +32,10 @@ type stall struct {
 	At       int     `json:"at_ms"`
 	Ms       float64 `json:"ms"`
 	Requests int     `json:"requests"`
+	// The generator's own longest lateness in sending one of its polls (not counting a
+	// wait for the VM's previous answer), and the longest time from a send to its answer.
+	LagMs    float64 `json:"lag_ms"`
+	AnswerMs float64 `json:"answer_ms"`
 }
 
 type approvals struct {
@@ -193,6 +197,7 @@ func stalls(slow []sample) []stall {
 	out := []stall{}
 	for i := 0; i < len(slow); {
 		j, first, worst := i, int(slow[i].dueMs), slow[i].latencyUs
+		lag, answer := slow[i].lagUs, slow[i].answerUs
 		for j+1 < len(slow) && done(slow[j+1])-done(slow[j]) < stallUs {
 			j++
 			if int(slow[j].dueMs) < first {
@@ -201,8 +206,15 @@ func stalls(slow []sample) []stall {
 			if slow[j].latencyUs > worst {
 				worst = slow[j].latencyUs
 			}
+			if slow[j].lagUs > lag {
+				lag = slow[j].lagUs
+			}
+			if slow[j].answerUs > answer {
+				answer = slow[j].answerUs
+			}
 		}
-		out = append(out, stall{At: first, Ms: float64(worst) / 1000, Requests: j - i + 1})
+		out = append(out, stall{At: first, Ms: float64(worst) / 1000, Requests: j - i + 1,
+			LagMs: float64(lag) / 1000, AnswerMs: float64(answer) / 1000})
 		i = j + 1
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Ms > out[j].Ms })

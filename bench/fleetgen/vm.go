@@ -32,6 +32,8 @@ var errNames = [errKinds]string{"connect", "write", "read", "timeout", "protocol
 type sample struct {
 	dueMs     int32
 	latencyUs int32
+	lagUs     int32 // the generator's own lateness in sending it (see lagsUs)
+	answerUs  int32 // from its send to its answer
 }
 
 type vmSpec struct {
@@ -170,6 +172,8 @@ func (v *vm) run(t0, end time.Time, phase time.Duration) {
 		latency := done.Sub(due) / time.Microsecond
 		v.samples = append(v.samples, sample{
 			dueMs: int32(due.Sub(t0) / time.Millisecond), latencyUs: clamp32(int64(latency)),
+			lagUs:    clamp32(int64(now.Sub(ready) / time.Microsecond)),
+			answerUs: clamp32(int64(done.Sub(now) / time.Microsecond)),
 		})
 		if v.spec.approves && resp.status == 200 && bytes.Contains(resp.body, []byte(`"EventId"`)) {
 			v.approve(resp.body)

@@ -15,11 +15,13 @@ import pytest
 from forewarn.imds import peers
 from forewarn.imds.endpoint import Endpoint
 from forewarn.imds.messages import Reply, Request, Ticket
+from forewarn.store import SQLiteStore
 from tests.imds.conftest import (
     BAD_VERSION_BODY,
     EMPTY_WEB,
     HEADER_BODY,
     NEWEST,
+    NOT_FOUND_BODY,
     RATE_BODY,
     XFF_BODY,
     Imds,
@@ -316,3 +318,40 @@ async def test_past_the_address_bound_only_idle_addresses_are_forgotten(
     assert await one_by_one(other, get(), 1) == [(200, EMPTY_WEB)]
     assert (len(counting.parsed), counting.tickets) == (6, 2)
     await held.assert_open()
+
+
+async def test_a_deleted_vm_s_repeated_poll_is_parsed_and_refused(imds: Imds, serve: Serve) -> None:
+    counting = Counting(imds.app.endpoint)
+    served = await serve(counting)
+    vm = "workers_0"
+    kept = await served.connect(imds.address(vm))
+    raw = get(NEWEST)
+    assert [s for s, _ in await one_by_one(kept, raw, 3)] == [200] * 3
+    closing = get(NEWEST, CLOSE)
+    statuses = await poll_on_new_connections(served, closing, 3, imds.address(vm))
+    assert [s for s, _ in statuses] == [200] * 3
+    assert counting.tickets == 2 and len(counting.parsed) == 4  # both answered unparsed
+    imds.submit("spot-eviction", vm)
+    imds.fabric.advance(30.0 + 60.0 + 1)  # notice, then the eviction itself: the VM is gone
+    assert imds.fabric.is_deleted(vm)
+    assert await one_by_one(kept, raw, 2) == [(404, NOT_FOUND_BODY)] * 2
+    closed = await poll_on_new_connections(served, closing, 2, imds.address(vm))
+    assert closed == [(404, NOT_FOUND_BODY)] * 2
+    assert len(counting.parsed) == 8  # each one parsed again: no ticket answers a deleted VM
+
+
+async def test_a_vm_deleted_after_a_reload_is_refused_too(
+    make_imds: ImdsFactory, serve: Serve
+) -> None:
+    store = SQLiteStore(":memory:")
+    imds = make_imds(store=store)
+    served = await serve(imds)
+    vm = "workers_0"
+    kept = await served.connect(imds.address(vm))
+    raw = get(NEWEST)
+    assert [s for s, _ in await one_by_one(kept, raw, 3)] == [200] * 3
+    imds.fabric.reload(store.load())  # what a follower does after missing changes
+    imds.submit("spot-eviction", vm)
+    imds.fabric.advance(30.0 + 60.0 + 1)
+    assert imds.fabric.is_deleted(vm)
+    assert await one_by_one(kept, raw, 2) == [(404, NOT_FOUND_BODY)] * 2

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import asdict
 from typing import Any
 
@@ -170,6 +171,13 @@ class Fabric:
     def is_deleted(self, vm_name: str) -> bool:
         """True once a Preempt or Terminate has removed the VM."""
         return vm_name in self._seen.deleted
+
+    @property
+    def deleted_names(self) -> AbstractSet[str]:
+        """Every VM a Preempt or Terminate has removed: the live set itself, for a hot path
+        to hold and ask (read only; ``deleted_vms`` gives a copy). It stays the same object
+        until the whole state is replaced: holders ask again ``on_reload``."""
+        return self._seen.deleted
 
     def deleted_vms(self) -> frozenset[str]:
         """Every VM a Preempt or Terminate has removed (a copy: readers off the loop)."""

@@ -239,6 +239,8 @@ class Endpoint:
         self.fabric = fabric
         self.settings = settings or ImdsSettings()
         self._resolver = VmResolver(fabric.topology)
+        self._deleted = fabric.deleted_names  # (a set held: no call per repeated poll)
+        fabric.on_reload(self._hold_deleted)
         # Recording (``--record``) wraps the cache, so that without it the hot path is
         # exactly what it was.
         self._cache = DocumentCache() if recorder is None else RecordingCache(recorder)
@@ -257,6 +259,10 @@ class Endpoint:
             )
         #: Injected faults (``faults.py``); while none is live, a request reads one flag.
         self.faults = faults
+
+    def _hold_deleted(self) -> None:
+        """The fabric's whole state was replaced: hold its new set of deleted VMs."""
+        self._deleted = self.fabric.deleted_names
 
     def handle(self, request: Request) -> Reply:
         """Answer one request (never raises for anything a client can send)."""
@@ -310,7 +316,7 @@ class Endpoint:
         limit, first request, the scope's document, reaction tracking, metrics)."""
         poll: _Poll = ticket  # type: ignore[assignment]  # only ``ticket`` makes them
         vm = poll.vm
-        if self.faults.active or self.fabric.is_deleted(vm.name):
+        if self.faults.active or vm.name in self._deleted:
             return None
         if poll.if_none_match is not None and self.fabric.replicated:
             return None
@@ -354,7 +360,7 @@ class Endpoint:
         vm = None
         if target.route is not None:
             vm = self._resolver.resolve(request.client, request.local_port)
-        hit = None if vm is None or self.fabric.is_deleted(vm.name) else self.faults.hit(vm)
+        hit = None if vm is None or vm.name in self._deleted else self.faults.hit(vm)
         if hit is None:
             return self._handle(target, request)
         if hit.reply is not None:
@@ -372,7 +378,7 @@ class Endpoint:
         if route is None:
             raise _Abort(_NOT_FOUND)
         vm = self._resolver.resolve(request.client, request.local_port)
-        if vm is None or self.fabric.is_deleted(vm.name):
+        if vm is None or vm.name in self._deleted:
             raise _Abort(_NOT_FOUND)
         if self._limiter is not None and not self._limiter.allow(vm.name):
             raise _Abort(RATE_LIMITED)

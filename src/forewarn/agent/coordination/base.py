@@ -9,7 +9,10 @@ Who approves is not read from the votes but *claimed*: ``claim`` is one atomic s
 the backend (Redis ``SET NX`` in a script, a PostgreSQL upsert that only a free or expired
 row accepts), so exactly one agent of the group posts the approval. A claim is a lease:
 a holder that dies before it settles frees it when the lease runs out. ``settle`` marks it
-done just before the POST, after which nobody else claims it.
+done just before the POST, after which nobody else claims it: a done claim lasts ``ttl``,
+and ``forget`` (the event left one agent's document) drops the votes only, since another
+agent of the group may still be about to claim (it read the complete group a moment ago,
+and its document still shows the event).
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ class Coordinator(Protocol):
         ...
 
     async def forget(self, event_id: str) -> None:
-        """Drop the event's votes (it left the document)."""
+        """Drop the event's votes (it left the document); its claim stays until it expires."""
         ...
 
     async def close(self) -> None: ...

@@ -6,7 +6,8 @@ the last one always reads the complete group. Expired rows are deleted as votes 
 
 The approval is claimed in a second table (``<table>_claims``, one row per event): an
 ``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` that only a missing, expired, or already
-our own row lets through, so PostgreSQL's row lock decides who approves.
+our own row lets through, so PostgreSQL's row lock decides who approves. ``forget`` deletes
+the event's votes and leaves its claim to expire (expired claims are deleted then).
 """
 
 from __future__ import annotations
@@ -178,14 +179,22 @@ class PostgresCoordinator:
         return result
 
     async def forget(self, event_id: str) -> None:
+        sql = self._sql
+
         async def work(conn: Any) -> None:
-            for table in (self._table, self._claims):
-                await conn.execute(
-                    self._sql.SQL("DELETE FROM {} WHERE namespace = %s AND event_id = %s").format(
-                        table
-                    ),
-                    (self._namespace, event_id),
-                )
+            await conn.execute(
+                sql.SQL("DELETE FROM {} WHERE namespace = %s AND event_id = %s").format(
+                    self._table
+                ),
+                (self._namespace, event_id),
+            )
+            # An expired claim is as good as none (``claim`` takes it over): drop them here.
+            await conn.execute(
+                sql.SQL("DELETE FROM {} WHERE namespace = %s AND expires_at <= now()").format(
+                    self._claims
+                ),
+                (self._namespace,),
+            )
 
         await self._run(work)
 

@@ -3,7 +3,8 @@
 ``HSET`` + ``EXPIRE`` + ``HGETALL`` run in one MULTI transaction, so the reply holds every
 vote written before this one, so the last voter sees the group complete. The approval is
 claimed under ``NAMESPACE:claim:ID`` by a Lua script (``held:VM`` with a lease, renewed by
-its holder; ``done:VM`` once posted), which Redis runs atomically.
+its holder; ``done:VM`` once posted, for ``ttl``), which Redis runs atomically. ``forget``
+deletes the votes and leaves the claim to expire.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ class RedisCoordinator:
 
     async def forget(self, event_id: str) -> None:
         try:
-            await self._redis.delete(self.key(event_id), self.claim_key(event_id))
+            await self._redis.delete(self.key(event_id))
         except self._errors as exc:
             raise CoordinationError(f"redis {self._url}: {exc}") from None
 

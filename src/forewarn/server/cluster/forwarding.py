@@ -53,7 +53,6 @@ class LeaderForwarding:
     def __init__(self, app: ASGIApp, cluster: Cluster) -> None:
         self.app = app
         self.cluster = cluster
-        self._client: httpx.AsyncClient | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -118,10 +117,8 @@ class LeaderForwarding:
         target = url.rstrip("/") + scope["path"]
         if scope.get("query_string"):
             target += "?" + scope["query_string"].decode("latin-1")
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=30.0, trust_env=False)
         try:
-            response = await self._client.request(
+            response = await self.cluster.leader_http.request(
                 scope["method"], target, content=body, headers=[*headers, (FORWARDED_HEADER, b"1")]
             )
         except httpx.HTTPError as exc:
@@ -137,7 +134,3 @@ class LeaderForwarding:
             if name in ("content-type", "allow", "www-authenticate")
         ]
         await _answer(send, response.status_code, response.content, kept)
-
-    async def close(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()

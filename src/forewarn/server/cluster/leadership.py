@@ -26,6 +26,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+import httpx
 import structlog
 
 from forewarn.fabric import Changes, Clock, Fabric, Scheduler, StoreUnavailable
@@ -114,6 +116,9 @@ class Cluster:
         self._leader_cache: tuple[float, str | None] = (0.0, None)
         self._last_stale_check = 0.0
         self._stopping = False
+        #: How a follower reaches the leader's control API (``forwarding.py``): made here,
+        #: at start-up, because making one (its TLS context) holds the loop some 40 ms.
+        self.leader_http = httpx.AsyncClient(timeout=30.0, trust_env=False)
         fabric.follow(self.relay)
 
     # ------------------------------------------------------------------ state
@@ -180,6 +185,9 @@ class Cluster:
 
     def start(self) -> None:
         """Start following, electing and reporting (on the running loop)."""
+        # httpx's first request loads anyio's asyncio backend (some 20 ms of imports on the
+        # loop): now, at start-up, rather than when a follower first forwards a change.
+        anyio.get_cancelled_exc_class()
         self._following = asyncio.create_task(self.replicator.run(reload_first=False))
         self._tasks = [
             asyncio.create_task(self._elect(), name="forewarn-election"),
@@ -206,6 +214,7 @@ class Cluster:
             await asyncio.to_thread(self._journal.close)
         with contextlib.suppress(StoreUnavailable):
             await asyncio.to_thread(self.tables.leave, self.member)
+        await self.leader_http.aclose()
 
     async def _elect(self) -> None:
         session = LeaderSession(self.store.url, self.store.session_name)

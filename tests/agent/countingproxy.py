@@ -80,14 +80,7 @@ class CountingProxy:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 status = int(head.split(b" ", 2)[1])
-                length, chunked = 0, False
-                for line in head.split(b"\r\n")[1:]:
-                    name, _, value = line.partition(b":")
-                    name = name.strip().lower()
-                    if name == b"content-length":
-                        length = int(value)
-                    elif name == b"transfer-encoding" and b"chunked" in value.lower():
-                        chunked = True
+                length, chunked = _framing(head)
                 body = b""
                 if chunked:
                     while True:
@@ -120,11 +113,7 @@ class CountingProxy:
         with suppress(OSError, asyncio.IncompleteReadError, ValueError):
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n")[1:]:
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value)
+                length, _ = _framing(head)
                 body = await reader.readexactly(length) if length else b""
                 ids = None
                 if head.startswith(b"POST ") and b"scheduledevents" in head.split(b"\r\n")[0]:
@@ -149,3 +138,16 @@ class CountingProxy:
         with self._lock:
             for event_id in ids:
                 self.answers.setdefault(event_id, []).append((source, status))
+
+
+def _framing(head: bytes) -> tuple[int, bool]:
+    """A message head's Content-Length (0 without one) and whether it is chunked."""
+    length, chunked = 0, False
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        name = name.strip().lower()
+        if name == b"content-length":
+            length = int(value)
+        elif name == b"transfer-encoding" and b"chunked" in value.lower():
+            chunked = True
+    return length, chunked

@@ -81,7 +81,7 @@ class Connection(asyncio.Protocol):
         self._reader: RequestReader | None = None
         #: What this connection's address sent before (None: nothing answered unparsed).
         self._book: Book | None = None
-        #: This connection's address's record (``peers.py``; None: refused or no address).
+        #: This connection's address's record (``peers.py``; None until connected).
         self._peer: Peer | None = None
         self._repeat: Repeat | None = None  # the last one answered from the book
         self._transport: asyncio.Transport | None = None

@@ -371,6 +371,33 @@ def test_reaction_facts_are_merged_never_overwritten(open_store: Callable[[], An
     assert reopened.polls() == data.polls
 
 
+def test_a_fleets_polls_in_one_batch_are_merged_exactly(open_store: Callable[[], Any]) -> None:
+    """The tracker hands over thousands of VMs' polls as rows in one batch, a VM's rows
+    from more than one source merged as any two writers' (PostgreSQL takes them as one
+    JSON parameter: every time must come back to the last bit)."""
+    store = open_store()
+    store.save_reactions(ReactionData(polls=[VmPolls(vm="vm-0", first_poll=T0, last_poll=T0 + 0.25,
+                                                     api_version="2019-01-01")]))  # fmt: skip
+    rows = [(f"vm-{i}", T0 + i / 7, T0 + i / 7 + 0.1 + 0.2, None if i % 3 else "2020-07-01")
+            for i in range(5000)]  # fmt: skip
+    store.save_reactions(
+        ReactionData(
+            polls=[VmPolls(vm="vm-1", first_poll=T0 - 5, last_poll=T0 + 99,
+                           api_version="2017-08-01")],
+            poll_rows=rows,  # vm-1 again, older and newer: the earliest first, the latest last
+        )
+    )  # fmt: skip
+    polls = {p.vm: p for p in open_store().polls()}
+    assert len(polls) == 5000
+    assert polls["vm-0"] == VmPolls(vm="vm-0", first_poll=T0, last_poll=T0 + 0.1 + 0.2,
+                                    api_version="2020-07-01")  # fmt: skip
+    assert polls["vm-1"] == VmPolls(vm="vm-1", first_poll=T0 - 5, last_poll=T0 + 99,
+                                    api_version="2017-08-01")  # fmt: skip
+    assert polls["vm-4999"] == VmPolls(vm="vm-4999", first_poll=T0 + 4999 / 7,
+                                       last_poll=T0 + 4999 / 7 + 0.1 + 0.2)  # fmt: skip
+    assert polls["vm-3"].api_version == "2020-07-01" and polls["vm-3"].last_poll == rows[3][2]
+
+
 def test_reactions_since_a_time_leave_older_events_out(open_store: Callable[[], Any]) -> None:
     store = open_store()
     store.save_reactions(

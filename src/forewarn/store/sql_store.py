@@ -112,7 +112,7 @@ class SqlStore(ABC):
         self._write_together([
             (sql["events"], rx.event_rows(data)),
             (sql["vms"], rx.vm_rows(data)),
-            (sql["polls"], rx.poll_rows(data)),
+            (sql["polls"], rx.poll_rows(data, self.dialect)),
             (sql["operations"], rx.operation_rows(data)),
             (sql["deliveries"], rx.delivery_rows(data)),
         ])  # fmt: skip

@@ -33,7 +33,12 @@ Issue 17's rows:
 - ``--store postgresql://postgres@127.0.0.1:5432/postgres --workers 2``: forewarn served
   from a fresh PostgreSQL database per run (created on that server, dropped after) by
   ``--workers`` processes; the generator's connections are spread over them by the kernel
-  (SO_REUSEPORT). CPU and RSS are summed over the workers (found through
+  (SO_REUSEPORT). A PostgreSQL server of this machine is held on one core for the whole
+  benchmark (``store_pinning``; ``--store-cpu``, the server's by default). With
+  ``--store-cpu 1 --generator-priority realtime`` it runs on the generator's core strictly
+  below the generator, the nearest this 2-core machine comes to a store on another host:
+  the front-ends' core is theirs alone, as the canned servers' is, and the generator is
+  never late for it. CPU and RSS are summed over the workers (found through
   ``GET /api/v1/cluster``) and shown per worker; the CPU and RSS targets apply to the
   busiest worker. The workers share the server's core, so each one's loop also waits while
   another runs: the validity check takes the other workers' CPU off each one's wait. The
@@ -65,7 +70,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dashboard_streams import HeldStreams, streams_held
 from imds_throughput import BARE_SERVER
 from loadgen import (
+    LOAD_CPU,
     PRIORITIES,
+    SERVER_CPU,
     FleetgenRun,
     ProcSampler,
     build_fleetgen,
@@ -347,7 +354,9 @@ def measure_forewarn(
         )
         spy = _profiler(pids[0], profile) if profile else None  # from before the first poll
         spy_started = time.time()
-        gen = FleetgenRun.launch(binary, imds_port, vms_file, args.seconds, priority=args.priority)
+        gen = FleetgenRun.launch(
+            binary, imds_port, vms_file, args.seconds, priority=args.generator_priority
+        )
         window = _Window.begin(pids, gen)
         fetches = (
             _ReportFetches(control_port, args.report_every, gen.start, args.seconds)
@@ -398,7 +407,9 @@ def measure_canned(
         logs = [work / f"canned{index}-{n}.log" for n in range(args.workers)]
         started = [start_server(command, [port], log, priority=args.priority) for log in logs]
         pids = [servers.enter_context(server).pid for server in started]
-        gen = FleetgenRun.launch(binary, port, vms_file, args.seconds, priority=args.priority)
+        gen = FleetgenRun.launch(
+            binary, port, vms_file, args.seconds, priority=args.generator_priority
+        )
         window = _Window.begin(pids, gen)
         gen.sleep_until(args.seconds)
         window.end()
@@ -477,9 +488,23 @@ def main(argv: list[str] | None = None) -> int:
         help="run server and generator ahead of other work on a shared machine (root)",
     )
     parser.add_argument(
+        "--generator-priority",
+        choices=PRIORITIES,
+        help="the generator's own priority (default: --priority's)",
+    )
+    parser.add_argument(
+        "--store-cpu",
+        type=int,
+        default=SERVER_CPU,
+        help=f"with --store, the CPU a PostgreSQL server of this machine is held on "
+        f"(default {SERVER_CPU}, the server's; {LOAD_CPU}, the generator's, with "
+        "--generator-priority realtime keeps it below the generator)",
+    )
+    parser.add_argument(
         "--workdir", type=Path, help="keep databases, server logs and the generator here"
     )
     args = parser.parse_args(argv)
+    args.generator_priority = args.generator_priority or args.priority
     exit_on_sigterm()
     if not 0 < args.avset <= args.vms:
         parser.error("--avset must be between 1 and --vms")
@@ -505,6 +530,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="fleet-tail-")))
         binary = build_fleetgen(work)
+        if args.store is not None:  # the store's processes off the generator's core
+            from store_pinning import postgres_pinned  # psycopg: only with --store
+
+            pinned = stack.enter_context(postgres_pinned(args.store, args.store_cpu))
+            print(f"PostgreSQL: {len(pinned)} processes held on CPU {args.store_cpu}", flush=True)
         vms_file = work / "vms.txt"
         vms_file.unlink(missing_ok=True)
         if args.only == "canned":  # the same VM list forewarn would serve

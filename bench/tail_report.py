@@ -95,7 +95,8 @@ def print_report(runs: list[Run], args: argparse.Namespace, load: tuple[str, str
     print(
         f"\n{args.vms} VMs at 1 Hz, {args.seconds:g} s windows, rollout of {args.avset}-VM "
         f"{AVSET} at +{args.rollout_at:g} s, time scale {args.time_scale:g}, "
-        f"enablement {args.enablement}, priority {args.priority}; "
+        f"enablement {args.enablement}, priority {args.priority} "
+        f"(generator {args.generator_priority}); "
         f"load average before {load[0]}, after {load[1]}"
     )
     store = "SQLite" if args.store is None else f"PostgreSQL, {args.workers} front-end(s)"

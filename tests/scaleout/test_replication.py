@@ -172,6 +172,39 @@ async def test_a_scope_enabled_by_a_request_to_a_follower_gets_notice(
     assert [h.kind for h in p.leader.history()][:1] == ["scope.enabled"]
 
 
+async def test_a_follower_answers_a_repeated_poll_itself_and_relays_once_a_minute(
+    pair: Callable[..., Pair],
+) -> None:
+    """A VM polling a follower every second: the follower notes each poll for the
+    reaction tracker and answers from its own view, and tells the leader of the scope's
+    requests once per persist interval, not once a poll."""
+    p = pair()
+    vm, follower = p.follower.topology.vm("web-2"), p.follower
+    assert follower.repeated_poll(vm) is None  # the scope's first request: noted the long way
+    assert follower.note_request(vm) is False  # (enablement "always": nothing to enable)
+    assert await _relayed_at(p, T0) == [T0]
+    for second in range(1, 6):
+        follower.clock.jump(1.0)
+        assert follower.repeated_poll(vm) is follower.view("web")
+        assert follower.take_polled() == {"web-2": T0 + second}
+    await asyncio.sleep(0.3)
+    assert await _relayed_at(p, T0) == [T0]  # nothing more relayed
+    follower.clock.jump(60.0)  # the persist interval since the relayed one
+    assert follower.repeated_poll(vm) is None  # the long way again: relayed once more
+    assert follower.note_request(vm) is False
+    assert await _relayed_at(p, T0 + 65) == [T0 + 65]
+
+
+async def _relayed_at(p: Pair, at: float) -> list[float]:
+    """When the scope requests relayed to the leader were made, once one of ``at`` is."""
+    for _ in range(200):
+        times = [request.at for request in p.tables.pending()[1]]
+        if at in times:
+            break
+        await asyncio.sleep(0.02)
+    return times
+
+
 async def test_a_hole_in_the_log_reloads_the_whole_state(
     pair: Callable[..., Pair], pg: PgDatabase
 ) -> None:

@@ -286,22 +286,24 @@ class Fabric:
         now = self.clock.now()
         if not self._noted_quietly(vm, now):
             return None
-        if self._pipe.timers.any_due(now, self._work.active):  # ``catch_up``, same instant
-            self.run_due()
+        if self._follower is None and self._pipe.timers.any_due(now, self._work.active):
+            self.run_due()  # ``catch_up``, same instant
         return self._pipe.views[vm.scope_id]
 
     def _noted_quietly(self, vm: VM, now: float) -> bool:
-        """Note ``vm``'s request at ``now`` if that changes nothing durable (this process
-        leads, the scope is enabled and its last request was persisted recently); False:
-        nothing noted."""
-        if self._follower is not None:
-            return False
+        """Note ``vm``'s request at ``now`` if that changes nothing durable: the scope is
+        enabled and its last request was persisted (leading) or relayed to the leader
+        (following) recently; False: nothing noted."""
         scope_id = vm.scope_id
         last = self._last_seen.get(scope_id)
         if last is None or now - last >= self._idle_window:
             return False
-        persisted = self._work.scopes[scope_id].last_request_at
-        if persisted is None or now - persisted >= self._persist_every:
+        follower = self._follower
+        if follower is None:
+            persisted = self._work.scopes[scope_id].last_request_at
+            if persisted is None or now - persisted >= self._persist_every:
+                return False
+        elif not follower.quiet(scope_id, now):
             return False
         name = vm.name
         self.last_requests[name] = now  # the reaction tracker's "last poll"

@@ -29,6 +29,12 @@ class Follower:
         self._persist_every = config.last_request_persist_seconds
         self._relayed_at: dict[str, float] = {}
 
+    def quiet(self, scope_id: str, now: float) -> bool:
+        """True when a request of a recently asked scope at ``now`` need not be relayed:
+        one was, within the persist interval (``note_request`` would relay nothing)."""
+        last = self._relayed_at.get(scope_id)
+        return last is not None and now - last < self._persist_every
+
     def note_request(self, vm: VM, now: float, recent: bool) -> bool:
         """A VM's request (``recent``: its scope had one within the idle window): tell the
         leader at most once per persist interval per scope, and at once when this request

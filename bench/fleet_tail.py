@@ -44,7 +44,7 @@ Issue 17's rows:
   another runs: the validity check takes the other workers' CPU off each one's wait. The
   canned server then runs as as many processes on the same core, sharing the port the same
   way: each front-end is compared with a canned one that shares its core as it does.
-  Collector pauses are not recorded then (bench/gcprobe writes one file per server).
+  Collector pauses are then listed with the worker that paused.
 """
 
 from __future__ import annotations
@@ -254,17 +254,25 @@ def _problems(run: Run, args: argparse.Namespace) -> list[str]:
     return problems
 
 
-def _gc_pauses(path: Path, start: float, seconds: float) -> dict[str, Any]:
-    """The server's collector pauses of 1 ms or more inside the window (bench/gcprobe)."""
-    if not path.exists():
-        return {}
-    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    pauses = [
-        {"at": round(p["at"] - start, 2), "generation": p["generation"],
-         "ms": round(p["seconds"] * 1000, 1)}
-        for p in lines[1:] if start <= p["at"] <= start + seconds
-    ]  # fmt: skip
-    return {"collections": lines[0]["counts"] if lines else [], "pauses": pauses}
+def _gc_pauses(
+    work: Path, index: int, pids: list[int], start: float, seconds: float
+) -> dict[str, Any]:
+    """The serving processes' collector pauses of 1 ms or more inside the window
+    (bench/gcprobe; with workers each pause names its worker)."""
+    pauses: list[dict[str, Any]] = []
+    counts = [0, 0, 0]
+    for pid in pids:
+        path = work / f"gc{index}-{pid}.jsonl"
+        if not path.exists():
+            continue
+        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        counts = [a + b for a, b in zip(counts, lines[0]["counts"], strict=True)]
+        pauses += [
+            {"at": round(p["at"] - start, 2), "generation": p["generation"],
+             "ms": round(p["seconds"] * 1000, 1), **({"pid": pid} if len(pids) > 1 else {})}
+            for p in lines[1:] if start <= p["at"] <= start + seconds
+        ]  # fmt: skip
+    return {"collections": counts, "pauses": pauses} if pauses or any(counts) else {}
 
 
 def _profiler(pid: int, output: Path) -> subprocess.Popen[bytes]:
@@ -329,11 +337,10 @@ def measure_forewarn(
     imds_port, control_port = free_port(), free_port()
     log = work / f"forewarn{index}.log"
     env = forewarn_env(args.forewarn_src)
-    gc_log = work / f"gc{index}.jsonl"
-    gc_log.unlink(missing_ok=True)
-    if args.workers == 1:  # every worker would write the same file: no pauses shown then
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GC_PROBE), env.get("PYTHONPATH")]))
-        env["FOREWARN_BENCH_GC_LOG"] = str(gc_log)
+    for stale in work.glob(f"gc{index}-*.jsonl"):
+        stale.unlink()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GC_PROBE), env.get("PYTHONPATH")]))
+    env["FOREWARN_BENCH_GC_LOG"] = str(work / f"gc{index}-{{pid}}.jsonl")  # one per process
     with contextlib.ExitStack() as stack:
         command = [
             sys.executable, "-m", "forewarn", "serve", "--fleet", str(fleet),
@@ -385,7 +392,7 @@ def measure_forewarn(
     }
     run = window.run("forewarn", index, report, args, _dashboard(streams, fetches))
     run.rollout = rollout
-    run.gc = _gc_pauses(gc_log, gen.start, args.seconds)
+    run.gc = _gc_pauses(work, index, pids, gen.start, args.seconds)
     if status != 201:
         run.problems.append(f"creating the rollout answered {status}: {op}")
     if profile is not None:

@@ -147,6 +147,7 @@ def print_report(runs: list[Run], args: argparse.Namespace, load: tuple[str, str
         if r.server == "forewarn" and r.gc:
             pauses = sorted(r.gc["pauses"], key=lambda p: -p["ms"])
             longest = ", ".join(f"{p['at']:.1f}s: gen{p['generation']}/{p['ms']:.0f}"
+                                + (f" (pid {p['pid']})" if "pid" in p else "")
                                 for p in pauses[:5])  # fmt: skip
             print(f"  run {r.index}: {len(pauses)} pauses, {sum(p['ms'] for p in pauses):.0f} ms "
                   f"in all; longest {longest or '-'}")  # fmt: skip

@@ -1,8 +1,9 @@
 """Garbage-collection pauses of the server under test, for bench/fleet_tail.py.
 
 The benchmark puts this directory first on the server's PYTHONPATH (never the project's
-code), so Python imports it at start. When ``FOREWARN_BENCH_GC_LOG`` names a file, every
-collection of 1 ms or more is written there at exit (one JSON line: wall time,
+code), so Python imports it at start. When ``FOREWARN_BENCH_GC_LOG`` names a file
+(``{pid}`` in the name: one per process), every collection of 1 ms or more is written
+there at exit (one JSON line: wall time,
 generation, seconds, objects collected), with a count of all collections per generation.
 A pause of the collector stops the event loop like a blocking call does, so the tail of a
 latency benchmark needs to know when they happened.
@@ -17,7 +18,8 @@ import os
 import time
 from typing import Any
 
-_PATH = os.environ.get("FOREWARN_BENCH_GC_LOG")
+#: ``{pid}`` in it becomes the process's id: the workers of ``--workers`` write a file each.
+_PATH = os.environ.get("FOREWARN_BENCH_GC_LOG", "").replace("{pid}", str(os.getpid()))
 
 
 def _install(path: str) -> None:

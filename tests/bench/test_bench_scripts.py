@@ -100,6 +100,8 @@ def test_fleet_tail_serves_from_postgresql_with_two_workers(
     assert all(w["cpu_percent"] > 0 and w["rss_bytes"] > 10_000_000 for w in workers)
     assert run["cpu_percent"] == pytest.approx(sum(w["cpu_percent"] for w in workers), abs=0.2)
     assert run["rss_bytes"] == sum(w["rss_bytes"] for w in workers)
+    assert run["gc"]["collections"][0] > 0  # each worker's collector was watched
+    assert all(p["pid"] in {w["pid"] for w in workers} for p in run["gc"]["pauses"])
     assert "PostgreSQL, 2 front-end(s)" in capsys.readouterr().out
 
 

@@ -180,7 +180,7 @@ func (v *vm) run(t0, end time.Time, phase time.Duration) {
 			freeAt = time.Now()
 		}
 	}
-	v.drop()
+	// The connection stays open: the generator closes every VM's once all are done.
 }
 
 type document struct {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,9 @@ class Connection:
     peer: str
     requests: list[bytes] = field(default_factory=list)
     bodies: list[bytes] = field(default_factory=list)
+    #: When each request arrived and when the client closed (``time.monotonic``).
+    arrived: list[float] = field(default_factory=list)
+    closed_at: float | None = None
 
 
 class ScriptedServer:
@@ -59,13 +63,14 @@ class ScriptedServer:
                 body = await reader.readexactly(length) if length else b""
                 conn.requests.append(head)
                 conn.bodies.append(body)
+                conn.arrived.append(time.monotonic())
                 answer = self.script(conn.peer, head, body)
                 if answer is None:
                     break
                 writer.write(answer)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+            conn.closed_at = time.monotonic()
         finally:
             writer.close()
 

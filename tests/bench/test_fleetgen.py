@@ -51,6 +51,12 @@ def test_each_vm_polls_on_its_own_keepalive_connection_from_its_own_address(
     assert b"\r\nMetadata: true\r\n" in first
     assert 0 < report["latency"]["p50_ms"] <= report["latency"]["max_ms"] < 1000
     assert report["send_lag"]["count"] == 200
+    # nobody hangs up while others still poll (disconnects would stall the last second)
+    deadline = time.monotonic() + 5
+    while any(c.closed_at is None for c in server.connections) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    last_poll = max(c.arrived[-1] for c in server.connections)
+    assert all(c.closed_at is not None and c.closed_at > last_poll for c in server.connections)
 
 
 def test_a_stalled_server_delays_every_poll_due_during_the_stall(

@@ -28,13 +28,20 @@ class Repeat:
     """A request seen from one address: whether it asks to close, and once it came twice,
     the endpoint's ticket for it and the last answer sent."""
 
-    __slots__ = ("close", "raw", "sent", "ticket")
+    __slots__ = ("close", "raw", "sent", "sent_date", "sent_reply", "ticket")
 
     def __init__(self, raw: bytes, close: bool) -> None:
         self.raw = raw
         self.close = close
         self.ticket: Ticket | None = None
-        self.sent: tuple[Reply, bytes, bytes] | None = None  # reply, date line, bytes sent
+        # The last answer: its reply, date line and bytes, in three slots, not a tuple.
+        # A tuple per VM per second, each living a second, is freed as fast as one is
+        # made: the collector's count of young objects stays low while the 10,000 alive
+        # sit in the young generation, and the pass that comes at last walks them all
+        # (5-7 ms under SCHED_FIFO at 10,000 VMs, at a rollout batch's start and end).
+        self.sent_reply: Reply | None = None
+        self.sent_date = b""
+        self.sent = b""
 
 
 class _ParsedOnly:
@@ -95,9 +102,10 @@ class Repeats:
         if reply.wait is not None or reply.delay > 0:
             return reply
         date = self._date.line()
-        sent = repeat.sent
-        if sent is not None and sent[0] is reply and sent[1] is date:
-            return sent[2]  # the very bytes sent last time (same document, same second)
+        if repeat.sent_reply is reply and repeat.sent_date is date:
+            return repeat.sent  # the very bytes sent last time (same document, same second)
         data = self._encoder.encode(reply, repeat.close)
-        repeat.sent = (reply, date, data)
+        repeat.sent_reply = reply
+        repeat.sent_date = date
+        repeat.sent = data
         return data

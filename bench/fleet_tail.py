@@ -265,7 +265,8 @@ def _gc_pauses(
         path = work / f"gc{index}-{pid}.jsonl"
         if not path.exists():
             continue
-        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        text = path.read_text(encoding="utf-8")
+        lines = [json.loads(line) for line in text.splitlines() if line]
         counts = [a + b for a, b in zip(counts, lines[0]["counts"], strict=True)]
         pauses += [
             {"at": round(p["at"] - start, 2), "generation": p["generation"],

@@ -25,6 +25,11 @@ def _parent(pid: int) -> int:
     return int(stat.rpartition(")")[2].split()[1])
 
 
+def _visible(pid: int) -> bool:
+    """Whether ``pid`` is a process this one can see."""
+    return pid > 0 and Path(f"/proc/{pid}").exists()
+
+
 def _children(parent: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
@@ -41,7 +46,7 @@ def postgres_pids(admin_url: str) -> list[int]:
     with psycopg.connect(admin_url, autocommit=True) as admin:
         row = admin.execute("SELECT pg_backend_pid()").fetchone()
         backend = int(row[0]) if row else 0
-        if not Path(f"/proc/{backend}").exists():  # another host or another PID namespace
+        if not _visible(backend):  # another host or another PID namespace
             return []
         postmaster = _parent(backend)
     return [postmaster, *_children(postmaster)]

@@ -3,8 +3,8 @@
 The benchmark puts this directory first on the server's PYTHONPATH (never the project's
 code), so Python imports it at start. When ``FOREWARN_BENCH_GC_LOG`` names a file
 (``{pid}`` in the name: one per process), every collection of 1 ms or more is written
-there at exit (one JSON line: wall time,
-generation, seconds, objects collected), with a count of all collections per generation.
+there at exit (one JSON line: wall time, generation, seconds, objects collected), with a
+count of all collections per generation.
 A pause of the collector stops the event loop like a blocking call does, so the tail of a
 latency benchmark needs to know when they happened.
 """

@@ -43,6 +43,9 @@ def test_every_process_of_the_server_runs_on_the_cpu_and_gets_its_cpus_back() ->
 def test_a_server_that_is_not_local_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     from bench import store_pinning
 
-    monkeypatch.setattr(store_pinning.Path, "exists", lambda self: False)
+    local = postgres_pids(ADMIN_URL)
+    before = _affinities(local)
+    monkeypatch.setattr(store_pinning, "_visible", lambda pid: False)  # as from another host
     with postgres_pinned(ADMIN_URL, 0) as pinned:
         assert pinned == []
+        assert _affinities(local) == {pid: before[pid] for pid in _affinities(local)}

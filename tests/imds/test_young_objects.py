@@ -3,7 +3,9 @@
 State kept per VM and changed at every poll is changed in place: a new tuple per VM per
 poll, alive until the VM's next poll, is freed as fast as one is made, so the collector's
 young count stays low while thousands of them sit in the young generation, and the pass
-that comes at last walks all of them at once (a stall of the event loop at 10,000 VMs).
+that comes at last walks all of them at once. At 10,000 VMs the rate limit's buckets and
+the repeated polls' last answers were 20,000 such tuples: a 5-12 ms young pass under
+SCHED_FIFO at each rollout batch's start and end, as the new documents were made.
 """
 
 from __future__ import annotations

@@ -40,8 +40,7 @@ class Follower:
         leader at most once per persist interval per scope, and at once when this request
         enables the scope. True when it does."""
         was_enabled = recent or self._always
-        last = self._relayed_at.get(vm.scope_id)
-        if was_enabled and last is not None and now - last < self._persist_every:
+        if was_enabled and self.quiet(vm.scope_id, now):
             return False
         self._relayed_at[vm.scope_id] = now
         self.relay.note_request(vm.scope_id, vm.name, now)

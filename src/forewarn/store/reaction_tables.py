@@ -183,7 +183,7 @@ def vm_rows(data: ReactionData) -> list[tuple[Any, ...]]:
     ]  # fmt: skip
 
 
-def poll_rows(data: ReactionData, dialect: Dialect = "sqlite") -> list[tuple[Any, ...]]:
+def poll_rows(data: ReactionData, dialect: Dialect) -> list[tuple[Any, ...]]:
     """``data``'s polls as the parameters of ``reaction_polls``'s upsert: a row each (its
     ``poll_rows`` as they are), or for PostgreSQL one parameter, all of them as JSON."""
     rows = cast(list[tuple[Any, ...]], data.poll_rows)  # no copy of thousands of rows

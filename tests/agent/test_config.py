@@ -110,6 +110,10 @@ def test_no_file_gives_the_defaults() -> None:
             "[handlers.x]\ntype = 'kubernetes'\ntaint_effect = 'Sometimes'",
             "handlers.x.taint_effect: must be one of",
         ),
+        (
+            "[handlers.x]\ntype = 'kubernetes'\nevents_namespace = 'Kube_System'",
+            "handlers.x.events_namespace: 'Kube_System' is not a namespace",
+        ),
         ("metrics_bind = 'localhost'", "metrics_bind: 'localhost' is not HOST:PORT"),
         ("log_format = 'xml'", "log_format: must be json or console"),
         ("[coordination]\nbackend = 'etcd'", "coordination.backend: must be redis or postgres"),

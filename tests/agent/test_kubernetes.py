@@ -141,6 +141,15 @@ async def test_cordon_only_never_drains(cluster: FakeCluster) -> None:
     ]  # fmt: skip
 
 
+async def test_events_go_to_the_namespace_configured(cluster: FakeCluster) -> None:
+    k8s = handler(cordon_only=True, events_namespace="node-ops")
+    await k8s.run(context())
+    await k8s.run(context("recover"))
+    written = cluster.state()["events"]
+    assert [e["reason"] for e in written] == ["ScheduledEvent", "Cordon", "Uncordon"]
+    assert {e["metadata"]["namespace"] for e in written} == {"node-ops"}
+
+
 async def test_excluded_from_load_balancers_while_out_then_back(cluster: FakeCluster) -> None:
     k8s = handler(exclude_from_lb=True, events=False)
     detail = await k8s.run(context())

@@ -75,6 +75,8 @@ def test_the_file_table_with_the_environment_over_it(tmp_path: Path) -> None:
     [
         ({"FOREWARN_AGENT_KUBERNETES_TAINT_EFFECT": "Never"}, "kubernetes.taint_effect: must be"),
         ({"FOREWARN_AGENT_KUBERNETES_NODE": "AKS_node"}, "kubernetes.node: 'AKS_node' is not a"),
+        ({"FOREWARN_AGENT_KUBERNETES_EVENTS_NAMESPACE": "x" * 64},
+         "kubernetes.events_namespace: 'xxx"),
         ({"FOREWARN_AGENT_KUBERNETES_APPROVAL": "sometimes"},
          "FOREWARN_AGENT_KUBERNETES_APPROVAL='sometimes': invalid enum value 'sometimes'"),
         ({"FOREWARN_AGENT_KUBERNETES_CONDITION": "maybe"},

@@ -126,6 +126,9 @@ class KubernetesSpec(_Handler, kw_only=True, tag="kubernetes"):
     cordon_only: bool = False
     #: Kubernetes Events on the node: why, what was done, what was left.
     events: bool = True
+    #: Where those Events are written (node events live in ``default``, where
+    #: ``kubectl describe node`` looks; another for RBAC that allows only that one).
+    events_namespace: str = "default"
     #: ``node.kubernetes.io/exclude-from-external-load-balancers`` while out of service.
     exclude_from_lb: bool = False
     #: The ``VMEventScheduled`` node condition AKS's node-problem-detector sets.
@@ -237,6 +240,7 @@ _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _BIND = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^:\[\]]+):(\d{1,5})$")
 _NODE = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _LEVELS = ("debug", "info", "warning", "error")
 
@@ -268,6 +272,11 @@ def _check_handler(name: str, spec: HandlerSpec, where: str = "") -> None:
             raise _err(f"{where}.taint_key", f"{spec.taint_key!r} is not a taint key")
         if spec.node and not _NODE.match(spec.node):
             raise _err(f"{where}.node", f"{spec.node!r} is not a node name (lowercase RFC 1123)")
+        if not _NAMESPACE.match(spec.events_namespace):
+            raise _err(
+                f"{where}.events_namespace",
+                f"{spec.events_namespace!r} is not a namespace (lowercase RFC 1123 label)",
+            )
 
 
 def _check_rule(config: AgentConfig, index: int, rule: RuleSpec) -> None:

@@ -83,7 +83,10 @@ class KubernetesHandler(Handler):
         warning: bool = False,
     ) -> None:  # fmt: skip
         if self.spec.events:
-            obj = event_object(node, reason, message, ctx.clock.time(), warning)
+            spec = self.spec
+            obj = event_object(
+                node, reason, message, ctx.clock.time(), warning, spec.events_namespace
+            )
             await self._best_effort(f"event {reason}", notes, self.kubectl.create(obj))
 
     async def _condition(

@@ -16,13 +16,14 @@ import pytest
 
 from forewarn.contract import EventStatus
 from forewarn.fabric import Clock, Fabric, OperationRequest, StoreUnavailable
+from forewarn.fleet import fleet_from_builtins
 from forewarn.imds import Endpoint, ImdsSettings, Request
 from forewarn.imds.endpoint import CATCH_UP_SECONDS
-from forewarn.server.cluster.postgres_relay import PostgresRelay, apply_requests
+from forewarn.server.cluster.postgres_relay import SLICE, PostgresRelay, apply_requests
 from forewarn.server.cluster.replication import Replicator
 from forewarn.store import ThreadedJournal
 from forewarn.store.postgres import PostgresStore
-from forewarn.store.postgres_cluster import ClusterTables
+from forewarn.store.postgres_cluster import ClusterTables, ScopeRequest
 from tests.scaleout.pg import PgDatabase
 from tests.support.fabrics import MINUTE, T0, live, make_fabric, observable, submit
 
@@ -170,6 +171,61 @@ async def test_a_scope_enabled_by_a_request_to_a_follower_gets_notice(
     op = submit(p.leader, "user-reboot", "web-2")
     assert live(p.leader, op) and op.unnotified == ()
     assert [h.kind for h in p.leader.history()][:1] == ["scope.enabled"]
+
+
+async def test_a_fleet_arriving_at_a_follower_is_enabled_a_slice_per_loop_turn(
+    pair: Callable[..., Pair],
+) -> None:
+    """1,000 VMs' first polls at a follower reach the leader at once: it enables their
+    scopes in a transition per ``SLICE``, and other work on its loop runs in between."""
+    spec = fleet_from_builtins(
+        {"scopes": [{"kind": "availability_set", "name": f"set{i}", "vms": 1} for i in range(1000)]}
+    )
+    p = pair(enablement="on-first-request", spec=spec)
+    vms = list(p.follower.topology.vms.values())
+    assert all(p.follower.note_request(vm) for vm in vms)  # each enables its scope
+    for _ in range(500):
+        if len(p.tables.pending()[1]) == len(vms):
+            break
+        await asyncio.sleep(0.02)
+    seen: list[int] = []  # scopes of each transition published; 0: another task's turn
+    p.leader.on_publish(lambda changes: seen.append(len(changes.scopes)))
+
+    async def other_work() -> None:
+        while True:
+            seen.append(0)
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(other_work())
+    await asyncio.sleep(0)
+    assert await apply_requests(p.leader, p.tables) == len(vms)
+    task.cancel()
+    transitions = [n for n in seen if n]
+    assert transitions == [SLICE] * (len(vms) // SLICE) + [len(vms) % SLICE]
+    between_turns = "".join("|" if n == 0 else "x" for n in seen).split("|")
+    assert max(len(run) for run in between_turns) == 1  # never two slices in one turn
+    assert all(p.leader.is_enabled(vm.scope_id) for vm in vms)
+    enabled = [h.scope_id for h in p.leader.history() if h.kind == "scope.enabled"]
+    assert sorted(enabled) == sorted(vm.scope_id for vm in vms)
+    assert p.tables.pending() == ([], [])
+
+
+async def test_scope_requests_keep_the_newest_and_only_what_was_applied_is_forgotten(
+    pair: Callable[..., Pair],
+) -> None:
+    p = pair()
+    p.tables.record_scope_requests(
+        [ScopeRequest("web", "web-0", T0 + 2.5), ScopeRequest("web", "web-1", T0 + 1.25),
+         ScopeRequest("shop", "shop-0", T0 + 0.1)]
+    )  # fmt: skip
+    p.tables.record_scope_requests([ScopeRequest("shop", "shop-1", T0 + 0.05)])  # older
+    pending = p.tables.pending()[1]
+    assert sorted(pending, key=lambda r: r.scope_id) == [
+        ScopeRequest("shop", "shop-0", T0 + 0.1), ScopeRequest("web", "web-0", T0 + 2.5),
+    ]  # fmt: skip
+    p.tables.record_scope_requests([ScopeRequest("web", "web-3", T0 + 3.75)])  # came since
+    p.tables.done([], pending)
+    assert p.tables.pending()[1] == [ScopeRequest("web", "web-3", T0 + 3.75)]
 
 
 async def test_a_follower_answers_a_repeated_poll_itself_and_relays_once_a_minute(

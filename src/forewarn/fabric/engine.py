@@ -532,23 +532,32 @@ class Fabric:
         live = rules.relayed_ids(self.topology, self._work, vm_name, event_ids)
         return self._approve(live, by=vm_name, via="endpoint") if live else []
 
-    def note_relayed_request(self, scope_id: str, vm_name: str, at: float) -> None:
-        """Merge a follower's last request of a scope (enabling the scope if it was off)."""
-        if scope_id not in self._work.scopes:
-            return
-        last = self._last_seen.get(scope_id)
-        enabled = self.config.enablement == "always" or (
-            last is not None and at - last < self._idle_window
-        )
-        if last is None or at > last:
-            self._last_seen[scope_id] = at
-        persisted = self._work.scopes[scope_id].last_request_at
-        if persisted is not None and at <= persisted:
-            return
-        if enabled and persisted is not None and at - persisted < self._persist_every:
-            return
-        tx = self._tx()
-        self._note_scope_request(tx, scope_id, vm_name, at=at, enables=not enabled)
+    def note_relayed_requests(self, requests: Iterable[tuple[str, str, float]]) -> None:
+        """Merge followers' last requests of scopes, as (scope, VM, at), enabling the
+        scopes that were off, in one transition: a fleet arriving at a follower relays a
+        first request per scope, thousands at once, and a transition each would hold the
+        loop for all of them (the caller hands them over in slices)."""
+        tx: Tx | None = None
+        for scope_id, vm_name, at in requests:
+            if scope_id not in self._work.scopes:
+                continue
+            last = self._last_seen.get(scope_id)
+            enabled = self.config.enablement == "always" or (
+                last is not None and at - last < self._idle_window
+            )
+            if last is None or at > last:
+                self._last_seen[scope_id] = at
+            state = (tx.scopes.get(scope_id) if tx else None) or self._work.scopes[scope_id]
+            persisted = state.last_request_at
+            if persisted is not None and at <= persisted:
+                continue
+            if enabled and persisted is not None and at - persisted < self._persist_every:
+                continue
+            if tx is None:
+                tx = self._tx()
+            self._stage_scope_request(tx, scope_id, vm_name, at=at, enables=not enabled)
+        if tx is not None:
+            self._commit(tx, bookkeeping=True)
 
     # ------------------------------------------------------------------ inside
 
@@ -574,17 +583,21 @@ class Fabric:
             self._commit(tx)
         return out
 
-    def _note_scope_request(
-        self, tx: Tx, scope_id: str, vm_name: str, *, enables: bool, at: float | None = None
+    def _note_scope_request(self, tx: Tx, scope_id: str, vm_name: str, *, enables: bool) -> None:
+        """Persist a scope's last request, made at the transition's time; bookkeeping:
+        queued, never waited for."""
+        self._stage_scope_request(tx, scope_id, vm_name, at=tx.at, enables=enables)
+        self._commit(tx, bookkeeping=True)
+
+    def _stage_scope_request(
+        self, tx: Tx, scope_id: str, vm_name: str, *, at: float, enables: bool
     ) -> None:
-        """Persist a scope's last request, made at ``at`` (default: the transition's time);
-        bookkeeping: queued, never waited for."""
+        """Add a scope's last request, made at ``at``, to ``tx``."""
         tx.scopes[scope_id] = msgspec.structs.replace(
-            self._work.scopes[scope_id], last_request_at=tx.at if at is None else at
+            self._work.scopes[scope_id], last_request_at=at
         )
         if enables:
             tx.log("scope.enabled", scope_id=scope_id, detail={"vm": vm_name})
-        self._commit(tx, bookkeeping=True)
 
     def _remember_requests(self, states: Iterable[ScopeState]) -> None:
         for state in states:

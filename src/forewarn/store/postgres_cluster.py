@@ -282,12 +282,23 @@ class ClusterTables:
         """Keep the latest request time per scope (the leader merges them)."""
         if not requests:
             return
-        with self._tx() as conn:
-            conn.cursor().executemany(
-                "INSERT INTO scope_requests (scope_id, vm, at) VALUES (%s, %s, %s)"
+        latest: dict[str, ScopeRequest] = {}  # one row per scope: ON CONFLICT needs it
+        for request in requests:
+            kept = latest.get(request.scope_id)
+            if kept is None or kept.at < request.at:
+                latest[request.scope_id] = request
+        requests = list(latest.values())
+        with self._tx() as conn:  # one statement, as in ``done``
+            conn.execute(
+                "INSERT INTO scope_requests (scope_id, vm, at)"
+                " SELECT * FROM unnest(%s::text[], %s::text[], %s::float8[])"
                 " ON CONFLICT (scope_id) DO UPDATE SET vm = excluded.vm, at = excluded.at"
                 " WHERE scope_requests.at < excluded.at",
-                [(r.scope_id, r.vm, r.at) for r in requests],
+                (
+                    [r.scope_id for r in requests],
+                    [r.vm for r in requests],
+                    [r.at for r in requests],
+                ),
             )
             conn.execute("SELECT pg_notify(%s, 'scope')", (REQUESTS_CHANNEL,))
 
@@ -312,10 +323,11 @@ class ClusterTables:
         with self._tx() as conn:
             if approvals:
                 conn.execute("DELETE FROM approval_requests WHERE id = ANY(%s)", (list(approvals),))
-            if scopes:
-                conn.cursor().executemany(
-                    "DELETE FROM scope_requests WHERE scope_id = %s AND at <= %s",
-                    [(r.scope_id, r.at) for r in scopes],
+            if scopes:  # one statement: a row at a time held the GIL against the loop
+                conn.execute(
+                    "DELETE FROM scope_requests AS r USING unnest(%s::text[], %s::float8[])"
+                    " AS d(scope_id, at) WHERE r.scope_id = d.scope_id AND r.at <= d.at",
+                    ([r.scope_id for r in scopes], [r.at for r in scopes]),
                 )
 
     def prune_log(self, keep_seconds: float, keep_rows: int) -> int:

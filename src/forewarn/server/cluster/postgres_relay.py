@@ -30,6 +30,10 @@ log = structlog.get_logger("forewarn")
 
 #: After a failed bookkeeping write, the next try waits this long.
 RETRY_SECONDS = 1.0
+#: Relayed requests the leader applies between two turns of its event loop: a fleet
+#: arriving at a follower relays a first request per scope, thousands at once, and
+#: applying them in one go held every poll to the leader behind them.
+SLICE = 256
 
 
 class PostgresRelay:
@@ -115,10 +119,15 @@ async def apply_requests(fabric: Fabric, tables: ClusterTables) -> int:
     approvals, scopes = await asyncio.to_thread(tables.pending)
     if not approvals and not scopes:
         return 0
-    for scope in scopes:
-        with _skipped_if_refused("a relayed request", scope.scope_id):
-            fabric.note_relayed_request(scope.scope_id, scope.vm, scope.at)
-    for approval in approvals:
+    for start in range(0, len(scopes), SLICE):
+        if start:
+            await asyncio.sleep(0)  # the VMs' polls between slices
+        batch = scopes[start : start + SLICE]
+        with _skipped_if_refused("relayed requests", f"{len(batch)} from {batch[0].scope_id}"):
+            fabric.note_relayed_requests((s.scope_id, s.vm, s.at) for s in batch)
+    for index, approval in enumerate(approvals):
+        if index and not index % SLICE:
+            await asyncio.sleep(0)
         with _skipped_if_refused("a relayed approval", approval.vm):
             fabric.approve_relayed(approval.vm, approval.event_ids)
     await fabric.durable()

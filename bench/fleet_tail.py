@@ -74,6 +74,7 @@ from loadgen import (
     PRIORITIES,
     SERVER_CPU,
     FleetgenRun,
+    LoopWaits,
     ProcSampler,
     build_fleetgen,
     control_call,
@@ -128,11 +129,17 @@ class _Window:
 
     servers: list[ProcSampler]
     generator: ProcSampler
+    #: When each server loop waited for its core (tells a stall's cause).
+    waits: LoopWaits
+    start: float  # the generator's first scheduled poll (time.time())
 
     @classmethod
     def begin(cls, server_pids: list[int], gen: FleetgenRun) -> _Window:
+        waits = LoopWaits(server_pids)
         gen.sleep_until(0)
-        window = cls([ProcSampler(pid) for pid in server_pids], ProcSampler(gen.proc.pid))
+        window = cls(
+            [ProcSampler(pid) for pid in server_pids], ProcSampler(gen.proc.pid), waits, gen.start
+        )
         for sampler in [*window.servers, window.generator]:
             sampler.begin()
         return window
@@ -140,6 +147,14 @@ class _Window:
     def end(self) -> None:
         for sampler in [*self.servers, self.generator]:
             sampler.end()
+        self.waits.stop()
+
+    def _note_waits(self, report: dict[str, Any]) -> None:
+        """Add to each stall how long a server loop waited for its core during it."""
+        for stall in report.get("stalls") or []:
+            begins = self.start + stall["at_ms"] / 1000
+            waited = self.waits.waited_ms(begins, begins + stall["ms"] / 1000)
+            stall["loop_wait_ms"] = round(waited, 1)
 
     def _loop_wait(self) -> float:
         """The longest a server's event loop waited for its core (% of the window). Workers
@@ -157,6 +172,7 @@ class _Window:
         dashboard: dict[str, Any] | None = None,
     ) -> Run:
         s, g = self.servers, self.generator
+        self._note_waits(report)
         run = Run(
             server,
             index,

@@ -8,6 +8,7 @@ RSS are read from ``/proc`` while the load runs.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import http.client
 import json
@@ -296,6 +297,49 @@ class ProcSampler:
         with contextlib.suppress(OSError):
             self.rss_max = max(self.rss_max, self.rss())
         self._stop.set()
+
+
+class LoopWaits:
+    """When each server's event loop waited for its core, sampled every ``every`` s.
+
+    A stall in which the loop was ready to run but waited for its core is the doing of
+    whatever ran there instead (on a shared machine, a neighbour; with workers, also a
+    sibling worker); a stall in which it did not wait is the server's own work.
+    """
+
+    def __init__(self, pids: Sequence[int], every: float = 0.005) -> None:
+        self._files = [os.open(f"/proc/{pid}/task/{pid}/schedstat", os.O_RDONLY) for pid in pids]
+        self._every = every
+        self._stop = threading.Event()
+        #: (time.time(), each loop's total run-queue wait in ns) per sample, in time order.
+        self.samples: list[tuple[float, tuple[int, ...]]] = []
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            with contextlib.suppress(OSError, IndexError, ValueError):  # a server that ended
+                waits = tuple(int(os.pread(fd, 128, 0).split()[1]) for fd in self._files)
+                self.samples.append((time.time(), waits))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for fd in self._files:
+            os.close(fd)
+        self._files = []
+
+    def waited_ms(self, start: float, end: float) -> float:
+        """The longest any loop waited for its core from ``start`` to ``end`` (time.time()
+        seconds), in ms; counted from the last sample before ``start`` to the first after
+        ``end`` (so up to one sampling interval either side)."""
+        times = [t for t, _ in self.samples]
+        first = max(0, bisect.bisect_right(times, start) - 1)
+        last = min(len(times) - 1, bisect.bisect_left(times, end))
+        if last <= first:
+            return 0.0
+        before, after = self.samples[first][1], self.samples[last][1]
+        return max((b - a) / 1e6 for a, b in zip(before, after, strict=True))
 
 
 @dataclass

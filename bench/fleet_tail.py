@@ -20,6 +20,13 @@ machine ``--priority realtime`` (root) runs server and generator ahead of other 
 ``--profile out.svg`` records one more forewarn run with py-spy (``pip install py-spy``),
 outside the table (``.json``: speedscope, ``.txt``: collapsed stacks).
 
+Each stall (polls that finished late together) is listed with the generator's own
+lateness, the longest answer, and ``w``: the longest a server loop waited for its core
+during it (its run-queue wait, sampled every 5 ms; ``--json``: ``loop_wait_ms``). A stall
+whose ``w`` is about its length was the doing of whatever ran on the server's core instead
+(a neighbour, or with workers a sibling); one with ``w0`` and an on-time generator is the
+server's own work.
+
 Issue 17's rows:
 
 - ``--streams 100 --report-every 10``: during each forewarn window 100 dashboard streams

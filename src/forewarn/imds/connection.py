@@ -73,27 +73,33 @@ class Connection(asyncio.Protocol):
         "local_port",
     )
 
+    # Set by ``connection_made``, which asyncio calls before anything else (not here
+    # first: a closed connection costs each store twice).
+    _transport: asyncio.Transport | None
+    #: Where requests come from.
+    client: str | None
+    #: This connection's address's record (``peers.py``).
+    _peer: Peer
+    #: What this connection's address sent before (None: nothing answered unparsed).
+    _book: Book | None
+    #: The second of its last request (or of its connecting, until it sent one).
+    last_active: float
+
     def __init__(self, shared: Shared, local_port: int | None) -> None:
         """``local_port``: the listener's, hence every accepted connection's (asked once
         per listener, not once per connection: a system call each)."""
         self._shared = shared
         #: Made at the first read that is not a repeated poll (``repeats.py``).
         self._reader: RequestReader | None = None
-        #: What this connection's address sent before (None: nothing answered unparsed).
-        self._book: Book | None = None
-        #: This connection's address's record (``peers.py``; None until connected).
-        self._peer: Peer | None = None
         self._repeat: Repeat | None = None  # the last one answered from the book
-        self._transport: asyncio.Transport | None = None
-        #: Where requests come from (set once connected).
-        self.client: str | None = None
         self.local_port = local_port
         self._request: Request | None = None  # the last request read
         self._close = False  # ... and whether it asked to close
         # flow
         self._budget = PIPELINE_BUDGET
         self._pending: memoryview | None = None  # read, not parsed yet
-        self._queue: deque[Queued] = deque()  # parsed, waiting behind a held reply
+        #: Parsed, waiting behind a held reply (made when first needed: most never are).
+        self._queue: deque[Queued] | None = None
         self._held = False  # a reply waits for its delay or its ``wait``
         self._timer: asyncio.TimerHandle | None = None
         self._waiting: tuple[asyncio.Future[Reply], bool, bool] | None = None
@@ -103,12 +109,14 @@ class Connection(asyncio.Protocol):
         self.closing = False
         self._lost = False
         self._eof = False
-        self.last_active = 0.0
 
     # -- asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
         shared = self._shared
+        # Until its first byte, a new connection is idle like a kept-alive one: load
+        # generators and pools may open connections well before they ask anything.
+        self.last_active = shared.date.second
         peer = transport.get_extra_info("peername")
         self.client = client = peer[0] if isinstance(peer, tuple) else None
         shared.live.add(self)
@@ -118,6 +126,7 @@ class Connection(asyncio.Protocol):
             # Closed before reading a byte: an answer would cost what the cap saves, and
             # the client could not read it reliably anyway (its request is still coming).
             self.closing = True
+            self._book = None
             transport.close()
             shared.refused(client)
             return
@@ -131,9 +140,6 @@ class Connection(asyncio.Protocol):
             sock = transport.get_extra_info("socket")
             if sock is not None and sock.fileno() >= room.threshold:
                 room.make(self, sock.fileno(), shared.loop.time())
-        # Until its first byte, a new connection is idle like a kept-alive one: load
-        # generators and pools may open connections well before they ask anything.
-        self.last_active = shared.date.second
 
     def _new_reader(self) -> RequestReader:
         """The parser, for the first read that is not a repeated poll."""
@@ -144,9 +150,7 @@ class Connection(asyncio.Protocol):
         shared = self._shared
         self._lost = self.closing = True
         shared.live.discard(self)
-        record = self._peer
-        if record is not None:
-            record.open -= 1
+        self._peer.open -= 1
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -160,7 +164,7 @@ class Connection(asyncio.Protocol):
         if reader is not None:  # (without one, no request was ever under way)
             reader.last = True
             shared.deadlines.discard(self)
-            self._queue.clear()
+            self._queue = None
             reader.drop()
 
     def data_received(self, data: bytes) -> None:
@@ -244,7 +248,7 @@ class Connection(asyncio.Protocol):
         self._request = request
         self._close = close
         if self._held:
-            self._queue.append((request, close))
+            self._hold_back((request, close))
             return
         reply = shared.endpoint.handle(request)  # as ``_answer``, inlined: the hot path
         if reply.wait is None and reply.delay <= 0 and request.method != "HEAD":
@@ -257,7 +261,7 @@ class Connection(asyncio.Protocol):
         assert self._reader is not None  # (only the reader refuses)
         self._reader.last = True
         if self._held:
-            self._queue.append((reply, True))
+            self._hold_back((reply, True))
         else:
             self._write(self._shared.encoder.encode(reply, True), True, linger=True)
 
@@ -266,6 +270,12 @@ class Connection(asyncio.Protocol):
         if self._held or self._transport is None or (reader is not None and reader.last):
             return
         self._transport.write(CONTINUE)
+
+    def _hold_back(self, item: Queued) -> None:
+        """Queue ``item`` behind the held reply."""
+        if self._queue is None:
+            self._queue = deque()
+        self._queue.append(item)
 
     # -- reading
     def _feed(self, data: bytes | memoryview) -> None:
@@ -406,7 +416,7 @@ class Connection(asyncio.Protocol):
         if reader is not None:  # (without one, no request was ever under way)
             reader.last = True
             self._shared.deadlines.discard(self)
-            self._queue.clear()
+            self._queue = None
 
     def _write(self, data: bytes, close: bool, *, linger: bool = False) -> None:
         transport = self._transport

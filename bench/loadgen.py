@@ -325,14 +325,16 @@ class LoopWaits:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
-        for fd in self._files:
-            os.close(fd)
-        self._files = []
+        if not self._thread.is_alive():  # (a descriptor closed under it could be reused)
+            for fd in self._files:
+                os.close(fd)
+            self._files = []
 
     def waited_ms(self, start: float, end: float) -> float:
         """The longest any loop waited for its core from ``start`` to ``end`` (time.time()
         seconds), in ms; counted from the last sample before ``start`` to the first after
-        ``end`` (so up to one sampling interval either side)."""
+        ``end`` (so up to one sampling interval either side), or over what was sampled of
+        it when the samples begin or end inside it."""
         times = [t for t, _ in self.samples]
         first = max(0, bisect.bisect_right(times, start) - 1)
         last = min(len(times) - 1, bisect.bisect_left(times, end))

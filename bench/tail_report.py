@@ -137,7 +137,8 @@ def print_report(runs: list[Run], args: argparse.Namespace, load: tuple[str, str
     print("\nstalls of each run (polls that finished late together; start in the window: "
           "longest ms / polls (the generator's own longest lateness in sending one + the "
           "longest from a send to its answer; w: the longest a server loop waited for its "
-          "core meanwhile, what ran there instead took that)):")  # fmt: skip
+          "core meanwhile, what ran there instead took that: a neighbour, or with workers also a "
+          "sibling)):")  # fmt: skip
     for r in runs:
         stalls = ", ".join(f"{st['at_ms'] / 1000:.1f}s: {st['ms']:.0f}/{st['requests']} "
                            f"({st.get('lag_ms', 0):.0f}+{st.get('answer_ms', 0):.0f}"

@@ -621,7 +621,9 @@ async def test_a_client_gone_while_waiting_leaks_nothing(
         while on_deferring.server.connections or on_deferring.server.deferred:
             await asyncio.sleep(0.01)
     gc.collect()
-    alive = [c for c in gc.get_objects() if isinstance(c, Connection) and c._endpoint is deferring]
+    alive = [
+        c for c in gc.get_objects() if isinstance(c, Connection) and c._shared.endpoint is deferring
+    ]
     assert alive == []
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     [fine] = await (await on_deferring.connect()).ask(plain("/still-serving"))

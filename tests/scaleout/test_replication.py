@@ -8,14 +8,15 @@ follower shows must be exactly what the leader made durable, with the same incar
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import structlog.testing
 
 from forewarn.contract import EventStatus
-from forewarn.fabric import Clock, Fabric, OperationRequest, StoreUnavailable
+from forewarn.fabric import Clock, Fabric, FabricError, OperationRequest, StoreUnavailable
 from forewarn.fleet import fleet_from_builtins
 from forewarn.imds import Endpoint, ImdsSettings, Request
 from forewarn.imds.endpoint import CATCH_UP_SECONDS
@@ -208,6 +209,35 @@ async def test_a_fleet_arriving_at_a_follower_is_enabled_a_slice_per_loop_turn(
     enabled = [h.scope_id for h in p.leader.history() if h.kind == "scope.enabled"]
     assert sorted(enabled) == sorted(vm.scope_id for vm in vms)
     assert p.tables.pending() == ([], [])
+
+
+async def test_a_refused_relayed_request_drops_only_itself_from_its_slice(
+    pair: Callable[..., Pair], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = pair(enablement="on-first-request")
+    scopes = ("web", "shop", "jumpbox")
+    for scope in scopes:
+        topology = p.follower.topology
+        assert p.follower.note_request(topology.vm(topology.scope(scope).vm_names[0]))
+    for _ in range(200):
+        if len(p.tables.pending()[1]) == len(scopes):
+            break
+        await asyncio.sleep(0.02)
+    applying = p.leader.note_relayed_requests
+
+    def refusing_shop(requests: Iterable[tuple[str, str, float]]) -> None:
+        batch = list(requests)
+        if any(scope == "shop" for scope, _, _ in batch):
+            raise FabricError("shop is not taking requests")
+        applying(batch)
+
+    monkeypatch.setattr(p.leader, "note_relayed_requests", refusing_shop)
+    with structlog.testing.capture_logs() as logs:
+        assert await apply_requests(p.leader, p.tables) == len(scopes)
+    assert [p.leader.is_enabled(scope) for scope in scopes] == [True, False, True]
+    assert p.tables.pending() == ([], [])  # the refused one is not tried for ever
+    warnings = [(e["event"], e["subject"]) for e in logs if e["log_level"] == "warning"]
+    assert warnings == [("a relayed request was refused; dropped", "shop")]
 
 
 async def test_scope_requests_keep_the_newest_and_only_what_was_applied_is_forgotten(

@@ -126,8 +126,8 @@ class KubernetesSpec(_Handler, kw_only=True, tag="kubernetes"):
     cordon_only: bool = False
     #: Kubernetes Events on the node: why, what was done, what was left.
     events: bool = True
-    #: Where those Events are written (node events live in ``default``, where
-    #: ``kubectl describe node`` looks; another for RBAC that allows only that one).
+    #: Where those Events are written: ``default``, the kubelet's for node events, or
+    #: another one RBAC allows (``kubectl describe node`` finds them in any).
     events_namespace: str = "default"
     #: ``node.kubernetes.io/exclude-from-external-load-balancers`` while out of service.
     exclude_from_lb: bool = False

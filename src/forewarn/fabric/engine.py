@@ -538,17 +538,18 @@ class Fabric:
         first request per scope, thousands at once, and a transition each would hold the
         loop for all of them (the caller hands them over in slices)."""
         tx: Tx | None = None
+        seen: dict[str, float] = {}  # kept once the transition is written (retried if not)
         for scope_id, vm_name, at in requests:
             if scope_id not in self._work.scopes:
                 continue
-            last = self._last_seen.get(scope_id)
+            last = seen.get(scope_id, self._last_seen.get(scope_id))
             enabled = self.config.enablement == "always" or (
                 last is not None and at - last < self._idle_window
             )
             if last is None or at > last:
-                self._last_seen[scope_id] = at
-            state = (tx.scopes.get(scope_id) if tx else None) or self._work.scopes[scope_id]
-            persisted = state.last_request_at
+                seen[scope_id] = at
+            staged = tx.scopes.get(scope_id) if tx is not None else None
+            persisted = (staged or self._work.scopes[scope_id]).last_request_at
             if persisted is not None and at <= persisted:
                 continue
             if enabled and persisted is not None and at - persisted < self._persist_every:
@@ -558,6 +559,7 @@ class Fabric:
             self._stage_scope_request(tx, scope_id, vm_name, at=at, enables=not enabled)
         if tx is not None:
             self._commit(tx, bookkeeping=True)
+        self._last_seen.update(seen)
 
     # ------------------------------------------------------------------ inside
 

@@ -3,7 +3,7 @@
 A fabric that follows changes only by ``replicate`` (the leader's durable changes) or
 ``reload``, fires no timer, and sends a VM's approvals and requests to the leader through
 a ``Relay`` (``relay.py``); the leader applies them (``Fabric.approve_relayed`` and
-``Fabric.note_relayed_request``). The ``Fabric`` holds a ``Follower`` while it follows,
+``Fabric.note_relayed_requests``). The ``Fabric`` holds a ``Follower`` while it follows,
 none while it leads.
 """
 

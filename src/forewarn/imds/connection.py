@@ -75,7 +75,7 @@ class Connection(asyncio.Protocol):
 
     # Set by ``connection_made``, which asyncio calls before anything else (not here
     # first: a closed connection costs each store twice).
-    _transport: asyncio.Transport | None
+    _transport: asyncio.Transport
     #: Where requests come from.
     client: str | None
     #: This connection's address's record (``peers.py``).
@@ -188,7 +188,6 @@ class Connection(asyncio.Protocol):
                 self.last_active = shared.date.second
                 if isinstance(answer, bytes):
                     transport = self._transport
-                    assert transport is not None  # (connected before any read)
                     if not repeat.close:  # ``_write``, inlined: the hot path
                         transport.write(answer)
                     elif reader is None:  # the connection's one request: ``_write``, inlined
@@ -267,7 +266,7 @@ class Connection(asyncio.Protocol):
 
     def send_continue(self) -> None:
         reader = self._reader
-        if self._held or self._transport is None or (reader is not None and reader.last):
+        if self._held or (reader is not None and reader.last):
             return
         self._transport.write(CONTINUE)
 
@@ -304,7 +303,7 @@ class Connection(asyncio.Protocol):
         reader.read_done(data)
 
     def _set_reading(self, on: bool) -> None:
-        if on == self._reading or self._lost or self._transport is None:
+        if on == self._reading or self._lost:
             return
         if on:
             if self._eof:
@@ -398,7 +397,7 @@ class Connection(asyncio.Protocol):
     def _hang_up(self, reset: bool) -> None:
         """Drop the connection unanswered: a FIN, or with ``reset`` an RST."""
         transport = self._transport
-        if transport is None or self.closing:
+        if self.closing:
             return
         self._stop()
         sock = transport.get_extra_info("socket")
@@ -420,7 +419,7 @@ class Connection(asyncio.Protocol):
 
     def _write(self, data: bytes, close: bool, *, linger: bool = False) -> None:
         transport = self._transport
-        if transport is None or self.closing:
+        if self.closing:
             return
         transport.write(data)
         if not close:
@@ -462,7 +461,7 @@ class Connection(asyncio.Protocol):
 
     def close(self) -> None:
         """Close now (idle, server shutdown, or shed for room)."""
-        if self._transport is not None and not self._lost:
+        if not self._lost:
             self.closing = True
             if self._reader is not None:
                 self._reader.last = True

@@ -105,6 +105,17 @@ def _skipped_if_refused(what: str, subject: str) -> Iterator[None]:
         log.warning(f"{what} was refused; dropped", subject=subject, reason=str(exc))
 
 
+def _note_scopes(fabric: Fabric, batch: Sequence[ScopeRequest]) -> None:
+    """Apply a slice of relayed scope requests in one transition; if the platform refuses
+    it, one at a time, so that only the refused request is dropped (and named)."""
+    try:
+        fabric.note_relayed_requests((s.scope_id, s.vm, s.at) for s in batch)
+    except (FabricError, UnknownName):
+        for request in batch:
+            with _skipped_if_refused("a relayed request", request.scope_id):
+                fabric.note_relayed_requests([(request.scope_id, request.vm, request.at)])
+
+
 def _retrieve(future: asyncio.Future[int]) -> None:
     """Mark a failure as seen (``settled`` reports it; nobody may ever ask)."""
     if not future.cancelled():
@@ -122,9 +133,7 @@ async def apply_requests(fabric: Fabric, tables: ClusterTables) -> int:
     for start in range(0, len(scopes), SLICE):
         if start:
             await asyncio.sleep(0)  # the VMs' polls between slices
-        batch = scopes[start : start + SLICE]
-        with _skipped_if_refused("relayed requests", f"{len(batch)} from {batch[0].scope_id}"):
-            fabric.note_relayed_requests((s.scope_id, s.vm, s.at) for s in batch)
+        _note_scopes(fabric, scopes[start : start + SLICE])
     for index, approval in enumerate(approvals):
         if index and not index % SLICE:
             await asyncio.sleep(0)

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import bisect
 import contextlib
 import json
 import os
@@ -42,7 +41,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -54,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from loadgen import (
     LOAD_CPU,
     PRIORITIES,
+    LoopWaits,
     ProcSampler,
     control_call,
     exit_on_sigterm,
@@ -89,42 +88,6 @@ async def read_response(reader: asyncio.StreamReader) -> int:
         if line.lower().startswith(b"content-length:"):
             await reader.readexactly(int(line.split(b":", 1)[1]))
     return status
-
-
-class WaitWatch:
-    """How long the server's event loop, and this process's, waited for a core, sampled
-    every few ms on a thread: a poll during which either waited longer than ``DISTURBED_MS``
-    measured the machine's other load, not the server, and is counted apart."""
-
-    def __init__(self, server: int) -> None:
-        me = os.getpid()
-        self._files = [f"/proc/{pid}/task/{pid}/schedstat" for pid in (server, me)]
-        self.samples: list[tuple[float, float]] = []  # (monotonic s, waited s in all)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _waited(self) -> float:
-        return sum(int(Path(f).read_text().split()[1]) for f in self._files) / 1e9
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.samples.append((time.monotonic(), self._waited()))
-            time.sleep(0.002)
-
-    def __enter__(self) -> WaitWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def waited_ms(self, start: float, end: float) -> float:
-        """Wait (ms) between the last sample before ``start`` and the first after ``end``."""
-        times = [t for t, _ in self.samples]
-        first = max(0, bisect.bisect_right(times, start) - 1)
-        last = min(len(times) - 1, bisect.bisect_left(times, end))
-        return (self.samples[last][1] - self.samples[first][1]) * 1000
 
 
 async def poll_vm(
@@ -189,7 +152,8 @@ async def timed_window(
     changes = drive_changes(control, targets, args.changes, until)
     sampler = ProcSampler(server)
     sampler.begin()
-    with WaitWatch(server) as watch:
+    # Either loop: the server's, or this process's, which times the VMs' polls.
+    with LoopWaits([server, os.getpid()], every=0.002, clock=time.monotonic) as watch:
         failures, statuses = await asyncio.gather(asyncio.gather(*polls), changes)
     sampler.end()
     latencies = [(end - start) * 1000 for start, end in spans]

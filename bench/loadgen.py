@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -300,18 +300,22 @@ class ProcSampler:
 
 
 class LoopWaits:
-    """When each server's event loop waited for its core, sampled every ``every`` s.
+    """When each process's main thread (an event loop's) waited for its core, sampled
+    every ``every`` s from the moment it is made, with ``clock``'s time.
 
     A stall in which the loop was ready to run but waited for its core is the doing of
     whatever ran there instead (on a shared machine, a neighbour; with workers, also a
     sibling worker); a stall in which it did not wait is the server's own work.
     """
 
-    def __init__(self, pids: Sequence[int], every: float = 0.005) -> None:
+    def __init__(
+        self, pids: Sequence[int], every: float = 0.005, clock: Callable[[], float] = time.time
+    ) -> None:
         self._files = [os.open(f"/proc/{pid}/task/{pid}/schedstat", os.O_RDONLY) for pid in pids]
         self._every = every
+        self._clock = clock
         self._stop = threading.Event()
-        #: (time.time(), each loop's total run-queue wait in ns) per sample, in time order.
+        #: (``clock()``, each loop's total run-queue wait in ns) per sample, in time order.
         self.samples: list[tuple[float, tuple[int, ...]]] = []
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -320,7 +324,13 @@ class LoopWaits:
         while not self._stop.wait(self._every):
             with contextlib.suppress(OSError, IndexError, ValueError):  # a server that ended
                 waits = tuple(int(os.pread(fd, 128, 0).split()[1]) for fd in self._files)
-                self.samples.append((time.time(), waits))
+                self.samples.append((self._clock(), waits))
+
+    def __enter__(self) -> LoopWaits:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def stop(self) -> None:
         self._stop.set()
@@ -331,7 +341,7 @@ class LoopWaits:
             self._files = []
 
     def waited_ms(self, start: float, end: float) -> float:
-        """The longest any loop waited for its core from ``start`` to ``end`` (time.time()
+        """The longest any loop waited for its core from ``start`` to ``end`` (``clock``
         seconds), in ms; counted from the last sample before ``start`` to the first after
         ``end`` (so up to one sampling interval either side), or over what was sampled of
         it when the samples begin or end inside it."""

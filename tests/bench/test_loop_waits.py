@@ -34,15 +34,27 @@ def test_a_loop_sharing_its_core_is_seen_waiting_and_a_sleeping_one_is_not(
 ) -> None:
     busy, _, asleep = spinners
     time.sleep(0.3)  # both spinners under way
-    shared = LoopWaits([busy.pid])
-    idle = LoopWaits([asleep.pid])
-    start = time.time()
-    time.sleep(1.0)
-    end = time.time()
-    time.sleep(0.05)
-    shared.stop()
-    idle.stop()
+    # Either clock: the fleet benchmark's stalls are in wall time, the streams' in monotonic.
+    with LoopWaits([busy.pid]) as shared, LoopWaits([asleep.pid], clock=time.monotonic) as idle:
+        start, idle_start = time.time(), time.monotonic()
+        time.sleep(1.0)
+        end, idle_end = time.time(), time.monotonic()
+        time.sleep(0.05)
     assert len(shared.samples) > 50  # every few ms
     assert 200 <= shared.waited_ms(start, end) <= 1100  # about half of the second
-    assert idle.waited_ms(start, end) < 20
+    assert idle.waited_ms(idle_start, idle_end) < 20
     assert shared.waited_ms(end + 10, end + 20) == 0.0  # no samples there: nothing known
+
+
+def test_the_longest_wait_of_several_loops_counts(
+    spinners: list[subprocess.Popen[bytes]],
+) -> None:
+    busy, _, asleep = spinners
+    time.sleep(0.3)
+    with LoopWaits([asleep.pid, busy.pid]) as both:
+        start = time.time()
+        time.sleep(0.5)
+        end = time.time()
+        time.sleep(0.05)
+    # The busy one's: an idle loop beside it hides nothing.
+    assert 100 <= both.waited_ms(start, end) <= 600

@@ -14,7 +14,7 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,7 @@ __all__ = [
     "LogEntry",
     "Member",
     "ScopeRequest",
+    "keep_newest",
 ]
 
 #: NOTIFY channel of relayed approvals (payload: the request id).
@@ -216,6 +217,14 @@ class ScopeRequest:
     at: float
 
 
+def keep_newest(kept: dict[str, ScopeRequest], requests: Iterable[ScopeRequest]) -> None:
+    """Merge ``requests`` into ``kept`` (by scope): of a scope's requests, the latest."""
+    for request in requests:
+        held = kept.get(request.scope_id)
+        if held is None or held.at < request.at:
+            kept[request.scope_id] = request
+
+
 @dataclass(frozen=True, slots=True)
 class Member:
     """One running process of the fleet, as it last reported itself."""
@@ -283,10 +292,7 @@ class ClusterTables:
         if not requests:
             return
         latest: dict[str, ScopeRequest] = {}  # one row per scope: ON CONFLICT needs it
-        for request in requests:
-            kept = latest.get(request.scope_id)
-            if kept is None or kept.at < request.at:
-                latest[request.scope_id] = request
+        keep_newest(latest, requests)
         requests = list(latest.values())
         with self._tx() as conn:  # one statement, as in ``done``
             conn.execute(

@@ -16,17 +16,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import TypeVar
 
 import structlog
 
 from forewarn.fabric import Fabric, FabricError, StoreUnavailable
 from forewarn.fleet import UnknownName
-from forewarn.store.postgres_cluster import ClusterTables, ScopeRequest
+from forewarn.store.postgres_cluster import ClusterTables, ScopeRequest, keep_newest
 
 __all__ = ["PostgresRelay", "apply_requests"]
 
 log = structlog.get_logger("forewarn")
+
+T = TypeVar("T")
 
 #: After a failed bookkeeping write, the next try waits this long.
 RETRY_SECONDS = 1.0
@@ -85,10 +88,7 @@ class PostgresRelay:
                 await asyncio.to_thread(self._tables.record_scope_requests, batch)
             except StoreUnavailable as exc:
                 log.warning("passing requests on to the leader failed; retrying", reason=str(exc))
-                for request in batch:  # keep the newest of each scope
-                    newer = self._scopes.get(request.scope_id)
-                    if newer is None or newer.at < request.at:
-                        self._scopes[request.scope_id] = request
+                keep_newest(self._scopes, batch)  # (newer ones may have come meanwhile)
                 await asyncio.sleep(RETRY_SECONDS)
 
 
@@ -103,6 +103,14 @@ def _skipped_if_refused(what: str, subject: str) -> Iterator[None]:
         raise
     except (FabricError, UnknownName) as exc:
         log.warning(f"{what} was refused; dropped", subject=subject, reason=str(exc))
+
+
+async def _slices(items: Sequence[T]) -> AsyncIterator[Sequence[T]]:
+    """``items`` by ``SLICE``, with a turn of the event loop (the VMs' polls) between."""
+    for start in range(0, len(items), SLICE):
+        if start:
+            await asyncio.sleep(0)
+        yield items[start : start + SLICE]
 
 
 def _note_scopes(fabric: Fabric, batch: Sequence[ScopeRequest]) -> None:
@@ -130,15 +138,12 @@ async def apply_requests(fabric: Fabric, tables: ClusterTables) -> int:
     approvals, scopes = await asyncio.to_thread(tables.pending)
     if not approvals and not scopes:
         return 0
-    for start in range(0, len(scopes), SLICE):
-        if start:
-            await asyncio.sleep(0)  # the VMs' polls between slices
-        _note_scopes(fabric, scopes[start : start + SLICE])
-    for index, approval in enumerate(approvals):
-        if index and not index % SLICE:
-            await asyncio.sleep(0)
-        with _skipped_if_refused("a relayed approval", approval.vm):
-            fabric.approve_relayed(approval.vm, approval.event_ids)
+    async for batch in _slices(scopes):
+        _note_scopes(fabric, batch)
+    async for approvals_batch in _slices(approvals):
+        for approval in approvals_batch:
+            with _skipped_if_refused("a relayed approval", approval.vm):
+                fabric.approve_relayed(approval.vm, approval.event_ids)
     await fabric.durable()
     await asyncio.to_thread(tables.done, [a.id for a in approvals], scopes)
     return len(approvals) + len(scopes)

@@ -83,10 +83,10 @@ class KubernetesHandler(Handler):
         warning: bool = False,
     ) -> None:  # fmt: skip
         if self.spec.events:
-            spec = self.spec
             obj = event_object(
-                node, reason, message, ctx.clock.time(), warning, spec.events_namespace
-            )
+                node, reason, message, ctx.clock.time(), warning,
+                namespace=self.spec.events_namespace,
+            )  # fmt: skip
             await self._best_effort(f"event {reason}", notes, self.kubectl.create(obj))
 
     async def _condition(

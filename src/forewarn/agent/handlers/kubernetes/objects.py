@@ -66,7 +66,7 @@ def condition_patch(event: EventView | None, now: float) -> dict[str, Any]:
 
 def event_object(
     node: str, reason: str, message: str, now: float, warning: bool = False,
-    namespace: str = "default",
+    *, namespace: str = "default",
 ) -> dict[str, Any]:  # fmt: skip
     """A ``v1`` Event about ``node`` (by default in ``default``, where node events live)."""
     name = f"{node}.{int(now * 1e9):x}-{reason.lower()}"  # the kubelet's form, plus the reason

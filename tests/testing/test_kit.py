@@ -13,6 +13,7 @@ import pytest
 
 from forewarn.client import EventStatus
 from forewarn.testing import Forewarn, ForewarnError
+from forewarn.testing import server as kit_server
 from tests.support.serverproc import free_port
 
 FLEET_YAML = """\
@@ -108,6 +109,27 @@ def test_mistakes_are_clear() -> None:
             forewarn.trigger("user-reboot", "nobody")
         with pytest.raises(ForewarnError, match="HTTP 4"):
             forewarn.advance(-5)
+
+
+def test_ports_that_stay_taken_fail_the_start_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every block of per-VM ports taken in turn: the kit tries others, then says why the
+    last one failed, and leaves no runtime or files behind."""
+    runtimes: list[Any] = []
+
+    def taken(runtime: Any) -> Any:
+        runtimes.append(runtime)
+        raise OSError("cannot listen on 127.0.0.1:30001: Address already in use")
+
+    monkeypatch.setattr(kit_server, "open_listeners", taken)
+    forewarn = Forewarn(FLEET_YAML)
+    message = r"in 20 attempts \(the last: cannot listen on 127.0.0.1:30001: Address already"
+    with pytest.raises(ForewarnError, match=message):
+        forewarn.start()
+    assert len(runtimes) == kit_server.START_ATTEMPTS == 20
+    with pytest.raises(ForewarnError, match="not running"):
+        forewarn.events()
 
 
 def test_stop_releases_the_ports() -> None:

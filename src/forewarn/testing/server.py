@@ -153,6 +153,7 @@ class Forewarn:
             raise ForewarnError(f"invalid fleet: {exc}") from None
         fixed = _has_ports(self._fleet)
         assert self._dir is not None
+        last_error: OSError | None = None
         for attempt in range(START_ATTEMPTS):
             data = dict(self._fleet)
             if not fixed:
@@ -170,15 +171,19 @@ class Forewarn:
             runtime = build_runtime(config, clock=Clock.virtual(start=self._start))
             try:
                 listeners = open_listeners(runtime)
-            except OSError:
+            except OSError as exc:
                 runtime.close()
                 if fixed:
                     raise
+                last_error = exc
                 continue  # another process took a port of the block: pick another block
             self._runtime, self._listeners = runtime, listeners
             break
         else:
-            raise ForewarnError("could not bind the per-VM ports after several attempts")
+            raise ForewarnError(
+                f"could not bind the per-VM ports in {START_ATTEMPTS} attempts "
+                f"(the last: {last_error})"
+            )
         topology = runtime.topology
         self._ports = {vm.name: vm.port for vm in topology.vms.values() if vm.port is not None}
         self.default_vm = topology.default_vm or next(iter(topology.vms))

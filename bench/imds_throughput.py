@@ -21,6 +21,13 @@ On two cores wrk (one core) saturates before a server does (one core) with
 of 5 ms every 10 ms, cgroup v1 or v2, root; not with ``--priority realtime``, whose
 threads no quota holds), so that wrk has room and the ratio is the servers'.
 Goals (issue 17): >= 0.85 keep-alive, >= 0.9 with ``--close``.
+
+``--interleave`` starts both servers once and alternates the wrk windows between them
+(canned, forewarn, canned, ...): consecutive windows sit seconds apart instead of a
+server's start-up apart, so a pair's ratio carries less of the machine's drift; many short
+pairs (``--runs 20 --seconds 2``) then give a median that moves less from sitting to
+sitting. Each server keeps its own cgroup quota; the idle one costs its neighbour nothing
+measurable (a timer or two a second).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import contextlib
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -94,6 +102,8 @@ PATH = "/metadata/scheduledevents?api-version=2020-07-01"
 #: Issue 17: the throughput ratio against the canned server, keep-alive and ``--close``.
 GOAL = 0.85
 CLOSE_GOAL = 0.9
+#: A server's command line and the port it answers on.
+Server = tuple[list[str], int]
 
 
 @dataclass
@@ -231,6 +241,25 @@ def cpu_share(pid: int, share: float) -> Iterator[None]:
             group.rmdir()
 
 
+@contextlib.contextmanager
+def serving(
+    command: list[str],
+    port: int,
+    connections: int,
+    priority: str = "normal",
+    env: dict[str, str] | None = None,
+    close: bool = False,
+    share: float = 1.0,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A server held to ``share`` of a core and warmed up by one second of wrk."""
+    with contextlib.ExitStack() as stack:
+        proc = stack.enter_context(running(command, port, priority, env))
+        if share < 1.0:
+            stack.enter_context(cpu_share(proc.pid, share))
+        wrk(port, 1, connections, priority=priority, close=close)  # warm-up
+        yield proc
+
+
 def measure(
     command: list[str],
     port: int,
@@ -241,11 +270,7 @@ def measure(
     close: bool = False,
     share: float = 1.0,
 ) -> Window:
-    with contextlib.ExitStack() as stack:
-        proc = stack.enter_context(running(command, port, priority, env))
-        if share < 1.0:
-            stack.enter_context(cpu_share(proc.pid, share))
-        wrk(port, 1, connections, priority=priority, close=close)  # warm-up
+    with serving(command, port, connections, priority, env, close, share) as proc:
         window = wrk(port, seconds, connections, proc.pid, priority, close)
         window.share = share
         return window
@@ -266,6 +291,8 @@ def main() -> int:
     )
     parser.add_argument("--cpu-share", type=float, default=1.0,
                         help="hold each server to this share of a core (0-1; root)")  # fmt: skip
+    parser.add_argument("--interleave", action="store_true",
+                        help="both servers up at once, alternating windows")  # fmt: skip
     parser.add_argument("--forewarn-src", type=Path,
                         help="serve forewarn from this src directory (git archive)")  # fmt: skip
     args = parser.parse_args()
@@ -276,32 +303,63 @@ def main() -> int:
         parser.error("--cpu-share is above 0, at most 1, and not with --priority realtime")
     env = forewarn_env(args.forewarn_src)
     goal = CLOSE_GOAL if args.close else GOAL
-    ratios = []
-    for run in range(1, args.runs + 1):
-        with tempfile.TemporaryDirectory() as tmp:
-            directory = Path(tmp)
-            bare_port, imds_port, control_port = free_port(), free_port(), free_port()
-            mode = ["close"] if args.close else []
-            canned = [sys.executable, "-c", BARE_SERVER, str(bare_port), *mode]
-            bare = measure(canned, bare_port,
-                           args.seconds, args.connections, args.priority,
-                           close=args.close, share=args.cpu_share)  # fmt: skip
-            serve = [
-                sys.executable, "-m", "forewarn", "serve",
-                "--fleet", str(fleet_file(directory, args.vms)), "--db", str(directory / "b.db"),
-                "--imds-bind", f"127.0.0.1:{imds_port}",
-                "--control-bind", f"127.0.0.1:{control_port}", "--rate-limit", "0",
-            ]  # fmt: skip
-            endpoint = measure(serve, imds_port, args.seconds, args.connections, args.priority,
-                               env, args.close, args.cpu_share)  # fmt: skip
-        ratios.append(report(run, bare, endpoint, goal))
+    pairs = interleaved(args, env) if args.interleave else separate(args, env)
+    ratios = [report(run, bare, endpoint, goal) for run, (bare, endpoint) in enumerate(pairs, 1)]
     print(f"{args.vms} VMs in the fleet, {args.connections} connections"
           f"{' (Connection: close)' if args.close else ''}, {args.seconds} s per "
-          f"run, priority {args.priority}, servers held to {args.cpu_share:g} of a core; "
+          f"run{', interleaved' if args.interleave else ''}, priority {args.priority}, "
+          f"servers held to {args.cpu_share:g} of a core; "
           f"load average {load_average()}")  # fmt: skip
     if args.runs > 1:
-        print(f"ratios: {', '.join(f'{r:.2f}' for r in ratios)} (goal >= {goal:.2f})")
+        print(
+            f"ratios: {', '.join(f'{r:.2f}' for r in ratios)} (goal >= {goal:.2f}); "
+            f"median {statistics.median(ratios):.2f}"
+        )
     return 0
+
+
+def commands(args: argparse.Namespace, directory: Path) -> tuple[Server, Server]:
+    """The canned server's and forewarn's command lines, on ports free now."""
+    bare_port, imds_port, control_port = free_port(), free_port(), free_port()
+    canned = [sys.executable, "-c", BARE_SERVER, str(bare_port), *(["close"] * args.close)]
+    serve = [
+        sys.executable, "-m", "forewarn", "serve",
+        "--fleet", str(fleet_file(directory, args.vms)), "--db", str(directory / "b.db"),
+        "--imds-bind", f"127.0.0.1:{imds_port}",
+        "--control-bind", f"127.0.0.1:{control_port}", "--rate-limit", "0",
+    ]  # fmt: skip
+    return (canned, bare_port), (serve, imds_port)
+
+
+def separate(args: argparse.Namespace, env: dict[str, str]) -> Iterator[tuple[Window, Window]]:
+    """Each pair's two servers started for their own window, one after the other."""
+    for _ in range(args.runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            (canned, bare_port), (serve, imds_port) = commands(args, Path(tmp))
+            bare = measure(canned, bare_port, args.seconds, args.connections, args.priority,
+                           close=args.close, share=args.cpu_share)  # fmt: skip
+            endpoint = measure(serve, imds_port, args.seconds, args.connections, args.priority,
+                               env, args.close, args.cpu_share)  # fmt: skip
+        yield bare, endpoint
+
+
+def interleaved(args: argparse.Namespace, env: dict[str, str]) -> Iterator[tuple[Window, Window]]:
+    """Both servers up at once, the windows alternating between them."""
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        servers = commands(args, Path(tmp))
+        procs = [
+            stack.enter_context(serving(command, port, args.connections, args.priority,
+                                        env if index else None, args.close, args.cpu_share))
+            for index, (command, port) in enumerate(servers)
+        ]  # fmt: skip
+        for _ in range(args.runs):
+            windows = []
+            for proc, (_, port) in zip(procs, servers, strict=True):
+                window = wrk(port, args.seconds, args.connections, proc.pid, args.priority,
+                             args.close)  # fmt: skip
+                window.share = args.cpu_share
+                windows.append(window)
+            yield windows[0], windows[1]
 
 
 def report(run: int, bare: Window, endpoint: Window, goal: float = GOAL) -> float:

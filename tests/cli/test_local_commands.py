@@ -116,13 +116,16 @@ scopes:
         (["--time-scale", "0"], 2, "--time-scale must be a positive number"),
         (["--imds-bind", "nohost"], 2, "bind address 'nohost' must look like HOST:PORT"),
         (["--rate-limit", "-1"], 2, "--rate-limit must be >= 0"),
+        (["--loop-slice", "0.05"], 2, "--loop-slice must be 0 (the kernel's) or 0.1-100 ms"),
+        (["--loop-slice", "101"], 2, "--loop-slice must be 0 (the kernel's) or 0.1-100 ms"),
+        (["--loop-slice", "nan"], 2, "--loop-slice must be 0 (the kernel's) or 0.1-100 ms"),
         (["--fleet", "missing.yaml"], 1, "cannot read fleet file missing.yaml: No such file or directory"),
         (["--fleet", "@bad-fleet"], 1, "unknown field `timeout_minuts` - at `$.scopes[1].terminate_notification`"),
         (["--fleet", "@not-yaml"], 1, "broken.yaml is not valid YAML"),
         (["--fleet", "@no-scopes"], 1, "missing required field `scopes`"),
     ],
     ids=["off-loopback", "off-loopback-print", "time-scale", "bind", "rate-limit",
-         "missing-fleet", "unknown-fleet-key", "fleet-not-yaml", "fleet-no-scopes"],
+         "loop-slice-short", "loop-slice-long", "loop-slice-nan", "missing-fleet", "unknown-fleet-key", "fleet-not-yaml", "fleet-no-scopes"],
 )  # fmt: skip
 def test_serve_refuses_with_one_error_line(
     runner: CliRunner, args: list[str], code: int, fragment: str

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from forewarn.contract.addresses import DEFAULT_CONTROL_BIND, DEFAULT_IMDS_BIND
 from forewarn.contract.limits import RATE_LIMIT
 from forewarn.control import parse_control_host
+from forewarn.server.cpu_slice import MAX_SLICE, MIN_SLICE
 
 __all__ = ["ConfigError", "ServeConfig", "parse_bind"]
 
@@ -74,6 +75,8 @@ class ServeConfig:
     imds_header_timeout: float = 10.0
     imds_body_timeout: float = 30.0
     imds_max_connections_per_address: int = 256
+    #: The event loop thread's CPU slice in ms (``cpu_slice.py``); 0: the kernel's default.
+    loop_slice: float = 0.1
     enablement: Literal["on-first-request", "always"] = "on-first-request"
     #: Append every document served to each VM, when it changes, to this JSON-lines file.
     record: str | None = None
@@ -102,6 +105,9 @@ class ServeConfig:
                 raise ConfigError(f"{flag} must be a positive number of seconds")
         if self.imds_max_connections_per_address < 1:
             raise ConfigError("--imds-max-connections-per-address must be >= 1")
+        low, high = MIN_SLICE * 1000, MAX_SLICE * 1000
+        if not (self.loop_slice == 0 or low <= self.loop_slice <= high):
+            raise ConfigError(f"--loop-slice must be 0 (the kernel's) or {low:g}-{high:g} ms")
         arm_binds = () if self.arm_bind is None else (self.arm_bind,)
         binds = [parse_bind(b) for b in (*self.imds_bind, self.control_bind, *arm_binds)]
         ports = [port for _, port in binds if port != 0]

@@ -2,7 +2,7 @@
 slice (Linux 6.12 and later).
 
 Under Linux's normal scheduler (EEVDF), a thread that wakes on a core where another one
-runs may wait until the running one has used its slice: about 3 ms by default, which is
+runs may wait until the running one has used its slice: 0.75-3 ms by default (more cores, longer), which is
 the p99 of a fleet's polls when the server's own writer or pool thread, a second worker
 or any other process shares the loop's core. A thread may ask for a shorter slice (the
 ``sched_runtime`` of ``sched_setattr`` for a normal-policy thread, 0.1-100 ms, no

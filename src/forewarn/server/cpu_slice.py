@@ -2,15 +2,15 @@
 slice (Linux 6.12 and later).
 
 Under Linux's normal scheduler (EEVDF), a thread that wakes on a core where another one
-runs may wait until the running one has used its slice: 0.75-3 ms by default (more cores, longer), which is
-the p99 of a fleet's polls when the server's own writer or pool thread, a second worker
-or any other process shares the loop's core. A thread may ask for a shorter slice (the
-``sched_runtime`` of ``sched_setattr`` for a normal-policy thread, 0.1-100 ms, no
-privilege needed): the loop then preempts as soon as a request wakes it. It gets no more
-CPU than before, only sooner; the threads it starts later inherit the slice, so the
-server's pools take turns with the loop in short slices too. Realtime threads (``chrt``)
-are left alone, and so is a kernel without custom slices (it takes the call and ignores
-the value: read back to know).
+runs may wait until the running one has used its slice: 0.75-3 ms by default (longer with
+more cores), which is the p99 of a fleet's polls when the server's own writer or pool
+thread, a second worker or any other process shares the loop's core. A thread may ask
+for a shorter slice (the ``sched_runtime`` of ``sched_setattr`` for a normal-policy
+thread, 0.1-100 ms, no privilege needed): the loop then preempts as soon as a request
+wakes it. It gets no more CPU than before, only sooner; the threads it starts later
+inherit the slice, so the server's pools take turns with the loop in short slices too.
+Realtime threads (``chrt``) are left alone, and so is a kernel without custom slices (it
+takes the call and ignores the value: read back to know).
 """
 
 from __future__ import annotations

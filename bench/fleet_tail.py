@@ -22,10 +22,12 @@ outside the table (``.json``: speedscope, ``.txt``: collapsed stacks).
 
 Each stall (polls that finished late together) is listed with the generator's own
 lateness, the longest answer, and ``w``: the longest a server loop waited for its core
-during it (its run-queue wait, sampled every 5 ms; ``--json``: ``loop_wait_ms``). A stall
-whose ``w`` is about its length was the doing of whatever ran on the server's core instead
-(a neighbour, or with workers a sibling); one with ``w0`` and an on-time generator is the
-server's own work.
+during it (its run-queue wait, sampled every 5 ms; ``--json``: ``loop_wait_ms``), and
+``s``: the server CPU's steal time meanwhile, when there was some (the hypervisor ran
+something else on it; in 10 ms ticks; ``steal_ms``). A stall whose ``w`` is about its
+length was the doing of whatever ran on the server's core instead (a neighbour, or with
+workers a sibling), one with ``s`` the host's; one with ``w0``, no ``s`` and an on-time
+generator is the server's own work.
 
 Issue 17's rows:
 
@@ -142,7 +144,7 @@ class _Window:
 
     @classmethod
     def begin(cls, server_pids: list[int], gen: FleetgenRun) -> _Window:
-        waits = LoopWaits(server_pids)
+        waits = LoopWaits(server_pids, cpu=SERVER_CPU)
         gen.sleep_until(0)
         window = cls(
             [ProcSampler(pid) for pid in server_pids], ProcSampler(gen.proc.pid), waits, gen.start
@@ -157,11 +159,13 @@ class _Window:
         self.waits.stop()
 
     def _note_waits(self, report: dict[str, Any]) -> None:
-        """Add to each stall how long a server loop waited for its core during it."""
+        """Add to each stall how long a server loop waited for its core during it, and how
+        much of the server's CPU the host took meanwhile."""
         for stall in report.get("stalls") or []:
             begins = self.start + stall["at_ms"] / 1000
-            waited = self.waits.waited_ms(begins, begins + stall["ms"] / 1000)
-            stall["loop_wait_ms"] = round(waited, 1)
+            ends = begins + stall["ms"] / 1000
+            stall["loop_wait_ms"] = round(self.waits.waited_ms(begins, ends), 1)
+            stall["steal_ms"] = round(self.waits.stolen_ms(begins, ends), 1)
 
     def _loop_wait(self) -> float:
         """The longest a server's event loop waited for its core (% of the window). Workers

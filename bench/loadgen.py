@@ -301,22 +301,32 @@ class ProcSampler:
 
 class LoopWaits:
     """When each process's main thread (an event loop's) waited for its core, sampled
-    every ``every`` s from the moment it is made, with ``clock``'s time.
+    every ``every`` s from the moment it is made, with ``clock``'s time; with ``cpu``, also
+    the time the hypervisor took that CPU away from this machine (its steal time).
 
     A stall in which the loop was ready to run but waited for its core is the doing of
     whatever ran there instead (on a shared machine, a neighbour; with workers, also a
-    sibling worker); a stall in which it did not wait is the server's own work.
+    sibling worker); one in which the CPU itself was stolen is the host's (the machine's
+    own scheduler never sees it: no wait); a stall with neither is the server's own work.
     """
 
     def __init__(
-        self, pids: Sequence[int], every: float = 0.005, clock: Callable[[], float] = time.time
+        self,
+        pids: Sequence[int],
+        every: float = 0.005,
+        clock: Callable[[], float] = time.time,
+        cpu: int | None = None,
     ) -> None:
         self._files = [os.open(f"/proc/{pid}/task/{pid}/schedstat", os.O_RDONLY) for pid in pids]
+        self._stat = os.open("/proc/stat", os.O_RDONLY) if cpu is not None else None
+        self._cpu_label = f"cpu{cpu} ".encode()
         self._every = every
         self._clock = clock
         self._stop = threading.Event()
         #: (``clock()``, each loop's total run-queue wait in ns) per sample, in time order.
         self.samples: list[tuple[float, tuple[int, ...]]] = []
+        #: ``cpu``'s steal time (clock ticks) at each sample (empty without ``cpu``).
+        self.steals: list[int] = []
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
@@ -324,7 +334,17 @@ class LoopWaits:
         while not self._stop.wait(self._every):
             with contextlib.suppress(OSError, IndexError, ValueError):  # a server that ended
                 waits = tuple(int(os.pread(fd, 128, 0).split()[1]) for fd in self._files)
+                steal = self._steal() if self._stat is not None else None
                 self.samples.append((self._clock(), waits))
+                if steal is not None:
+                    self.steals.append(steal)
+
+    def _steal(self) -> int:
+        """The CPU's steal time so far, in clock ticks (``/proc/stat``'s eighth column)."""
+        assert self._stat is not None
+        text = os.pread(self._stat, 1 << 16, 0)
+        start = text.index(b"\n" + self._cpu_label) + 1
+        return int(text[start : text.index(b"\n", start)].split()[8])
 
     def __enter__(self) -> LoopWaits:
         return self
@@ -336,22 +356,36 @@ class LoopWaits:
         self._stop.set()
         self._thread.join(timeout=5)
         if not self._thread.is_alive():  # (a descriptor closed under it could be reused)
-            for fd in self._files:
+            for fd in [*self._files, *([self._stat] if self._stat is not None else [])]:
                 os.close(fd)
-            self._files = []
+            self._files, self._stat = [], None
 
     def waited_ms(self, start: float, end: float) -> float:
         """The longest any loop waited for its core from ``start`` to ``end`` (``clock``
         seconds), in ms; counted from the last sample before ``start`` to the first after
         ``end`` (so up to one sampling interval either side), or over what was sampled of
         it when the samples begin or end inside it."""
+        span = self._span(start, end)
+        if span is None:
+            return 0.0
+        before, after = self.samples[span[0]][1], self.samples[span[1]][1]
+        return max((b - a) / 1e6 for a, b in zip(before, after, strict=True))
+
+    def stolen_ms(self, start: float, end: float) -> float:
+        """The CPU's steal time from ``start`` to ``end``, in ms, counted as ``waited_ms``
+        counts (the kernel counts it in whole ticks: 10 ms at the usual 100 a second)."""
+        span = self._span(start, end)
+        if span is None or not self.steals:
+            return 0.0
+        ticks = self.steals[span[1]] - self.steals[span[0]]
+        return ticks * 1000 / os.sysconf("SC_CLK_TCK")
+
+    def _span(self, start: float, end: float) -> tuple[int, int] | None:
+        """The samples just before ``start`` and just after ``end`` (None: none between)."""
         times = [t for t, _ in self.samples]
         first = max(0, bisect.bisect_right(times, start) - 1)
         last = min(len(times) - 1, bisect.bisect_left(times, end))
-        if last <= first:
-            return 0.0
-        before, after = self.samples[first][1], self.samples[last][1]
-        return max((b - a) / 1e6 for a, b in zip(before, after, strict=True))
+        return (first, last) if last > first else None
 
 
 @dataclass

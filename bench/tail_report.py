@@ -138,11 +138,12 @@ def print_report(runs: list[Run], args: argparse.Namespace, load: tuple[str, str
           "longest ms / polls (the generator's own longest lateness in sending one + the "
           "longest from a send to its answer; w: the longest a server loop waited for its "
           "core meanwhile, what ran there instead took that: a neighbour, or with workers also a "
-          "sibling)):")  # fmt: skip
+          "sibling; s: the server CPU's time the host took meanwhile, when any)):")  # fmt: skip
     for r in runs:
         stalls = ", ".join(f"{st['at_ms'] / 1000:.1f}s: {st['ms']:.0f}/{st['requests']} "
                            f"({st.get('lag_ms', 0):.0f}+{st.get('answer_ms', 0):.0f}"
-                           + (f" w{st['loop_wait_ms']:.0f})" if "loop_wait_ms" in st else ")")
+                           + (f" w{st['loop_wait_ms']:.0f}" if "loop_wait_ms" in st else "")
+                           + (f" s{st['steal_ms']:.0f}" if st.get("steal_ms") else "") + ")"
                            for st in (r.report.get("stalls") or [])[:6])  # fmt: skip
         print(f"  run {r.index} {r.server}: {stalls or 'none over 10 ms'}")
     print("\ncollector pauses >= 1 ms in each forewarn window (second: generation/ms):")

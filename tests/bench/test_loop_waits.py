@@ -58,3 +58,32 @@ def test_the_longest_wait_of_several_loops_counts(
         time.sleep(0.05)
     # The busy one's: an idle loop beside it hides nothing.
     assert 100 <= both.waited_ms(start, end) <= 600
+
+
+def test_the_cpus_steal_time_is_sampled_with_the_waits() -> None:
+    """Steal time (the host running something else on the machine's CPU) cannot be made
+    here; what is read must be /proc/stat's, for that CPU, at each sample."""
+    cpu = min(os.sched_getaffinity(0))
+    with LoopWaits([os.getpid()], cpu=cpu) as waits:
+        time.sleep(0.2)
+    with open("/proc/stat") as stat:
+        line = next(row for row in stat if row.startswith(f"cpu{cpu} "))
+    now = int(line.split()[8])
+    assert len(waits.steals) == len(waits.samples) > 10
+    assert waits.steals == sorted(waits.steals)  # a running count
+    assert 0 <= now - waits.steals[-1] <= 5
+
+
+def test_stolen_time_is_counted_over_the_samples_around_a_stall() -> None:
+    with LoopWaits([os.getpid()], cpu=min(os.sched_getaffinity(0))) as waits:
+        pass
+    # Ticks of the kernel's clock (SC_CLK_TCK a second): 3 of them between 1 s and 2 s.
+    waits.samples = [(float(t), (0,)) for t in range(5)]
+    waits.steals = [7, 7, 10, 10, 10]
+    tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+    assert waits.stolen_ms(1.5, 1.8) == 3 * tick_ms  # from the sample before to the one after
+    assert waits.stolen_ms(2.5, 3.5) == 0.0
+    assert waits.stolen_ms(9.0, 10.0) == 0.0  # no samples there: nothing known
+    with LoopWaits([os.getpid()]) as without:  # no CPU given: nothing sampled, nothing said
+        time.sleep(0.05)
+    assert without.steals == [] and without.stolen_ms(0, time.time() + 1) == 0.0

@@ -23,7 +23,7 @@ threads no quota holds), so that wrk has room and the ratio is the servers'.
 Goals (issue 17): >= 0.85 keep-alive, >= 0.9 with ``--close``.
 
 ``--interleave`` starts both servers once and alternates the wrk windows between them
-(canned, forewarn, canned, ...): consecutive windows sit seconds apart instead of a
+(canned, forewarn, forewarn, canned, ...): consecutive windows sit seconds apart instead of a
 server's start-up apart, so a pair's ratio carries less of the machine's drift; many short
 pairs (``--runs 20 --seconds 2``) then give a median that moves less from sitting to
 sitting. Each server keeps its own cgroup quota; the idle one costs its neighbour nothing
@@ -352,13 +352,15 @@ def interleaved(args: argparse.Namespace, env: dict[str, str]) -> Iterator[tuple
                                         env if index else None, args.close, args.cpu_share))
             for index, (command, port) in enumerate(servers)
         ]  # fmt: skip
-        for _ in range(args.runs):
-            windows = []
-            for proc, (_, port) in zip(procs, servers, strict=True):
-                window = wrk(port, args.seconds, args.connections, proc.pid, args.priority,
-                             args.close)  # fmt: skip
+        for run in range(args.runs):
+            # Canned first, then forewarn first (ABBA): drift within a pair cancels out.
+            order = [0, 1] if run % 2 == 0 else [1, 0]
+            windows: dict[int, Window] = {}
+            for index in order:
+                window = wrk(servers[index][1], args.seconds, args.connections,
+                             procs[index].pid, args.priority, args.close)  # fmt: skip
                 window.share = args.cpu_share
-                windows.append(window)
+                windows[index] = window
             yield windows[0], windows[1]
 
 

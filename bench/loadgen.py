@@ -318,8 +318,14 @@ class LoopWaits:
         cpu: int | None = None,
     ) -> None:
         self._files = [os.open(f"/proc/{pid}/task/{pid}/schedstat", os.O_RDONLY) for pid in pids]
-        self._stat = os.open("/proc/stat", os.O_RDONLY) if cpu is not None else None
-        self._cpu_label = f"cpu{cpu} ".encode()
+        self._stat: int | None = None
+        self._cpu_label = b""
+        if cpu is not None:  # (a CPU /proc/stat does not list would lose every sample)
+            self._cpu_label = f"cpu{cpu} ".encode()
+            self._stat = os.open("/proc/stat", os.O_RDONLY)
+            if b"\n" + self._cpu_label not in os.pread(self._stat, 1 << 16, 0):
+                os.close(self._stat)
+                raise ValueError(f"/proc/stat has no CPU {cpu}")
         self._every = every
         self._clock = clock
         self._stop = threading.Event()

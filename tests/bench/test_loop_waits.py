@@ -87,3 +87,8 @@ def test_stolen_time_is_counted_over_the_samples_around_a_stall() -> None:
     with LoopWaits([os.getpid()]) as without:  # no CPU given: nothing sampled, nothing said
         time.sleep(0.05)
     assert without.steals == [] and without.stolen_ms(0, time.time() + 1) == 0.0
+
+
+def test_a_cpu_the_machine_does_not_have_is_refused_at_once() -> None:
+    with pytest.raises(ValueError, match="/proc/stat has no CPU 4096"):
+        LoopWaits([os.getpid()], cpu=4096)

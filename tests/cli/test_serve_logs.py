@@ -116,7 +116,7 @@ def json_levels(text: str) -> set[str]:
 @pytest.mark.parametrize(
     ("how", "level", "shown"),
     [
-        ("flag", "debug", {"info"}),
+        ("flag", "debug", {"debug", "info"}),  # (debug: the loop slice's line)
         ("flag", "warning", set()),
         ("flag", "error", set()),
         ("env", "warning", set()),

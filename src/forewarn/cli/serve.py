@@ -168,8 +168,9 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
     type=float,
     default=0.1,
     metavar="MS",
-    help="The event loop's CPU slice (Linux 6.12+): short, it answers a request as it arrives "
-    "instead of after another thread's slice on its core; 0 leaves the kernel's default.",
+    help="The event loop's CPU slice, 0.1-100 ms (Linux 6.12+): short, it answers a request "
+    "as it arrives instead of after another thread's slice on its core; 0 leaves the "
+    "kernel's default.",
 )
 @click.option(
     "--enablement",

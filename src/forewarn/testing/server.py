@@ -183,7 +183,7 @@ class Forewarn:
             raise ForewarnError(
                 f"could not bind the per-VM ports in {START_ATTEMPTS} attempts "
                 f"(the last: {last_error})"
-            )
+            ) from last_error
         topology = runtime.topology
         self._ports = {vm.name: vm.port for vm in topology.vms.values() if vm.port is not None}
         self.default_vm = topology.default_vm or next(iter(topology.vms))

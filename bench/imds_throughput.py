@@ -140,14 +140,26 @@ QUOTA_PERIOD_US = 10_000
 MAX_WAIT = 10.0  # a realtime run waits up to 5 %: the kernel keeps 5 % of a core for others
 
 
-def wrk(
-    port: int,
-    seconds: int,
-    connections: int,
-    server_pid: int | None = None,
-    priority: str = "normal",
-    close: bool = False,
-) -> Window:
+@dataclass(frozen=True)
+class Load:
+    """What every wrk window of a run is: its length, connections, priority, whether each
+    request has its own connection, and the share of a core the servers are held to."""
+
+    seconds: int
+    connections: int
+    priority: str = "normal"
+    close: bool = False
+    share: float = 1.0
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Load:
+        return cls(args.seconds, args.connections, args.priority, args.close, args.cpu_share)
+
+
+def wrk(port: int, load: Load, server_pid: int | None = None, seconds: int | None = None) -> Window:
+    """One wrk window of ``load`` (``seconds``: another length, e.g. a warm-up's)."""
+    seconds = load.seconds if seconds is None else seconds
+    connections, priority, close = load.connections, load.priority, load.close
     extra = ["-H", "Connection: close"] if close else []
     command = pinned(1, ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-H", "Metadata: true",
                          *extra, f"http://127.0.0.1:{port}{PATH}"])  # fmt: skip
@@ -170,13 +182,14 @@ def wrk(
     if non2xx:
         raise RuntimeError(f"the endpoint answered errors during the run:\n{out}")
     server = samplers[0] if server_pid is not None and samplers else None
-    load = samplers[-1] if samplers else None
+    generator = samplers[-1] if samplers else None
     return Window(
         float(match.group(1)),
         server.cpu_percent if server else 0.0,
         server.main_wait_percent if server else 0.0,
-        load.cpu_percent if load else 0.0,
-        load.main_wait_percent if load else 0.0,
+        generator.cpu_percent if generator else 0.0,
+        generator.main_wait_percent if generator else 0.0,
+        share=load.share,
     )
 
 
@@ -243,37 +256,21 @@ def cpu_share(pid: int, share: float) -> Iterator[None]:
 
 @contextlib.contextmanager
 def serving(
-    command: list[str],
-    port: int,
-    connections: int,
-    priority: str = "normal",
-    env: dict[str, str] | None = None,
-    close: bool = False,
-    share: float = 1.0,
+    command: list[str], port: int, load: Load, env: dict[str, str] | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """A server held to ``share`` of a core and warmed up by one second of wrk."""
+    """A server held to ``load``'s share of a core and warmed up by one second of wrk."""
     with contextlib.ExitStack() as stack:
-        proc = stack.enter_context(running(command, port, priority, env))
-        if share < 1.0:
-            stack.enter_context(cpu_share(proc.pid, share))
-        wrk(port, 1, connections, priority=priority, close=close)  # warm-up
+        proc = stack.enter_context(running(command, port, load.priority, env))
+        if load.share < 1.0:
+            stack.enter_context(cpu_share(proc.pid, load.share))
+        wrk(port, load, seconds=1)  # warm-up
         yield proc
 
 
-def measure(
-    command: list[str],
-    port: int,
-    seconds: int,
-    connections: int,
-    priority: str = "normal",
-    env: dict[str, str] | None = None,
-    close: bool = False,
-    share: float = 1.0,
-) -> Window:
-    with serving(command, port, connections, priority, env, close, share) as proc:
-        window = wrk(port, seconds, connections, proc.pid, priority, close)
-        window.share = share
-        return window
+def measure(command: list[str], port: int, load: Load, env: dict[str, str] | None = None) -> Window:
+    """One window of a server started for it."""
+    with serving(command, port, load, env) as proc:
+        return wrk(port, load, proc.pid)
 
 
 def main() -> int:
@@ -333,34 +330,28 @@ def commands(args: argparse.Namespace, directory: Path) -> tuple[Server, Server]
 
 def separate(args: argparse.Namespace, env: dict[str, str]) -> Iterator[tuple[Window, Window]]:
     """Each pair's two servers started for their own window, one after the other."""
+    load = Load.from_args(args)
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory() as tmp:
             (canned, bare_port), (serve, imds_port) = commands(args, Path(tmp))
-            bare = measure(canned, bare_port, args.seconds, args.connections, args.priority,
-                           close=args.close, share=args.cpu_share)  # fmt: skip
-            endpoint = measure(serve, imds_port, args.seconds, args.connections, args.priority,
-                               env, args.close, args.cpu_share)  # fmt: skip
+            bare = measure(canned, bare_port, load)
+            endpoint = measure(serve, imds_port, load, env)
         yield bare, endpoint
 
 
 def interleaved(args: argparse.Namespace, env: dict[str, str]) -> Iterator[tuple[Window, Window]]:
     """Both servers up at once, the windows alternating between them."""
+    load = Load.from_args(args)
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         servers = commands(args, Path(tmp))
         procs = [
-            stack.enter_context(serving(command, port, args.connections, args.priority,
-                                        env if index else None, args.close, args.cpu_share))
+            stack.enter_context(serving(command, port, load, env if index else None))
             for index, (command, port) in enumerate(servers)
-        ]  # fmt: skip
+        ]
         for run in range(args.runs):
             # Canned first, then forewarn first (ABBA): drift within a pair cancels out.
             order = [0, 1] if run % 2 == 0 else [1, 0]
-            windows: dict[int, Window] = {}
-            for index in order:
-                window = wrk(servers[index][1], args.seconds, args.connections,
-                             procs[index].pid, args.priority, args.close)  # fmt: skip
-                window.share = args.cpu_share
-                windows[index] = window
+            windows = {index: wrk(servers[index][1], load, procs[index].pid) for index in order}
             yield windows[0], windows[1]
 
 

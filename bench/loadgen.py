@@ -323,9 +323,11 @@ class LoopWaits:
         if cpu is not None:  # (a CPU /proc/stat does not list would lose every sample)
             self._cpu_label = f"cpu{cpu} ".encode()
             self._stat = os.open("/proc/stat", os.O_RDONLY)
-            if b"\n" + self._cpu_label not in os.pread(self._stat, 1 << 16, 0):
+            try:
+                self._steal()
+            except ValueError:
                 os.close(self._stat)
-                raise ValueError(f"/proc/stat has no CPU {cpu}")
+                raise ValueError(f"/proc/stat has no CPU {cpu}") from None
         self._every = every
         self._clock = clock
         self._stop = threading.Event()

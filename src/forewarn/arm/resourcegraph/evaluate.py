@@ -5,12 +5,14 @@ the documented scheduled-events queries (case-insensitive ``=~`` and ``has``, de
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable
 from functools import cmp_to_key
 from typing import Any
 
 from forewarn.arm.resourcegraph.kql import (
+    LONG_MAX,
     Call,
     Compare,
     Count,
@@ -30,6 +32,9 @@ __all__ = ["TABLE", "run"]
 
 TABLE = "maintenanceresources"
 _TERM = re.compile(r"[A-Za-z0-9]+")
+#: An integer in a string, short enough for ``int`` (which refuses over 4,300 digits).
+_WHOLE = re.compile(r"[+-]?[0-9]{1,30}")
+INT_MAX = 2**31 - 1
 
 
 def run(query: Query, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -116,10 +121,7 @@ def _call(call: Call, args: list[Any]) -> Any:
     if name == "toupper":
         return _text(v).upper()
     if name in ("toint", "tolong"):
-        try:
-            return int(float(_text(v)))
-        except ValueError:
-            return None
+        return _integer(_text(v), INT_MAX if name == "toint" else LONG_MAX)
     if name == "isempty":
         return v is None or v == ""
     if name == "isnotempty":
@@ -137,11 +139,28 @@ def _call(call: Call, args: list[Any]) -> Any:
     raise KqlError(f"unsupported function {name!r}", name)  # pragma: no cover
 
 
+def _integer(text: str, high: int) -> int | None:
+    """Kusto's ``toint``/``tolong``: a number's whole part when it fits, else null (never
+    Python's OverflowError for ``inf`` or its ValueError for 4,300 digits)."""
+    text = text.strip()
+    try:
+        if _WHOLE.fullmatch(text):
+            whole = int(text)
+        else:
+            real = float(text)
+            if not math.isfinite(real):
+                return None
+            whole = int(real)
+    except ValueError:
+        return None
+    return whole if -high - 1 <= whole <= high else None
+
+
 def _compare(expr: Compare, row: dict[str, Any]) -> bool:
     op = expr.op
     left = value(expr.left, row)
     negate = op.startswith("!") and op not in ("!=",)
-    base = op[1:] if negate else op
+    base = "=~" if op == "!~" else op[1:] if negate else op
     if base in ("in", "in~"):
         items = [value(i, row) for i in expr.right]
         if base == "in~":

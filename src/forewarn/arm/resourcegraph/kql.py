@@ -5,11 +5,13 @@ naming the operator, function or token, never evaluated text."""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "LONG_MAX",
     "Call",
     "Compare",
     "Count",
@@ -28,6 +30,8 @@ __all__ = [
 
 MAX_QUERY = 16 * 1024
 MAX_DEPTH = 50
+#: Kusto's ``long``: a whole number in a query (a literal, ``take``, an index) fits in it.
+LONG_MAX = 2**63 - 1
 OPERATORS = ("where", "project", "order by", "sort by", "take", "limit", "summarize", "count")
 FUNCTIONS = frozenset({"tostring", "tolower", "toupper", "toint", "tolong", "isempty",
                        "isnotempty", "isnull", "isnotnull", "not", "strlen",
@@ -203,7 +207,7 @@ class _Parser:
             kind, number = self.take()
             if kind != "num" or "." in number:
                 raise KqlError(f"{low} needs a whole number of rows", number)
-            return Take(int(number))
+            return Take(_whole(number))
         if low == "summarize":
             return self.summarize()
         if low == "count":
@@ -309,14 +313,13 @@ class _Parser:
         if kind == "str":
             return Literal(_unquote(text))
         if kind == "num":
-            return Literal(float(text) if "." in text else int(text))
+            return Literal(_number(text))
         if text == "(":
             inner = self.expr()
             self.expect(")")
             return inner
         if text == "-" and self.peek()[0] == "num":
-            number = self.take()[1]
-            return Literal(-(float(number) if "." in number else int(number)))
+            return Literal(-_number(self.take()[1]))
         if kind != "word":
             raise KqlError(f"unexpected {text or 'end of the query'!r} in an expression", text)
         low = text.lower()
@@ -346,11 +349,31 @@ class _Parser:
                 if kind == "str":
                     parts.append(_unquote(key))
                 elif kind == "num" and "." not in key:
-                    parts.append(int(key))
+                    parts.append(_whole(key))
                 else:
                     raise KqlError(f"expected a quoted name or an index in [], found {key!r}", key)
                 self.expect("]")
         return Path(tuple(parts))
+
+
+def _whole(text: str) -> int:
+    """A whole number token as a long; a longer one is a ``KqlError`` (Python's ``int``
+    refuses over 4,300 digits with a ValueError: the length is checked first)."""
+    if len(text) > len(str(LONG_MAX)) or int(text) > LONG_MAX:
+        shown = text if len(text) <= 30 else f"{text[:20]}... ({len(text)} digits)"
+        raise KqlError(f"the number {shown} does not fit in a long (at most {LONG_MAX})", shown)
+    return int(text)
+
+
+def _number(text: str) -> int | float:
+    """A number token: a long, or a finite real (one that overflows is a ``KqlError``)."""
+    if "." not in text:
+        return _whole(text)
+    real = float(text)
+    if not math.isfinite(real):
+        shown = text if len(text) <= 30 else f"{text[:20]}... ({len(text)} characters)"
+        raise KqlError(f"the number {shown} is out of range for a real", shown)
+    return real
 
 
 def _unquote(text: str) -> str:

@@ -44,7 +44,7 @@ def test_a_daemonset_agent_from_the_environment_alone(
         f"get node {NODE} -o json",
         "create -f -",
         f"taint nodes {NODE} forewarn.io/scheduled-event=true:NoSchedule --overwrite",
-        f"annotate node {NODE} forewarn.io/cordoned={event_id} "
+        f"annotate node {NODE} forewarn.io/tainted={event_id} forewarn.io/cordoned={event_id} "
         f"forewarn.io/excluded-from-lb={event_id} --overwrite",
         f"cordon {NODE}",
         f"label node {NODE} {LB}=true --overwrite",
@@ -68,7 +68,8 @@ def test_a_daemonset_agent_from_the_environment_alone(
         f"get node {NODE} -o json",
         f"uncordon {NODE}",
         f"label node {NODE} {LB}-",
-        f"annotate node {NODE} forewarn.io/cordoned- forewarn.io/excluded-from-lb-",
+        f"annotate node {NODE} forewarn.io/tainted- forewarn.io/cordoned- "
+        "forewarn.io/excluded-from-lb-",
         f"taint nodes {NODE} forewarn.io/scheduled-event:NoSchedule-",
         "create -f -",
     ]

@@ -39,7 +39,8 @@ def test_kubernetes_preset_drains_before_and_uncordons_after(
     assert cluster.calls() == [
         "get node web-0 -o json",
         "taint nodes web-0 forewarn.io/scheduled-event=true:NoSchedule --overwrite",
-        f"annotate node web-0 forewarn.io/cordoned={event_id} --overwrite",
+        f"annotate node web-0 forewarn.io/tainted={event_id} forewarn.io/cordoned={event_id} "
+        "--overwrite",
         "cordon web-0",
         "drain web-0 --grace-period=15 --timeout=120s --ignore-daemonsets --delete-emptydir-data",
     ]
@@ -48,7 +49,7 @@ def test_kubernetes_preset_drains_before_and_uncordons_after(
     assert cluster.calls()[5:] == [
         "get node web-0 -o json",
         "uncordon web-0",
-        "annotate node web-0 forewarn.io/cordoned-",
+        "annotate node web-0 forewarn.io/tainted- forewarn.io/cordoned-",
         "taint nodes web-0 forewarn.io/scheduled-event:NoSchedule-",
     ]
 

@@ -3,6 +3,7 @@ what the (fake) cluster holds afterwards; the node name of a scale-set instance.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 from forewarn.agent.clock import AgentClock
 from forewarn.agent.config_schema import KubernetesSpec
+from forewarn.agent.events import EventView
 from forewarn.agent.handlers import HandlerContext, HandlerFailed, KubernetesHandler
 from forewarn.agent.handlers.kubernetes.nodename import node_name
 from tests.agent.helpers import event
@@ -28,6 +30,8 @@ EVENT = event(
 )
 TAINT = "taint nodes web-0 forewarn.io/scheduled-event=true:NoSchedule --overwrite"
 UNTAINT = "taint nodes web-0 forewarn.io/scheduled-event:NoSchedule-"
+MARK = "annotate node web-0 forewarn.io/tainted=E1 forewarn.io/cordoned=E1 --overwrite"
+UNMARK = "annotate node web-0 forewarn.io/tainted- forewarn.io/cordoned-"
 DRAIN = "drain web-0 --grace-period=20 --timeout=120s --ignore-daemonsets --delete-emptydir-data"
 
 
@@ -39,10 +43,12 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCluster:
     return fake
 
 
-def context(phase: str = "prepare", seconds: float = 200.0, vm: str = "web-0") -> HandlerContext:
+def context(
+    phase: str = "prepare", seconds: float = 200.0, vm: str = "web-0", ev: EventView = EVENT
+) -> HandlerContext:
     clock = AgentClock(wall=lambda: NOW)
     return HandlerContext(
-        event=EVENT,
+        event=ev,
         vm_name=vm,
         phase=phase,
         deadline=NOT_BEFORE - timedelta(seconds=10),
@@ -61,19 +67,19 @@ async def test_cordons_drains_marks_then_undoes_exactly_that(cluster: FakeCluste
     assert await k8s.run(context()) == "node web-0 tainted, cordoned and drained"
     during = cluster.node("web-0")
     assert during["unschedulable"] is True
-    assert during["annotations"] == {"forewarn.io/cordoned": "E1"}
+    assert during["annotations"] == {"forewarn.io/tainted": "E1", "forewarn.io/cordoned": "E1"}
     assert await k8s.run(context("recover")) == "node web-0 uncordoned and untainted"
     assert cluster.calls() == [
         "get node web-0 -o json",
         "create -f -",
         TAINT,
-        "annotate node web-0 forewarn.io/cordoned=E1 --overwrite",
+        MARK,
         "cordon web-0",
         DRAIN,
         "create -f -",
         "get node web-0 -o json",
         "uncordon web-0",
-        "annotate node web-0 forewarn.io/cordoned-",
+        UNMARK,
         UNTAINT,
         "create -f -",
     ]
@@ -104,7 +110,8 @@ async def test_a_node_cordoned_by_hand_is_drained_but_stays_cordoned(
     detail = await k8s.run(context("recover"))
     assert detail == "node web-0 untainted and left cordoned (not cordoned by this agent)"
     assert cluster.calls() == [
-        "get node web-0 -o json", TAINT, DRAIN, "get node web-0 -o json", UNTAINT,
+        "get node web-0 -o json", TAINT, "annotate node web-0 forewarn.io/tainted=E1 --overwrite",
+        DRAIN, "get node web-0 -o json", "annotate node web-0 forewarn.io/tainted-", UNTAINT,
     ]  # fmt: skip
     assert cluster.node("web-0")["unschedulable"] is True
     assert cluster.node("web-0")["annotations"] == {}
@@ -118,9 +125,89 @@ async def test_a_restart_after_cordoning_still_uncordons(cluster: FakeCluster) -
     assert await k8s.run(context()) == "node web-0 tainted, cordoned and drained"
     assert await k8s.run(context("recover")) == "node web-0 uncordoned and untainted"
     assert cluster.calls()[2:4] == [
-        "annotate node web-0 forewarn.io/cordoned=E1 --overwrite", "cordon web-0",
+        "annotate node web-0 forewarn.io/tainted=E1 --overwrite", "cordon web-0",
     ]  # fmt: skip
     assert cluster.node("web-0")["unschedulable"] is False
+
+
+REDEPLOY = event(
+    "E1", event_type="Redeploy", resources=("web-0",), not_before=NOT_BEFORE.timestamp(),
+    description="degraded hardware",
+)  # fmt: skip
+REBOOT = event("E2", event_type="Reboot", resources=("web-0",), not_before=NOT_BEFORE.timestamp())
+
+
+async def test_a_second_event_keeps_the_node_out_until_the_last_one_recovers(
+    cluster: FakeCluster,
+) -> None:
+    """A Redeploy days ahead, then a user's reboot: the reboot's recovery must not put the
+    node back in service while the Redeploy still holds it."""
+    k8s = handler()  # the DaemonSet's defaults
+    await k8s.run(context(ev=REDEPLOY))
+    await k8s.run(context(ev=REBOOT))
+    held = {"forewarn.io/tainted": "E1,E2", "forewarn.io/cordoned": "E1,E2"}
+    assert cluster.node("web-0")["annotations"] == held
+    detail = await k8s.run(context("recover", ev=REBOOT))
+    assert detail == "node web-0 kept tainted and cordoned (still held by E1)"
+    node = cluster.node("web-0")
+    assert node["unschedulable"] is True
+    assert node["taints"] == ["forewarn.io/scheduled-event=true:NoSchedule"]
+    assert node["annotations"] == {"forewarn.io/tainted": "E1", "forewarn.io/cordoned": "E1"}
+    assert cluster.events()[-1] == (
+        "web-0", "Normal", "StillHeld",
+        "node web-0 kept tainted and cordoned (still held by E1) after E2",
+    )  # fmt: skip
+    assert await k8s.run(context("recover", ev=REDEPLOY)) == "node web-0 uncordoned and untainted"
+    node = cluster.node("web-0")
+    assert (node["unschedulable"], node["annotations"], node["taints"]) == (False, {}, [])
+
+
+async def test_the_first_event_recovering_first_also_leaves_the_second_holding(
+    cluster: FakeCluster,
+) -> None:
+    k8s = handler(events=False, exclude_from_lb=True, condition=True, cordon_only=True)
+    await k8s.run(context(ev=REDEPLOY))
+    await k8s.run(context(ev=REBOOT))
+    detail = await k8s.run(context("recover", ev=REDEPLOY))
+    assert detail == (
+        "node web-0 kept tainted, cordoned and excluded from load balancers (still held by E2)"
+    )
+    node = cluster.node("web-0")
+    label = "node.kubernetes.io/exclude-from-external-load-balancers"
+    assert (node["unschedulable"], node["labels"]) == (True, {label: "true"})
+    assert node["conditions"][0]["status"] == "True"  # not cleared while E2 is scheduled
+    await k8s.run(context("recover", ev=REBOOT))
+    node = cluster.node("web-0")
+    assert (node["unschedulable"], node["labels"], node["annotations"]) == (False, {}, {})
+    assert node["conditions"][0]["status"] == "False"
+
+
+async def test_a_node_cordoned_by_hand_keeps_the_taint_while_any_event_holds_it(
+    cluster: FakeCluster,
+) -> None:
+    cluster.seed("web-0", unschedulable=True)
+    k8s = handler(events=False, cordon_only=True)
+    await k8s.run(context(ev=REDEPLOY))
+    await k8s.run(context(ev=REBOOT))
+    detail = await k8s.run(context("recover", ev=REDEPLOY))
+    assert detail == (
+        "node web-0 kept tainted (still held by E2) and left cordoned (not cordoned by this agent)"
+    )
+    assert cluster.node("web-0")["taints"] == ["forewarn.io/scheduled-event=true:NoSchedule"]
+    await k8s.run(context("recover", ev=REBOOT))
+    node = cluster.node("web-0")
+    assert (node["unschedulable"], node["annotations"], node["taints"]) == (True, {}, [])
+
+
+async def test_two_events_prepared_at_once_both_hold_the_marks(cluster: FakeCluster) -> None:
+    """The agent runs each event's handlers concurrently: neither may lose the other's id."""
+    k8s = handler(events=False, cordon_only=True)
+    await asyncio.gather(k8s.run(context(ev=REDEPLOY)), k8s.run(context(ev=REBOOT)))
+    marks = cluster.node("web-0")["annotations"]
+    assert sorted(marks["forewarn.io/cordoned"].split(",")) == ["E1", "E2"]
+    assert sorted(marks["forewarn.io/tainted"].split(",")) == ["E1", "E2"]
+    await k8s.run(context("recover", ev=REBOOT))
+    assert cluster.node("web-0")["unschedulable"] is True
 
 
 async def test_cordon_only_never_drains(cluster: FakeCluster) -> None:
@@ -132,7 +219,7 @@ async def test_cordon_only_never_drains(cluster: FakeCluster) -> None:
         "get node web-0 -o json",
         "create -f -",
         TAINT,
-        "annotate node web-0 forewarn.io/cordoned=E1 --overwrite",
+        MARK,
         "cordon web-0",
         "create -f -",
     ]
@@ -161,14 +248,16 @@ async def test_excluded_from_load_balancers_while_out_then_back(cluster: FakeClu
     assert cluster.calls() == [
         "get node web-0 -o json",
         TAINT,
-        "annotate node web-0 forewarn.io/cordoned=E1 forewarn.io/excluded-from-lb=E1 --overwrite",
+        "annotate node web-0 forewarn.io/tainted=E1 forewarn.io/cordoned=E1 "
+        "forewarn.io/excluded-from-lb=E1 --overwrite",
         "cordon web-0",
         f"label node web-0 {label}=true --overwrite",
         DRAIN,
         "get node web-0 -o json",
         "uncordon web-0",
         f"label node web-0 {label}-",
-        "annotate node web-0 forewarn.io/cordoned- forewarn.io/excluded-from-lb-",
+        "annotate node web-0 forewarn.io/tainted- forewarn.io/cordoned- "
+        "forewarn.io/excluded-from-lb-",
         UNTAINT,
     ]
     assert cluster.node("web-0")["labels"] == {}

@@ -19,6 +19,7 @@ __all__ = [
     "CORDONED",
     "EXCLUDE_LB",
     "LB_EXCLUDED",
+    "TAINTED",
     "condition_patch",
     "event_object",
     "npd_message",
@@ -28,7 +29,9 @@ __all__ = [
 CONDITION = "VMEventScheduled"
 #: The well-known label that takes a node out of external load balancers.
 EXCLUDE_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
-#: Annotations marking what this agent did, so it undoes only that (value: the event id).
+#: Annotations marking what this agent did, so it undoes only that, and only once no
+#: event holds it (value: the ids of the events holding it, comma-separated).
+TAINTED = "forewarn.io/tainted"
 CORDONED = "forewarn.io/cordoned"
 LB_EXCLUDED = "forewarn.io/excluded-from-lb"
 COMPONENT = "forewarn-agent"

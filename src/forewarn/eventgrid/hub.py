@@ -30,7 +30,12 @@ from forewarn.eventgrid.delivery import Attempt, DeliveryLog, Pending, Subscribe
 from forewarn.eventgrid.handshake import handshake
 from forewarn.eventgrid.ledger import Ledger, Notice
 from forewarn.eventgrid.pending import PendingKeeper, PendingNotices
-from forewarn.eventgrid.subscriptions import Subscription, SubscriptionError, SubscriptionSpec
+from forewarn.eventgrid.subscriptions import (
+    Slots,
+    Subscription,
+    SubscriptionError,
+    SubscriptionSpec,
+)
 from forewarn.fabric import StoreUnavailable
 from forewarn.rehearsal.tracker import DELIVERY_KIND
 
@@ -96,6 +101,7 @@ class EventGrid:
             self.log.on_add = self._remember
         self.validation_url = "http://127.0.0.1/api/v1/eventgrid/validate"
         self._subs: dict[str, Subscriber] = {}
+        self._slots = Slots(MAX_SUBSCRIPTIONS)
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: int | None = None
@@ -113,25 +119,22 @@ class EventGrid:
     async def create(self, spec: SubscriptionSpec, *, replace: bool = False) -> Subscription:
         """Run the handshake, then keep the subscription (``HandshakeFailed``: kept not)."""
         key = spec.name.lower()
-        if key in self._subs and not replace:
-            raise SubscriptionError(f"a subscription called {spec.name!r} exists already")
-        if key not in self._subs and len(self._subs) >= MAX_SUBSCRIPTIONS:
-            raise SubscriptionError(f"at most {MAX_SUBSCRIPTIONS} subscriptions")
-        client = self._http()
-        outcome = await handshake(
-            client, spec, self.topic, f"{self.validation_url}/{spec.name}",
-            self.ledger.now(),
-        )  # fmt: skip
-        if outcome.state == "Failed":
-            raise HandshakeFailed(outcome.reason)
-        sub = Subscription(spec, outcome.state, outcome.reason, outcome.code)
-        await self._keep(sub)  # kept before it is served: a refusal changes nothing
-        old = self._subs.pop(key, None)
-        queued: list[Pending] = []
-        if old is not None:
-            await old.close()
-            queued = old.queued()  # a replaced subscription keeps what it had to deliver
-        self._start(sub, queued)
+        with self._slots.reserve(key, self._subs, replace=replace):  # before any await
+            client = self._http()
+            outcome = await handshake(
+                client, spec, self.topic, f"{self.validation_url}/{spec.name}",
+                self.ledger.now(),
+            )  # fmt: skip
+            if outcome.state == "Failed":
+                raise HandshakeFailed(outcome.reason)
+            sub = Subscription(spec, outcome.state, outcome.reason, outcome.code)
+            await self._keep(sub)  # kept before it is served: a refusal changes nothing
+            old = self._subs.pop(key, None)
+            queued: list[Pending] = []
+            if old is not None:
+                await old.close()
+                queued = old.queued()  # a replaced subscription keeps what it had to deliver
+            self._start(sub, queued)
         return sub
 
     async def resume(self, *, queued: bool | None = None) -> int:

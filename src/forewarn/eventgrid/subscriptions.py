@@ -6,13 +6,22 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from forewarn.eventgrid.payloads import EMITTED
 
-__all__ = ["SCHEMAS", "Subscription", "SubscriptionError", "SubscriptionSpec", "parse_subscription"]
+__all__ = [
+    "SCHEMAS",
+    "Slots",
+    "Subscription",
+    "SubscriptionError",
+    "SubscriptionSpec",
+    "parse_subscription",
+]
 
 SCHEMAS = ("EventGridSchema", "CloudEventSchemaV1_0")
 _NAME = re.compile(r"^[A-Za-z0-9-]{3,64}$")
@@ -114,6 +123,37 @@ class Subscription:
                 "lastError": self.last_error,
             },
         }
+
+
+class Slots:
+    """At most ``limit`` subscriptions, counting those whose handshake is still awaited:
+    a creation reserves its name before it awaits anything, so concurrent creations
+    cannot all pass the check and be acknowledged beyond what is kept and resumed."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._reserved: set[str] = set()
+
+    @contextmanager
+    def reserve(self, key: str, existing: Collection[str], *, replace: bool) -> Iterator[None]:
+        """Hold ``key`` while a creation runs (released however it ends); refused
+        (``SubscriptionError``) when it is being created already, exists and may not be
+        replaced, or would pass the limit."""
+        if key in self._reserved:
+            raise SubscriptionError(f"a subscription called {key!r} is being created already")
+        if key in existing and not replace:
+            raise SubscriptionError(f"a subscription called {key!r} exists already")
+        taken = len(existing) + len(self._reserved - set(existing))
+        if key not in existing and taken >= self.limit:
+            raise SubscriptionError(
+                f"at most {self.limit} subscriptions (counting those being created): "
+                "delete one first"
+            )
+        self._reserved.add(key)
+        try:
+            yield
+        finally:
+            self._reserved.discard(key)
 
 
 def _base(url: str) -> str:

@@ -1,6 +1,7 @@
-"""Delivering notices to one webhook: a bounded queue, one request in flight, Event
-Grid's retry schedule (10 s, 30 s, 1 min, 5 min, ... divided by the time scale) with the
-same event ``id`` on every attempt, until ``maxDeliveryAttempts`` or the time to live.
+"""Delivering notices to one webhook: a bounded queue (``max_pending``, the notice in
+flight and its retries included), one request in flight, Event Grid's retry schedule
+(10 s, 30 s, 1 min, 5 min, ... divided by the time scale) with the same event ``id`` on
+every attempt, until ``maxDeliveryAttempts`` or the time to live.
 
 Each subscriber has its own task: a webhook that hangs or refuses delays only itself;
 the fabric only appends to the queue (``offer``). Its ``keeping`` hears each notice it
@@ -143,10 +144,11 @@ class Subscriber:
         self.task: asyncio.Task[None] | None = None
 
     def offer(self, notice: Notice) -> None:
-        """Queue a notice (on the event loop's thread); a full queue drops it, logged."""
-        if len(self._heap) >= self.max_pending:
-            self.sub.dropped += 1
-            self._record(notice, 0, "queue full", "dropped")
+        """Queue a notice (on the event loop's thread). The bound counts the notice being
+        attempted, so its retry always has its place back: a notice offered to a full
+        queue is the one dropped (recorded: ``dropped``, "queue full"), never one queued."""
+        if len(self._heap) + (self._current is not None) >= self.max_pending:
+            self._drop(notice)
             return
         now = time.monotonic()
         self._queue(Pending(notice, 0, now, now))
@@ -154,11 +156,20 @@ class Subscriber:
     def restore(self, entries: Sequence[Pending]) -> None:
         """Queue notices read back from the store (or from the subscriber this one
         replaces), each due when it was; one whose time to live ran out meanwhile fails
-        when it comes due."""
-        for entry in entries:
+        when it comes due. Past the bound, the last offered are dropped (and forgotten)."""
+        ordered = sorted(entries, key=lambda entry: entry.first_at)
+        for entry in ordered[self.max_pending :]:
+            self._drop(entry.notice, entry.attempts)
+            if self.keeping is not None:
+                self.keeping.settled(self.sub.spec.name, entry.notice.id)
+        for entry in ordered[: self.max_pending]:
             heapq.heappush(self._heap, (entry.due, next(self._seq), entry))
         self.sub.pending = len(self._heap)
         self._wake.set()
+
+    def _drop(self, notice: Notice, attempts: int = 0) -> None:
+        self.sub.dropped += 1
+        self._record(notice, attempts, "queue full", "dropped")
 
     def queued(self) -> list[Pending]:
         """The notices waiting (for the subscriber that replaces this closed one), with

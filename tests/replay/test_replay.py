@@ -162,7 +162,7 @@ def test_each_line_must_be_a_document_or_a_count(tmp_path: Path) -> None:
     with pytest.raises(RecordingError, match=r"line 1: Expected `float`, got `str` - at `\$.t`"):
         read_recording(path)
     path.write_text('{"t": 1, "vm": "a"}\n', "utf-8")
-    with pytest.raises(RecordingError, match="line 1: neither a body nor a count"):
+    with pytest.raises(RecordingError, match="line 1: neither a body, a count nor an exchange"):
         read_recording(path)
 
 

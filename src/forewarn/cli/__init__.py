@@ -110,6 +110,10 @@ COMMANDS: dict[str, LazyCommand] = {
         "forewarn.vmcli:discover_command",
         "Find the metadata endpoint as Azure's articles do (variables, DHCP option 245).",
     ),
+    "conformance": LazyCommand(
+        "forewarn.conformance.command:conformance",
+        "Check a metadata endpoint against forewarn's wire contract, rule by rule.",
+    ),
 }
 
 

@@ -6,7 +6,9 @@ The format is what ``forewarn serve --record`` writes: one object per line with 
 captured by hand may leave out ``vm`` (one VM), ``api_version`` (the document is served for
 every version) and ``incarnation`` (read from the body), and may hold blank lines and
 ``#`` comments. Lines with ``served`` (how often a document was served) are counts, not
-documents, and are skipped. Every mistake names the file and the line.
+documents, and lines with ``exchange`` (a request and its answer, as ``forewarn
+conformance --record`` writes them) are for people; both are skipped. Every mistake names
+the file and the line.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class _Line(msgspec.Struct, forbid_unknown_fields=True):
     incarnation: int | None = None
     body: msgspec.Raw = msgspec.Raw()  # empty: none (Raw cannot be in a union)
     served: int | None = None
+    exchange: msgspec.Raw = msgspec.Raw()  # a request and its answer: not a document
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +129,10 @@ def parse_recording(text: str, source: str) -> Recording:
         except RecursionError:
             raise RecordingError(f"{source}, line {number}: {_TOO_DEEP}") from None
         if not line.body:
-            if line.served is None:
-                raise RecordingError(f"{source}, line {number}: neither a body nor a count")
+            if line.served is None and not line.exchange:
+                raise RecordingError(
+                    f"{source}, line {number}: neither a body, a count nor an exchange"
+                )
             continue
         frames.setdefault(line.vm, []).append(_frame(line, source, number))
     if not frames:

@@ -1,0 +1,60 @@
+"""A run's shared state: the wire, the VM it speaks as, every document received.
+
+Every request of a run goes through ``Session.send``, which keeps each Scheduled Events
+document that came back (for the document rules) and each rule's exchange (for the rules
+that compare answers).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, urlsplit
+
+from forewarn.conformance.documents import Sample
+from forewarn.conformance.results import Result
+from forewarn.conformance.rules import SCHEDULED, UNKNOWN, Send
+from forewarn.conformance.wire import NOT_JSON, Exchange, Wire
+from forewarn.contract import lookup_version
+
+__all__ = ["Session"]
+
+
+@dataclass
+class Session:
+    """One run against one endpoint."""
+
+    wire: Wire
+    #: The VM the endpoint takes us for (compute.name), once known.
+    vm: str | None = None
+    #: A fresh EventId no endpoint knows, for approvals that must approve nothing.
+    unknown: str = field(default_factory=lambda: str(uuid.uuid4()).upper())
+    samples: list[Sample] = field(default_factory=list)
+    answers: dict[str, Exchange] = field(default_factory=dict)
+    results: list[Result] = field(default_factory=list)
+
+    def send(self, rule_id: str, send: Send, *, each: bool = False) -> Exchange:
+        """Send ``send`` for ``rule_id`` (``{unknown}`` filled in) and keep what came."""
+        body = send.body.replace(UNKNOWN, self.unknown).encode() if send.body is not None else None
+        exchange = self.wire.send(rule_id, send.method, send.target(), send.headers, body,
+                                  absolute=send.absolute)  # fmt: skip
+        self.answers[rule_id] = exchange
+        self.note(exchange, each=each)
+        return exchange
+
+    def note(self, exchange: Exchange, *, each: bool = False) -> Sample | None:
+        """Keep the document ``exchange`` brought, if it brought one."""
+        answer = exchange.answer
+        if answer is None or answer.status != 200 or exchange.method != "GET":
+            return None
+        parts = urlsplit(exchange.target)
+        if parts.path.lower().rstrip("/") != SCHEDULED:
+            return None
+        query = {k.lower(): v for k, v in parse_qsl(parts.query)}
+        version = query.get("api-version", "")
+        raw = answer.json()
+        if lookup_version(version) is None or raw is NOT_JSON or not isinstance(raw, dict):
+            return None
+        sample = Sample(version, raw, answer.body, answer.header("ETag"), each)
+        self.samples.append(sample)
+        return sample

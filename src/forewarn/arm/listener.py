@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import uvicorn
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from forewarn.arm.app import ArmApp
 from forewarn.arm.resources import ArmFleet
@@ -19,6 +22,8 @@ from forewarn.eventgrid import EventGrid
 from forewarn.fabric import Fabric
 
 __all__ = ["ArmListener", "ArmSettings", "serve_arm"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +73,21 @@ class ArmListener:
             self._sock.close()
 
 
+def _hangups_quiet(app: ASGIApp) -> ASGIApp:
+    """A client hanging up in the middle of its request is a normal event for a server:
+    one debug line for it, not uvicorn's traceback of Starlette's ``ClientDisconnect``."""
+
+    async def asgi(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await app(scope, receive, send)
+        except ClientDisconnect:
+            where = str(scope.get("path", ""))[:200]
+            log.debug("an ARM client hung up before the end of its request: %s %s",
+                      scope.get("method"), where)  # fmt: skip
+
+    return asgi
+
+
 def _listen(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -95,7 +115,7 @@ async def serve_arm(
     app = ArmApp(fabric, fleet, token=settings.token, eventgrid=eventgrid)
     sock = _listen(settings.host, settings.port)
     config = uvicorn.Config(
-        app.asgi,
+        _hangups_quiet(app.asgi),
         lifespan="off",
         access_log=False,
         log_level="warning",

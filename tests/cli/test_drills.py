@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.support.cli import Cli, run_cli
 from tests.support.serverproc import VIRTUAL, ServerProcess
@@ -113,9 +116,78 @@ def test_fault_commands(cli: Cli) -> None:
     cli("fault", "add", "status", "--status", "418").assert_one_error_line("418")
     cli("fault", "add", "status").assert_one_error_line("needs status")
     cli("fault", "add", "reset", "--vm", "nope").assert_one_error_line("nope")
-    cli("fault", "add", "timeout", "--for", "-3").assert_one_error_line("duration_seconds")
+    cli("fault", "add", "timeout", "--for", "-3").assert_one_error_line("must not be negative")
     cli("fault", "clear", "fault-99").assert_one_error_line("fault-99")
 
     assert cli("fault", "clear", "fault-1").stdout.strip() == "cleared fault-1"
     assert cli("fault", "clear").stdout.strip() == "cleared 1 fault(s)"
     assert json.loads(cli("fault", "list", "--json").stdout) == []
+
+
+def test_fault_windows_are_platform_time_at_any_time_scale(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    """``--for 60`` at ``--time-scale 60`` is one second of the server's clock, as every
+    platform duration; the window as given is kept in platform time."""
+    server = start_server((*VIRTUAL, "--time-scale", "60"))
+
+    def cli(*args: str) -> Any:
+        return run_cli(args, server.control_url)
+
+    added = cli("fault", "add", "status", "--status", "500", "--vm", "web-0", "--for", "60")
+    assert added.code == 0, added.stderr
+    added = cli("fault", "add", "timeout", "--vm", "web-1", "--for", "5m", "--after", "PT1M")
+    assert added.code == 0, added.stderr
+    assert "5m" not in added.stdout and "300 s" in added.stdout
+    first, second = json.loads(cli("fault", "list", "--json").stdout)
+    assert first["ends_at"] - first["starts_at"] == pytest.approx(1.0)
+    assert first["duration_seconds"] == pytest.approx(60.0)
+    assert second["ends_at"] - second["starts_at"] == pytest.approx(5.0)
+    assert second["starts_at"] - first["starts_at"] == pytest.approx(1.0)  # after 1 min
+    web0 = server.control("GET", "/api/v1/vms").json()[0]
+    assert server.imds(vm_address=web0["address"]).status_code == 500
+    assert cli("advance", "1").code == 0  # a minute of platform time: over
+    assert server.imds(vm_address=web0["address"]).status_code == 200
+    assert [f["id"] for f in json.loads(cli("fault", "list", "--json").stdout)] == ["fault-2"]
+
+
+#: What a person may type for a duration, and its seconds.
+DURATIONS = [("90", 90.0), ("90s", 90.0), ("5m", 300.0), ("1h", 3600.0), ("1h30m", 5400.0),
+             ("PT5M", 300.0), ("pt1h30m", 5400.0), ("P1DT2H", 93600.0)]  # fmt: skip
+#: What is no duration.
+NOT_DURATIONS = ["5 parsecs", "5y", "PT", "P1M", "m5", "nan", "-3s"]
+
+
+def test_one_duration_syntax_in_the_cli_and_the_control_api(
+    cli: Cli, server: ServerProcess
+) -> None:
+    for given, seconds in DURATIONS:
+        out = cli("fault", "add", "timeout", "--vm", "web-1", "--for", given, "--json")
+        assert out.code == 0, out.stderr
+        assert json.loads(out.stdout)["duration_seconds"] == pytest.approx(seconds)
+        body = {"kind": "reset", "duration_seconds": given, "after_seconds": given}
+        answer = server.control("POST", "/api/v1/faults", json=body)
+        assert answer.status_code == 201, answer.text
+        fault = answer.json()
+        assert fault["duration_seconds"] == pytest.approx(seconds)
+        assert fault["ends_at"] - fault["starts_at"] == pytest.approx(seconds)
+        assert cli("fault", "clear").code == 0
+    assert cli("advance", "PT1M").code == 0
+    assert cli("trigger", "user-reboot", "web-0", "--notice", "20m").code == 0
+
+
+def test_a_bad_duration_is_a_clear_error_and_changes_nothing(
+    cli: Cli, server: ServerProcess
+) -> None:
+    now = server.control("GET", "/api/v1/clock").json()["now"]
+    for given in NOT_DURATIONS:
+        cli("fault", "add", "timeout", "--for", given).assert_one_error_line("--for")
+        answer = server.control("POST", "/api/v1/faults",
+                                json={"kind": "timeout", "duration_seconds": given})  # fmt: skip
+        assert answer.status_code == 400, given
+        assert "duration_seconds" in answer.json()["error"]
+        cli("advance", given).assert_one_error_line("SECONDS")
+        cli("trigger", "user-reboot", "web-0", "--notice", given).assert_one_error_line("--notice")
+    assert server.control("GET", "/api/v1/faults").json() == []
+    assert server.control("GET", "/api/v1/clock").json()["now"] == now
+    assert server.control("GET", "/api/v1/operations").json() == []

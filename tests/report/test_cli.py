@@ -90,7 +90,7 @@ def test_since_takes_a_time_or_a_duration_ago_on_the_server_s_clock(
     ("args", "fragment"),
     [
         (["--since", "last tuesday"], "--since 'last tuesday' is neither a time"),
-        (["--stale-after", "-5"], "--stale-after must not be negative"),
+        (["--stale-after", "-5"], "'-5' must not be negative"),
         (["--stale-after", "nan"], "is not a number of seconds"),
     ],
 )

@@ -78,7 +78,7 @@ CASES = [
     pytest.param(
         "steps:\n  - do: user-reboot\n    on: web-0\n    at: soon\n",
         4,
-        "at 'soon' is not a duration like 90s, 15m, 2h, 1h30m or 3d",
+        "at 'soon' is not a duration like 90, 90s, 5m, 1h30m, 3d or PT5M",
         "`$.steps[0].at`",
         id="duration",
     ),

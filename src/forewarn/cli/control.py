@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from forewarn.cli.api import control_client
-from forewarn.cli.errors import finite
+from forewarn.cli.durations import DURATION
 from forewarn.cli.output import Column, print_json, table, when
 from forewarn.contract import SUPPORTED_VERSIONS
 
@@ -116,10 +116,11 @@ complete = _event_command("complete", "End a Started EVENT_ID now.")
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
-@click.argument("seconds", type=float, callback=finite)
+@click.argument("seconds", type=DURATION)
 @click.pass_context
 def advance(ctx: click.Context, seconds: float) -> None:
-    """Advance a virtual clock by SECONDS, firing every timer that comes due."""
+    """Advance a virtual clock by SECONDS of its own (90, 90s, 5m, 1h, PT5M), firing
+    every timer that comes due."""
     clock = control_client(ctx).advance(seconds)
     click.echo(f"clock: {clock['iso']}")
 

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from forewarn.cli.api import control_client
+from forewarn.cli.durations import DURATION
 from forewarn.cli.errors import finite
 from forewarn.cli.output import Column, print_json, table
 from forewarn.controlapi import segment
@@ -61,8 +62,10 @@ def _row(f: dict[str, Any]) -> list[str]:
         "latency": f"+{f['latency_seconds']} s",
         "cotenant": f"co-tenant {f['rate']} req/s",
     }.get(f["kind"], f["kind"])
-    ends = f["ends_at"]
-    window = "until cleared" if ends is None else f"{ends - f['starts_at']:g} s"
+    ends, lasts = f["ends_at"], f.get("duration_seconds")
+    if lasts is None and ends is not None:  # a server before platform-time windows
+        lasts = ends - f["starts_at"]
+    window = "until cleared" if lasts is None else f"{lasts:g} s"
     return [f["id"], f["kind"], on, what, window, f"{f['share']:g}", str(f["hits"])]
 
 
@@ -80,13 +83,13 @@ def _row(f: dict[str, Any]) -> list[str]:
 @click.option(
     "--for",
     "duration",
-    type=float,
+    type=DURATION,
     default=None,
-    callback=finite,
-    help="Lasts this many seconds of platform time (default: until cleared).",
+    help="Lasts this long in platform time, divided by the server's --time-scale like "
+    "every platform duration (70, 70s, 5m, PT5M; default: until cleared).",
 )
-@click.option("--after", type=float, default=0.0, callback=finite,
-              help="Starts this many seconds of platform time from now.")  # fmt: skip
+@click.option("--after", type=DURATION, default=0.0,
+              help="Starts this long from now, in platform time (as --for).")  # fmt: skip
 @click.option("--share", type=float, default=1.0, callback=finite,
               help="Share of the matching requests hit, over 0 up to 1.")  # fmt: skip
 @click.option("--latency", type=float, default=None, callback=finite,

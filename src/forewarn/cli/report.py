@@ -16,10 +16,11 @@ import click
 from rich.console import Console
 
 from forewarn.cli.api import control_client
-from forewarn.cli.errors import fail, finite
+from forewarn.cli.durations import DURATION
+from forewarn.cli.errors import fail
 from forewarn.cli.junit import report_cases, write_junit
 from forewarn.cli.output import Column, print_json, table, when
-from forewarn.scenarios.durations import parse_duration
+from forewarn.contract.durations import parse_duration
 
 __all__ = ["parse_since", "report"]
 
@@ -227,10 +228,9 @@ def _print_controllers(data: dict[str, Any], wide: bool, everything: bool) -> No
 )
 @click.option(
     "--stale-after",
-    type=float,
+    type=DURATION,
     default=30.0,
-    callback=finite,
-    help="A VM silent this long (server clock seconds) stopped polling.",
+    help="A VM silent this long (the server's clock: 30, 30s, 2m) stopped polling.",
 )
 @click.option(
     "--html",
@@ -267,8 +267,6 @@ def report(
     """How the fleet reacted: each operation rolled up (VMs hit with no notice first),
     the VMs that failed first, each event (who saw it when, who approved it before
     NotBefore, who missed it), who never or no longer polls, approvals by VMs not listed."""
-    if stale_after < 0:
-        fail("--stale-after must not be negative")
     api = control_client(ctx)
     params: dict[str, Any] = {"stale_after": stale_after}
     if since is not None:

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from forewarn.cli.api import control_client
-from forewarn.cli.errors import finite
+from forewarn.cli.durations import DURATION
 from forewarn.cli.output import print_json, when
 from forewarn.fabric import OperationKind
 
@@ -44,10 +44,9 @@ def _when_line(op: dict[str, Any]) -> str:
 @click.argument("target")
 @click.option(
     "--notice",
-    type=float,
+    type=DURATION,
     default=None,
-    callback=finite,
-    help="Notice in seconds of the server's clock, already divided by its --time-scale "
+    help="Notice in the server's clock (90, 90s, 5m, PT5M), already divided by its --time-scale "
     "(at scale 60, 15 is 15 min of platform time); its minimum and maximum scale alike. "
     "Default: the operation's usual notice.",
 )

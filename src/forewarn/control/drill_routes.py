@@ -16,6 +16,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from forewarn.contract.durations import parse_duration
 from forewarn.fabric import Conflict, Fabric, InvalidOperation, NotFoundError
 from forewarn.imds.faults import FAULT_STATUSES, MAX_FAULTS, Fault, FaultBook, FaultKind
 
@@ -38,8 +39,11 @@ MAX_WINDOW = 30 * 86400.0
 MAX_LATENCY = 300.0
 MAX_RATE = 1000.0
 
-Seconds = Annotated[float, msgspec.Meta(ge=0, le=MAX_WINDOW)]
-Window = Annotated[float, msgspec.Meta(gt=0, le=MAX_WINDOW)]
+#: A duration as a number of seconds or as text (``90s``, ``5m``, ``PT5M``: the one syntax
+#: of ``forewarn.contract.durations``), platform time; checked in ``_platform_seconds``.
+DurationText = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+Seconds = Annotated[float, msgspec.Meta(ge=0, le=MAX_WINDOW)] | DurationText
+Window = Annotated[float, msgspec.Meta(gt=0, le=MAX_WINDOW)] | DurationText
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 
 
@@ -65,10 +69,12 @@ class ResetOut(msgspec.Struct, kw_only=True):
 
 class FaultBody(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Inject an endpoint fault: on ``vm``, on ``scope``, or (neither) on the whole fleet;
-    from ``after_seconds`` for ``duration_seconds`` of platform time (none: until cleared);
-    on a ``share`` of the requests. ``status`` (410, 429, 500 or 503) is for ``status``
-    faults, ``latency_seconds`` (real) for ``latency``, ``rate`` (requests/s the
-    co-tenant makes, out of the VM's 5) for ``cotenant``."""
+    from ``after_seconds`` for ``duration_seconds`` of platform time (divided by the
+    server's time scale, like every platform duration; none: until cleared), each a number
+    of seconds or a duration (``90s``, ``5m``, ``PT5M``); on a ``share`` of the requests.
+    ``status`` (410, 429, 500 or 503) is for ``status`` faults, ``latency_seconds`` (real)
+    for ``latency``, ``rate`` (requests/s the co-tenant makes, out of the VM's 5) for
+    ``cotenant``."""
 
     kind: Literal["status", "latency", "timeout", "reset", "cotenant"]
     vm: Name | None = None
@@ -82,7 +88,9 @@ class FaultBody(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class FaultOut(msgspec.Struct, kw_only=True):
-    """An injected fault, with how many requests it hit so far."""
+    """An injected fault, with how many requests it hit so far. ``starts_at`` and
+    ``ends_at`` are instants of the server's clock; ``duration_seconds`` is the window
+    as given, in platform time (``ends_at - starts_at`` times the time scale)."""
 
     id: str
     kind: str
@@ -95,13 +103,15 @@ class FaultOut(msgspec.Struct, kw_only=True):
     latency_seconds: float | None
     rate: float | None
     hits: int
+    duration_seconds: float | None = None
 
 
-def _fault_out(fault: Fault) -> FaultOut:
+def _fault_out(fault: Fault, scale: float) -> FaultOut:
     kind = fault.kind
+    window = None if fault.ends is None else (fault.ends - fault.starts) * scale
     return FaultOut(
         id=fault.id, kind=kind.value, vm=fault.vm, scope=fault.scope, status=fault.status,
-        starts_at=fault.starts, ends_at=fault.ends, share=fault.share,
+        starts_at=fault.starts, ends_at=fault.ends, duration_seconds=window, share=fault.share,
         latency_seconds=fault.latency if kind is FaultKind.LATENCY else None,
         rate=fault.rate if kind is FaultKind.COTENANT else None, hits=fault.hits,
     )  # fmt: skip
@@ -109,6 +119,19 @@ def _fault_out(fault: Fault) -> FaultOut:
 
 def _json(data: Any, status: int = 200) -> Response:
     return Response(msgspec.json.encode(data), status, media_type="application/json")
+
+
+def _platform_seconds(value: float | str, name: str, *, zero: bool) -> float:
+    """Seconds of platform time in ``value`` (InvalidOperation, 400, naming ``name``)."""
+    try:
+        seconds = parse_duration(value, name)
+    except ValueError as exc:
+        raise InvalidOperation(str(exc)) from None
+    if not zero and seconds <= 0:
+        raise InvalidOperation(f"{name} must be longer than 0 s")
+    if seconds > MAX_WINDOW:
+        raise InvalidOperation(f"{name} must be at most {MAX_WINDOW:.0f} s (30 days)")
+    return seconds
 
 
 def _check(body: FaultBody) -> None:
@@ -156,29 +179,39 @@ class DrillRoutes:
             )
         )
 
+    def _out(self, faults: list[Fault]) -> Response:
+        scale = self.fabric.config.time_scale
+        return _json([_fault_out(f, scale) for f in faults])
+
     async def list_faults(self, request: Request) -> Response:
-        return _json([_fault_out(f) for f in self.faults.faults()])
+        return self._out(self.faults.faults())
 
     async def add_fault(self, request: Request) -> Response:
         body: FaultBody = await self._read_body(request, FaultBody)
         _check(body)
+        after = _platform_seconds(body.after_seconds, "after_seconds", zero=True)
+        lasts = body.duration_seconds
+        duration = (
+            None if lasts is None else _platform_seconds(lasts, "duration_seconds", zero=False)
+        )
         topology = self.fabric.topology
         vm = None if body.vm is None else topology.vm(body.vm).name  # unknown: 404
         if body.scope is not None and body.scope not in topology.scopes:
             raise NotFoundError(f"no scope named {body.scope!r}")
+        scaled = self.fabric.config.scaled  # platform time, in the server's clock
         try:
             fault = self.faults.add(
                 FaultKind(body.kind), vm=vm, scope=body.scope, status=body.status,
-                after=body.after_seconds, duration=body.duration_seconds, share=body.share,
-                latency=body.latency_seconds or 0.0, rate=body.rate or 0.0,
+                after=scaled(after), duration=None if duration is None else scaled(duration),
+                share=body.share, latency=body.latency_seconds or 0.0, rate=body.rate or 0.0,
             )  # fmt: skip
         except ValueError as exc:  # too many faults at once: clear some, then retry
             raise Conflict(str(exc)) from None
-        return _json(_fault_out(fault), 201)
+        return _json(_fault_out(fault, self.fabric.config.time_scale), 201)
 
     async def clear_faults(self, request: Request) -> Response:
         await self._no_options(request)
-        return _json([_fault_out(f) for f in self.faults.clear()])
+        return self._out(self.faults.clear())
 
     async def clear_fault(self, request: Request) -> Response:
         await self._no_options(request)
@@ -187,7 +220,7 @@ class DrillRoutes:
         if fault is None:
             shown = fault_id if len(fault_id) <= 64 else fault_id[:64] + "..."
             raise NotFoundError(f"no fault with id {shown!r} (it may have ended)")
-        return _json(_fault_out(fault))
+        return _json(_fault_out(fault, self.fabric.config.time_scale))
 
 
 _FAULT_ID = {"name": "fault_id", "in": "path", "required": True, "schema": {"type": "string"}}

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TypeVar
 
 from starlette.requests import Request
@@ -27,7 +26,6 @@ from forewarn.control.pieces import encode_in_pieces
 from forewarn.control.validators import matches, verdict_tag
 from forewarn.fabric import Fabric
 from forewarn.rehearsal import ReactionTracker
-from forewarn.rehearsal.coping import MissedEvent, coping
 from forewarn.rehearsal.grading import ReactionReport, grade
 from forewarn.rehearsal.report import render_report
 from forewarn.rehearsal.verdicts import DEFAULT_STALE_AFTER
@@ -89,22 +87,17 @@ class ReactionRoutes:
         fabric = self.fabric
         deleted = fabric.deleted_vms()
         scope_of = self._scope_of
-        # what the loop goes on changing, copied here
-        tallies = {vm: replace(t, kinds=dict(t.kinds))
-                   for vm, t in tracker.fault_tallies.items()}  # fmt: skip
+        # what the loop goes on changing, copied here (only the faulted requests since
+        # ``since``: a report of the drill after a reset has none of the one before)
+        tallies = {vm: w for vm, t in tracker.fault_tallies.items()
+                   if (w := t.window(since)) is not None}  # fmt: skip
         polls = dict(fabric.last_requests) if tallies else {}
         now = fabric.clock.now()
 
         def graded() -> T:
             report = grade(tracker.stored_facts(since), now=now, since=since,
-                           stale_after=stale_after, deleted=deleted, scope_of=scope_of)  # fmt: skip
-            if tallies:  # how each VM coped with injected endpoint faults
-                missed = (
-                    MissedEvent(vm=v.vm, event_id=e.id, created_at=e.created_at,
-                                started_at=e.started_at)
-                    for e in report.events for v in e.vms if v.verdict == "missed"
-                )  # fmt: skip
-                report.faults = coping(tallies, polls, missed)
+                           stale_after=stale_after, deleted=deleted, scope_of=scope_of,
+                           faults=tallies, last_requests=polls)  # fmt: skip
             return finish(report)
 
         return await tracker.off_loop(graded)

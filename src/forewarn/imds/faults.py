@@ -177,7 +177,9 @@ class FaultBook:
         latency: float = 0.0,
         rate: float = 0.0,
     ) -> Fault:
-        """Inject a fault (inputs already checked by the caller: ``check_fault``)."""
+        """Inject a fault (inputs already checked by the caller: ``check_fault``).
+        ``after`` and ``duration`` are seconds of this book's clock: platform time the
+        caller already divided by the time scale (``drill_routes``)."""
         self.prune()
         if len(self._faults) >= MAX_FAULTS:
             raise ValueError(f"at most {MAX_FAULTS} faults at once; clear some first")

@@ -14,8 +14,8 @@ from collections.abc import Collection, Mapping
 import msgspec
 
 from forewarn.rehearsal.controllers import ControllerRollup, controller_rollups
-from forewarn.rehearsal.coping import VmCoping
-from forewarn.rehearsal.facts import ReactionData, VmReaction
+from forewarn.rehearsal.coping import FaultTally, MissedEvent, VmCoping, coping, kinds_text
+from forewarn.rehearsal.facts import ReactionData, VmPolls, VmReaction
 from forewarn.rehearsal.rollups import (
     OPERATION_VERDICTS,
     OperationRollup,
@@ -32,6 +32,7 @@ from forewarn.rehearsal.verdicts import (
     PollVerdict,
     UnlistedApproval,
     event_verdict,
+    seconds,
     stats,
 )
 
@@ -78,10 +79,17 @@ def grade(
     stale_after: float = DEFAULT_STALE_AFTER,
     deleted: Collection[str] = (),
     scope_of: Mapping[str, str] | None = None,
+    faults: Mapping[str, FaultTally] | None = None,
+    last_requests: Mapping[str, float] | None = None,
 ) -> ReactionReport:
-    """The verdict on ``data`` at ``now``; ``deleted`` VMs are not said to stop polling;
-    ``scope_of`` says each VM's scope (to name the scopes of VMs hit with no notice)."""
+    """The verdict on ``data`` at ``now``; ``deleted`` VMs are not said to stop polling
+    (one that never polled still never did); ``scope_of`` says each VM's scope (to name
+    the scopes of VMs hit with no notice). ``faults`` are the requests injected endpoint
+    faults took per VM (``ReactionTracker.fault_tallies``; only those since ``since``
+    count): the reason a VM was not served, and how each VM coped (``last_requests``:
+    each VM's last request the platform saw)."""
     scope_of = scope_of or {}
+    tallies = {vm: w for vm, t in (faults or {}).items() if (w := t.window(since)) is not None}
     by_event: dict[str, dict[str, VmReaction]] = {}
     for reaction in data.vms:
         by_event.setdefault(reaction.event_id, {})[reaction.vm] = reaction
@@ -91,27 +99,14 @@ def grade(
         key=lambda f: (f.created_at or 0.0, f.id),
     )
     operations = [o for o in data.operations if since is None or (o.created_at or 0.0) >= since]
-    events = [event_verdict(f, by_event.get(f.id, {}), polls) for f in facts]
-    stopped = sorted(
-        (
-            PollVerdict(
-                vm=p.vm, first_poll=p.first_poll, last_poll=p.last_poll,
-                silent_for=now - p.last_poll, api_version=p.api_version,
-            )
-            for p in data.polls
-            if p.last_poll is not None and now - p.last_poll > stale_after and p.vm not in deleted
-        ),
-        key=lambda p: p.vm,
-    )  # fmt: skip
+    events = [event_verdict(f, by_event.get(f.id, {}), polls, tallies) for f in facts]
     impacted = {v.vm for e in events for v in e.vms if v.listed}
     no_notice = sorted({vm for o in operations for vm in o.unnotified or ()}, key=natural)
     impacted.update(no_notice)
-    never = sorted(
-        (vm for vm in impacted
-         if (polls.get(vm) is None or polls[vm].last_poll is None) and vm not in deleted),
-        key=natural,
-    )  # fmt: skip
-    not_polling = polling_states(never, {p.vm: p.silent_for for p in stopped})
+    stopped, never, faulted = _silences(
+        data, polls, impacted, tallies, now=now, stale_after=stale_after, deleted=deleted
+    )
+    not_polling = polling_states(never, {p.vm: p.silent_for for p in stopped}, faulted)
     rollups = operation_rollups(events, operations, scope_of, not_polling)
     strays = [
         UnlistedApproval(event_id=e.id, vm=v.vm, at=v.approved_at)
@@ -132,9 +127,12 @@ def grade(
         if v.listed and v.detected_after is not None and v.verdict != "created-started"
     )
     approval = stats(
-        v.approved_after for e in events for v in e.vms if v.approved_after is not None
+        v.approved_after
+        for e in events
+        for v in e.vms
+        if v.approved_after is not None and v.approved_in_time is not False
     )
-    return ReactionReport(
+    report = ReactionReport(
         generated_at=now, since=since, stale_after=stale_after, totals=totals,
         operation_totals=op_totals, no_notice=no_notice, operations=rollups,
         vms=vm_rollups(events, operations, scope_of, not_polling), events=events,
@@ -142,3 +140,65 @@ def grade(
         detection=detection, approval=approval,
         controllers=controller_rollups(events, data.deliveries),
     )  # fmt: skip
+    if tallies:  # how each VM coped with injected endpoint faults
+        if last_requests is None:
+            last_requests = {p.vm: p.last_poll for p in data.polls if p.last_poll is not None}
+        missed = (
+            MissedEvent(vm=v.vm, event_id=e.id, created_at=e.created_at, started_at=e.started_at)
+            for e in events for v in e.vms if v.verdict == "missed"
+        )  # fmt: skip
+        report.faults = coping(tallies, last_requests, missed)
+    return report
+
+
+def _silences(
+    data: ReactionData,
+    polls: Mapping[str, VmPolls],
+    impacted: Collection[str],
+    tallies: Mapping[str, FaultTally],
+    *,
+    now: float,
+    stale_after: float,
+    deleted: Collection[str],
+) -> tuple[list[PollVerdict], list[str], dict[str, str]]:
+    """The VMs that stopped polling, the VMs ``impacted`` that never polled, and those
+    whose requests injected faults answered lately (they ask: neither stopped nor
+    never, whatever their last served poll says). A deleted VM cannot poll: it is never
+    said to have stopped, but one that never polled (before it was deleted) never did."""
+    faulted: dict[str, str] = {}
+    stopped: list[PollVerdict] = []
+
+    def answered(vm: str, after: float | None) -> float | None:
+        tally = tallies.get(vm)
+        last = tally.last_answered() if tally is not None else None
+        return None if last is None or (after is not None and last <= after) else last
+
+    def note_faulted(vm: str, last: float) -> None:
+        tally = tallies[vm]
+        faulted[vm] = f"{kinds_text(tally.answered(None, None))}; last {seconds(now - last)} ago"
+
+    for p in data.polls:
+        if p.last_poll is None or now - p.last_poll <= stale_after or p.vm in deleted:
+            continue
+        last = answered(p.vm, p.last_poll)
+        if last is not None and now - last <= stale_after:
+            note_faulted(p.vm, last)
+            continue
+        stopped.append(PollVerdict(
+            vm=p.vm, first_poll=p.first_poll, last_poll=p.last_poll,
+            silent_for=now - max(p.last_poll, last or 0.0), api_version=p.api_version,
+        ))  # fmt: skip
+    never = []
+    for vm in sorted(impacted, key=natural):
+        if polls.get(vm) is not None and polls[vm].last_poll is not None:
+            continue
+        last = answered(vm, None)
+        if last is None:
+            never.append(vm)
+        elif now - last <= stale_after or vm in deleted:
+            note_faulted(vm, last)
+        else:  # it asked (every request faulted), then stopped
+            stopped.append(PollVerdict(vm=vm, first_poll=None, last_poll=None,
+                                       silent_for=now - last, api_version=None))  # fmt: skip
+    stopped.sort(key=lambda p: p.vm)
+    return stopped, never, faulted

@@ -19,12 +19,15 @@ from forewarn.rehearsal.facts import OperationFacts
 from forewarn.rehearsal.verdicts import EventVerdict, VmVerdict, seconds
 
 __all__ = [
+    "FAULTED",
     "OPERATION_VERDICTS",
     "VM_ATTENTION",
     "VM_VERDICTS",
     "OperationRollup",
     "ScopeLine",
+    "VmGroup",
     "VmRollup",
+    "is_faulted",
     "names",
     "natural",
     "needs_attention",
@@ -70,6 +73,13 @@ class ScopeLine(msgspec.Struct, kw_only=True):
     summary: str
 
 
+class VmGroup(msgspec.Struct, kw_only=True):
+    """VMs of an operation named for one reason (``label``: "never saw it", ...)."""
+
+    label: str
+    vms: list[str]
+
+
 class OperationRollup(msgspec.Struct, kw_only=True):
     """One operation as an operator reads it (a rollout's batches together).
 
@@ -99,6 +109,10 @@ class OperationRollup(msgspec.Struct, kw_only=True):
     scopes: list[ScopeLine]
     operations: list[str]
     events: list[str]
+    #: ``progress`` in parts: what it says before any VM is named, then each group of
+    #: VMs named in full (``forewarn report --all`` prints every name).
+    head: list[str] = []
+    groups: list[VmGroup] = []
 
 
 class VmRollup(msgspec.Struct, kw_only=True):
@@ -106,7 +120,8 @@ class VmRollup(msgspec.Struct, kw_only=True):
 
     ``verdict``: one of ``VM_VERDICTS`` (or "none": only here as not polling);
     ``saw``: events it saw before they started; ``approved``: events approved by it or
-    a peer it lists; ``polling``: "polling", "never polled" or "stopped polling ..."."""
+    a peer it lists; ``polling``: "polling", "never polled", "stopped polling ..." or
+    (``FAULTED``) asking while injected faults answer it."""
 
     vm: str
     scope: str | None
@@ -119,6 +134,16 @@ class VmRollup(msgspec.Struct, kw_only=True):
     no_notice: int
     polling: str
     lines: list[str]
+
+
+#: How ``polling`` begins for a VM that asks, but whose requests injected faults answer:
+#: not a VM that stopped polling (the fault is the reason it is not served).
+FAULTED = "asking, but injected faults answer it"
+
+
+def is_faulted(state: str) -> bool:
+    """Whether a polling state says injected faults answer the VM (``FAULTED``)."""
+    return state.startswith(FAULTED)
 
 
 def needs_attention(vm: VmRollup) -> bool:
@@ -190,6 +215,7 @@ def _rollup(
     approved = sum(1 for v in vm_verdicts.values() if v == "approved")
     not_approved = sorted((vm for vm, v in vm_verdicts.items() if v == "detected"), key=natural)
     silent = sorted((vm for vm in vm_verdicts if vm in not_polling), key=natural)
+    faulted = [vm for vm in silent if is_faulted(not_polling[vm])]
     named = {*no_notice, *missed, *not_approved}
     verdict = "no-notice" if no_notice else (
         _worst((e.verdict for e in events), OPERATION_VERDICTS) or "info"
@@ -197,23 +223,29 @@ def _rollup(
     batch = max((o.batch for o in ops if o.batch is not None), default=None)
     batches = next((o.batches for o in ops if o.batches is not None), None)
     scopes = _scope_lines(events, no_notice, scope_of)
-    parts = []
+    head = []
     if batch is not None and batches is not None:
-        parts.append(f"update domain {batch + 1} of {batches}")
+        head.append(f"update domain {batch + 1} of {batches}")
     elif len(scopes) > 1:
-        parts.append(f"{len(scopes)} scopes")
+        head.append(f"{len(scopes)} scopes")
     total = len(vm_verdicts)
     if total:
-        parts.append(f"{approved} of {total} approved")
-    for label, group in (
-        ("got no notice", no_notice), ("never saw it", missed),
-        ("saw it but did not approve", not_approved),
-        ("stopped or never polled", [vm for vm in silent if vm not in named]),
-    ):  # fmt: skip
-        if group:
-            parts.append(f"{len(group)} {label}: {names(group)}")
+        head.append(f"{approved} of {total} approved")
+    groups = [
+        VmGroup(label=label, vms=group)
+        for label, group in (
+            ("got no notice", no_notice), ("never saw it", missed),
+            ("saw it but did not approve", not_approved),
+            ("asked, but injected faults answered",
+             [vm for vm in faulted if vm not in named]),
+            ("stopped or never polled",
+             [vm for vm in silent if vm not in named and vm not in faulted]),
+        )
+        if group
+    ]  # fmt: skip
     if not total and not events:
-        parts.append("no VM affected")
+        head.append("no VM affected")
+    parts = [*head, *(f"{len(g.vms)} {g.label}: {names(g.vms)}" for g in groups)]
     created = [t for t in [*(o.created_at for o in ops), *(e.created_at for e in events)] if t]
     started = [t for t in [*(o.started_at for o in ops), *(e.started_at for e in events)] if t]
     ended = [t for t in [*(o.ended_at for o in ops), *(e.ended_at for e in events)] if t]
@@ -241,6 +273,8 @@ def _rollup(
         scopes=scopes,
         operations=[o.id for o in ops],
         events=[e.id for e in events],
+        head=head,
+        groups=groups,
     )
 
 
@@ -327,8 +361,12 @@ def vm_rollups(
     return out
 
 
-def polling_states(never: Iterable[str], stopped: Mapping[str, float]) -> dict[str, str]:
-    """Each VM not polling, said once: 'never polled' or 'stopped polling 3 min ago'."""
+def polling_states(
+    never: Iterable[str], stopped: Mapping[str, float], faulted: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Each VM not polling (or not served), said once: 'never polled', 'stopped polling
+    3 min ago', or ``FAULTED`` with what ``faulted`` says (its requests, by kind)."""
     out = {vm: "never polled" for vm in never}
     out.update({vm: f"stopped polling {seconds(ago)} ago" for vm, ago in stopped.items()})
+    out.update({vm: f"{FAULTED} ({what})" for vm, what in (faulted or {}).items()})
     return out

@@ -10,11 +10,12 @@ list them.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import msgspec
 
 from forewarn.contract import EventType, lookup_version
+from forewarn.rehearsal.coping import FaultTally, kinds_text
 from forewarn.rehearsal.facts import EventFacts, VmPolls, VmReaction
 
 __all__ = [
@@ -175,12 +176,37 @@ def _shows(api_version: str | None, event_type: str | None) -> bool:
         return True
 
 
-def _missed_because(facts: EventFacts, reaction: VmReaction, polls: VmPolls | None) -> str:
-    """Why a VM never saw an event before it started, as far as its polls tell."""
+def _faulted_during(facts: EventFacts, reaction: VmReaction, tally: FaultTally | None) -> str:
+    """Why, when injected faults answered the VM's requests while the event was
+    Scheduled (and no request of its got through since it was created); else ""."""
+    if tally is None:
+        return ""
+    created, before = facts.created_at, reaction.last_poll_before_start
+    if before is not None and created is not None and before >= created:
+        return ""  # a request of its got through during the notice
+    answered = tally.answered(created, facts.started_at)
+    if not answered:
+        return ""
+    count = sum(answered.values())
+    return (
+        f"it asked during the notice, but injected endpoint faults answered "
+        f"{'its request' if count == 1 else f'all {count} of its requests'} "
+        f"({kinds_text(answered)})"
+    )
+
+
+def _missed_because(
+    facts: EventFacts, reaction: VmReaction, polls: VmPolls | None, tally: FaultTally | None
+) -> str:
+    """Why a VM never saw an event before it started, as far as its polls (and the
+    injected faults that answered them) tell."""
+    if polls is not None and not _shows(polls.api_version, facts.event_type):
+        return f"polls with api-version {polls.api_version}, which does not show {facts.event_type}"
+    faulted = _faulted_during(facts, reaction, tally)
+    if faulted:
+        return faulted
     if polls is None or polls.last_poll is None:
         return "never polled"
-    if not _shows(polls.api_version, facts.event_type):
-        return f"polls with api-version {polls.api_version}, which does not show {facts.event_type}"
     before = reaction.last_poll_before_start
     created = facts.created_at
     if before is None:
@@ -200,6 +226,7 @@ def _vm_verdict(
     polls: VmPolls | None,
     status: str,
     listed: bool,
+    tally: FaultTally | None = None,
 ) -> VmVerdict:
     created, not_before = facts.created_at, facts.not_before
     detected_after = (
@@ -226,22 +253,26 @@ def _vm_verdict(
         if reaction.seen_started is not None and facts.started_at is not None:
             note += f"; saw it {seconds(max(0.0, reaction.seen_started - facts.started_at))} in"
     elif reaction.first_seen is not None:
-        verdict = "approved" if reaction.approved_at is not None else "detected"
+        # An approval that came after the event started (the endpoint still answers 200,
+        # as Azure does) approved nothing: the VM saw it and did not approve in time.
+        verdict = "approved" if reaction.approved_at is not None and in_time is not False else (
+            "detected"
+        )  # fmt: skip
         note = f"saw it after {seconds(max(0.0, detected_after or 0.0))}"
-        if reaction.approved_at is not None and not_before is not None:
-            margin = not_before - reaction.approved_at
-            note += (
-                f", approved {seconds(margin)} before NotBefore"
-                if in_time
-                else ", approved too late (after it started)"
-            )
+        if reaction.approved_at is not None and in_time:
+            assert not_before is not None
+            note += f", approved {seconds(not_before - reaction.approved_at)} before NotBefore"
+        elif reaction.approved_at is not None and in_time is False:
+            began = facts.started_at if facts.started_at is not None else not_before
+            late = "" if began is None else f" {seconds(max(0.0, reaction.approved_at - began))}"
+            note += f", approved too late:{late} after it started (not counted as approved)"
     elif status == "scheduled":
         verdict, note = "waiting", "has not seen it yet"
     elif status == "canceled" and facts.started_at is None:
         verdict, note = "unseen", "canceled before it saw it"
     else:
         verdict = "missed"
-        note = "never saw it before it started: " + _missed_because(facts, reaction, polls)
+        note = "never saw it before it started: " + _missed_because(facts, reaction, polls, tally)
     return VmVerdict(
         vm=vm,
         listed=listed,
@@ -259,16 +290,21 @@ def _vm_verdict(
 
 
 def event_verdict(
-    facts: EventFacts, reactions: dict[str, VmReaction], polls: dict[str, VmPolls]
+    facts: EventFacts,
+    reactions: dict[str, VmReaction],
+    polls: dict[str, VmPolls],
+    faults: Mapping[str, FaultTally] | None = None,
 ) -> EventVerdict:
-    """The verdict on one event from its facts, its VMs' reactions and every VM's polls."""
+    """The verdict on one event from its facts, its VMs' reactions, every VM's polls and
+    the requests of each VM injected faults answered (a reason to miss it)."""
     status = _status(facts)
     resources = list(facts.resources or ())
     listed = set(resources)
+    faults = faults or {}
     vms = [
         _vm_verdict(
             facts, vm, reactions.get(vm) or VmReaction(event_id=facts.id, vm=vm),
-            polls.get(vm), status, True,
+            polls.get(vm), status, True, faults.get(vm),
         )
         for vm in resources
     ]  # fmt: skip

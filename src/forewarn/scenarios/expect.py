@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from forewarn.scenarios.durations import format_duration
+from forewarn.contract.durations import format_duration
 from forewarn.scenarios.fleetview import FleetView
 from forewarn.scenarios.model import Expectation
 from forewarn.scenarios.timeline import Timeline

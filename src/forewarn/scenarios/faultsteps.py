@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from forewarn.scenarios.durations import parse_duration
+from forewarn.contract.durations import parse_duration
 
 __all__ = [
     "FAULT_KINDS",
@@ -103,13 +103,13 @@ def check_fault(fault: FaultSpec) -> float | None:
     return lasts
 
 
-def fault_body(fault: FaultSpec, lasts: float | None, scale: float) -> dict[str, Any]:
-    """The ``POST /api/v1/faults`` body: ``lasts`` (platform time) in the server's
-    seconds, as every scenario duration (``scale``: its ``--time-scale``)."""
+def fault_body(fault: FaultSpec, lasts: float | None) -> dict[str, Any]:
+    """The ``POST /api/v1/faults`` body: ``lasts`` in platform time, as the control API
+    takes a fault's window (the server divides it by its ``--time-scale``)."""
     body: dict[str, Any] = {"kind": fault.kind}
     given = {"vm": fault.vm, "scope": fault.scope, "status": fault.status, "share": fault.share,
              "latency_seconds": fault.latency, "rate": fault.rate,
-             "duration_seconds": None if lasts is None else lasts / scale}  # fmt: skip
+             "duration_seconds": lasts}  # fmt: skip
     return body | {k: v for k, v in given.items() if v is not None}
 
 

@@ -19,7 +19,7 @@ from forewarn.controlapi import ControlClient, ControlRefused
 from forewarn.fabric.catalogue import OperationKind
 from forewarn.fabric.clock import monotonic
 from forewarn.scenarios.arm_calls import ArmAccess, call_arm
-from forewarn.scenarios.durations import format_duration
+from forewarn.contract.durations import format_duration
 from forewarn.scenarios.expect import Check, OperationFacts, evaluate
 from forewarn.scenarios.faultsteps import fault_body
 from forewarn.scenarios.fleetview import FleetView
@@ -367,7 +367,7 @@ class _Play:
             elif step.is_action:
                 self._act(step, result)
             elif step.fault is not None:
-                fault = self.control.add_fault(fault_body(step.fault, step.fault_for, self.scale))
+                fault = self.control.add_fault(fault_body(step.fault, step.fault_for))
                 result.summary = f"{step.summary()} ({fault['id']})"
             elif step.clear_faults:
                 cleared = self.control.clear_faults()

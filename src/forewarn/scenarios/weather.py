@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from forewarn.fabric.catalogue import OperationKind
-from forewarn.scenarios.durations import format_duration, parse_duration, parse_rate
+from forewarn.contract.durations import format_duration, parse_duration, parse_rate
 from forewarn.scenarios.fleetview import FleetView, VmInfo
 
 __all__ = ["Arrival", "Weather", "arrivals", "parse_weather"]

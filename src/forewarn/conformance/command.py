@@ -11,6 +11,7 @@ import sys
 import click
 
 from forewarn.client import ClientError, resolve_endpoint
+from forewarn.conformance.documents import check_documents
 from forewarn.conformance.follow import Follower
 from forewarn.conformance.lifecycle import judge_lifecycle, timeline
 from forewarn.conformance.output import (
@@ -88,10 +89,15 @@ _POSITIVE = click.FloatRange(min=0, min_open=True)
 )
 @click.option(
     "--rate",
-    type=click.FloatRange(min=0.5, max=5.0),
+    type=click.FloatRange(min=0.5, max=100.0),
     default=4.0,
-    help="Requests per second at most (the endpoint allows 5 per VM, shared with "
-    "every agent on it).",
+    help="Requests per second at most (the endpoint allows 5 per VM, shared with every "
+    "agent on it; more only where there is no limit: `forewarn serve --rate-limit 0`).",
+)
+@click.option(
+    "--skip-probes",
+    is_flag=True,
+    help="With --follow: only follow (of the request rules, only section 6's).",
 )
 @click.option(
     "--burst",
@@ -103,8 +109,8 @@ _POSITIVE = click.FloatRange(min=0, min_open=True)
 def conformance(
     url: str | None, source_address: str | None, as_json: bool, junit_path: str | None,
     record_path: str | None, follow: bool, approve: bool, timeout: float, interval: float,
-    time_scale: float, slack: float | None, rate: float, burst: bool, list_rules: bool,
-    markdown: bool,
+    time_scale: float, slack: float | None, rate: float, skip_probes: bool, burst: bool,
+    list_rules: bool, markdown: bool,
 ) -> None:  # fmt: skip
     """Check a metadata endpoint against forewarn's wire contract, rule by rule.
 
@@ -116,8 +122,8 @@ def conformance(
     if list_rules:
         click.echo(rules_markdown() if markdown else "\n".join(rules_lines()), nl=not markdown)
         return
-    if approve and not follow:
-        raise click.UsageError("--approve needs --follow")
+    if (approve or skip_probes) and not follow:
+        raise click.UsageError("--approve and --skip-probes need --follow")
     try:
         base = resolve_endpoint(url)
     except (ClientError, ValueError) as exc:
@@ -137,7 +143,7 @@ def conformance(
     session_box.append(session)
     report = Report(base, None, recording=record_path)
     try:
-        run_probes(session, burst=burst)
+        run_probes(session, burst=burst, skip=skip_probes)
         followed = _follow(session, follow, approve, timeout, interval, as_json)
     except EndpointDown as exc:
         raise click.ClickException(str(exc)) from None
@@ -146,7 +152,7 @@ def conformance(
         if recorder is not None:
             recorder.close()
     report.vm = session.vm
-    report.results = list(session.results)
+    report.results = list(session.results) + check_documents(session.samples, session.vm)
     spare = 2.0 + interval if slack is None else slack
     sightings = list(followed.sightings.values()) if followed else []
     report.results += judge_lifecycle(

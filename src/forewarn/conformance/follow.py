@@ -77,8 +77,8 @@ class Follower:
     def run(self) -> None:
         """Poll until every event seen is removed (or the VM deleted), or ``timeout``."""
         deadline = time.monotonic() + self.timeout
-        self.tell(f"following events for up to {self.timeout:g} s: trigger one (az vm "
-                  "restart) or wait for maintenance; Ctrl-C stops")  # fmt: skip
+        self.tell(f"following events for up to {self.timeout:g} s (Ctrl-C stops): trigger "
+                  "one, or wait")  # fmt: skip
         first = True
         while time.monotonic() < deadline:
             sample = self._poll()

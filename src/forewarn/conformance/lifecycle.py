@@ -212,7 +212,10 @@ def timeline(
         seen = f"seen {s.first_status}" + (" (there at start)" if s.at_start else "")
         if notice is not None:
             seen += f", notice {notice:.1f} s"
-        rows: list[tuple[float | None, str, str]] = [(s.first_seen, seen, f"L1 {expect_notice}")]
+        judged = s.first_status == "Scheduled" and not s.at_start
+        rows: list[tuple[float | None, str, str]] = [
+            (s.first_seen, seen, f"L1 {expect_notice}" if judged else "L1 not judged")
+        ]
         if s.approved_at is not None:
             rows.append((s.approved_at, "approved (--approve)", "P3 200, empty body"))
         if s.started_at is not None and s.first_status != "Started":

@@ -58,7 +58,7 @@ class Answer:
         except (msgspec.DecodeError, RecursionError):
             return NOT_JSON
 
-    def short(self, limit: int = 200) -> str:
+    def short(self, limit: int = 120) -> str:
         """``status body`` on one line, the body cut at ``limit`` characters."""
         text = self.body.decode("utf-8", "replace").replace("\r", " ").replace("\n", " ")
         if len(text) > limit:

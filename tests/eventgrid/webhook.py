@@ -139,14 +139,16 @@ def _handler(behaviour: Behaviour) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def webhook(behaviour: Behaviour | None = None) -> Iterator[tuple[str, Behaviour]]:
-    """``(url, behaviour)`` of a webhook listening on loopback."""
+def webhook(
+    behaviour: Behaviour | None = None, host: str = "127.0.0.1"
+) -> Iterator[tuple[str, Behaviour]]:
+    """``(url, behaviour)`` of a webhook listening on ``host`` (loopback by default)."""
     behaviour = behaviour or Behaviour()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(behaviour))
+    server = ThreadingHTTPServer((host, 0), _handler(behaviour))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/hook", behaviour
+        yield f"http://{host}:{server.server_address[1]}/hook", behaviour
     finally:
         server.shutdown()
         server.server_close()

@@ -214,6 +214,13 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
     default=None,
     help="Where the ARM listener's local CA is kept (default: forewarn-ca beside --db).",
 )
+@click.option(
+    "--eventgrid-allow",
+    multiple=True,
+    metavar="HOST_OR_CIDR",
+    help="Let Event Grid deliver to this host name, address or network (10.0.0.0/8) too; "
+    "by default webhooks must be on loopback (repeatable).",
+)
 @click.option("--print-config", is_flag=True, help="Print the effective configuration and exit.")
 def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> None:
     """Run the metadata endpoint and the control API."""

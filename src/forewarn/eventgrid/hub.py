@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import httpx
 
 from forewarn.eventgrid.delivery import Attempt, DeliveryLog, Pending, Subscriber
+from forewarn.eventgrid.destinations import DestinationRefused, Destinations, GuardedTransport
 from forewarn.eventgrid.handshake import handshake
 from forewarn.eventgrid.ledger import Ledger, Notice
 from forewarn.eventgrid.pending import PendingKeeper, PendingNotices
@@ -86,6 +87,7 @@ class EventGrid:
         timeout: float = 10.0,
         history: HistoryWriter | None = None,
         keeper: SubscriptionKeeper | None = None,
+        destinations: Destinations | None = None,
     ) -> None:
         self.ledger = ledger
         self.topic = ledger.names.topic
@@ -95,6 +97,7 @@ class EventGrid:
         self.log = DeliveryLog()
         self.history = history
         self.keeper = keeper
+        self.destinations = destinations or Destinations()  # loopback unless allowed
         self.pending = PendingNotices(keeper)
         self._unwritten: list[Attempt] = []
         if history is not None:
@@ -120,6 +123,10 @@ class EventGrid:
         """Run the handshake, then keep the subscription (``HandshakeFailed``: kept not)."""
         key = spec.name.lower()
         with self._slots.reserve(key, self._subs, replace=replace):  # before any await
+            try:  # refused without a request to it: the refusal tells nothing of its ports
+                await self.destinations.check_url(spec.endpoint)
+            except DestinationRefused as exc:
+                raise HandshakeFailed(str(exc)) from None
             client = self._http()
             outcome = await handshake(
                 client, spec, self.topic, f"{self.validation_url}/{spec.name}",
@@ -236,9 +243,12 @@ class EventGrid:
         if self._client is None:
             self._loop = asyncio.get_running_loop()
             self._thread = threading.get_ident()
+            limits = httpx.Limits(max_connections=MAX_SUBSCRIPTIONS * 2)
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.timeout, connect=min(5.0, self.timeout)),
-                limits=httpx.Limits(max_connections=MAX_SUBSCRIPTIONS * 2),
+                transport=GuardedTransport(
+                    self.destinations, httpx.AsyncHTTPTransport(limits=limits)
+                ),
                 follow_redirects=False,
                 trust_env=False,
             )

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from forewarn.contract.addresses import DEFAULT_CONTROL_BIND, DEFAULT_IMDS_BIND
 from forewarn.contract.limits import RATE_LIMIT
 from forewarn.control import parse_control_host
+from forewarn.eventgrid.destinations import parse_allowed
 from forewarn.server.cpu_slice import MAX_SLICE, MIN_SLICE
 
 __all__ = ["ConfigError", "ServeConfig", "parse_bind"]
@@ -87,6 +88,9 @@ class ServeConfig:
     arm_bind: str | None = None
     arm_token: str | None = None
     arm_ca_dir: str | None = None
+    #: Where Event Grid may deliver besides loopback: addresses, networks (CIDR) and host
+    #: names (``--eventgrid-allow``, repeatable; ``forewarn.eventgrid.destinations``).
+    eventgrid_allow: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         scale = self.time_scale
@@ -143,12 +147,18 @@ class ServeConfig:
                 parse_control_host(name)
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
+        for entry in self.eventgrid_allow:
+            try:
+                parse_allowed(entry)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data, for ``--print-config``."""
         out = asdict(self)
         out["imds_bind"] = list(self.imds_bind)
         out["control_hosts"] = list(self.control_hosts)
+        out["eventgrid_allow"] = list(self.eventgrid_allow)
         if out["control_token"]:
             out["control_token"] = "***"
         if out["arm_token"]:

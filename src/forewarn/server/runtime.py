@@ -19,6 +19,7 @@ from forewarn.arm import DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION
 from forewarn.control import ControlApp
 from forewarn.control.dashboard import ScenarioHook
 from forewarn.eventgrid import ArmNames, EventGrid, Ledger
+from forewarn.eventgrid.destinations import Destinations
 from forewarn.eventgrid.hub import SubscriptionKeeper
 from forewarn.fabric import (
     Changes,
@@ -299,6 +300,7 @@ def _eventgrid(
         leading=lambda: fabric.leading,
         history=fabric.note,
         keeper=keeper,
+        destinations=Destinations(config.eventgrid_allow),
     )
 
 

@@ -98,3 +98,12 @@ def test_init_to_stdout_and_an_unknown_example(tmp_path: Path) -> None:
     unknown = CliRunner().invoke(main, ["fleet", "init", "--example", "mainframe", "-"])
     assert unknown.exit_code == 2
     assert "'mainframe' is not one of" in unknown.output
+
+
+def test_fleet_check_shows_no_update_domains_for_a_standalone_vm(tmp_path: Path) -> None:
+    path = _init(tmp_path, "demo")
+    result = CliRunner().invoke(main, ["fleet", "check", "--wide", str(path)])
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line.split() for line in result.output.splitlines() if line}
+    assert rows["jumpbox"][1:4] == ["standalone", "1", "-"]
+    assert rows["web"][1:4] == ["availability_set", "6", "3"]

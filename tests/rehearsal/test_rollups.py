@@ -154,9 +154,26 @@ def test_the_terminal_report_leads_with_the_roll_ups_at_80_columns(
     assert lines[at + 3].startswith("no-notice") and lines[at + 3 + 4 * 0] != ""
     assert "cache" in body and "api-5, api-10" in body
     # Not every table fits: what is left out is said, never silently dropped.
-    assert "VMs that failed, first first (showing 20 of " in body
+    assert "VMs that failed, earliest first (showing 20 of " in body
     assert f"Events: {len(report['events'])} (--all lists each" in body
     assert "Never polled: " in body and body.count("Never polled") == 1
+
+
+def test_report_all_names_every_vm_of_every_line(
+    played: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report, _ = played
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("NO_COLOR", "1")
+    result = CliRunner().invoke(click.command()(lambda: print_report(report, False, True)))
+    body = " ".join(result.output.split())  # unwrapped
+    assert re.search(r"and \d+ more", body) is None, body
+    assert "showing 20 of" not in body
+    for vm in report["never_polled"]:
+        assert vm in body
+    cache = _op(report, next(o["id"] for o in report["operations"] if o["target"] == "cache"))
+    assert "and 43 more" in cache["progress"]  # the JSON's line is still short
+    assert f"48 got no notice: {', '.join(CACHE)}" in body
 
 
 def test_the_html_report_leads_with_a_summary_then_collapsed_drill_down(played: Any) -> None:

@@ -54,7 +54,7 @@ def test_the_table_names_each_verdict_and_who_missed_what(server: ServerProcess)
     assert ok_id in result.stdout and missed_id in result.stdout
     assert "approved by web-0" in result.stdout
     assert re.search(r"^Missed *$", result.stdout, re.M)
-    assert "VMs that failed, first first" in result.stdout
+    assert "VMs that failed, earliest first" in result.stdout
     assert "web-3" in result.stdout and "never polled" in result.stdout
     assert "detection latency: 1 values, median 2.0s" in result.stdout
     assert _cli(server, "report", "--exit-code").code == 1  # an event failed

@@ -94,7 +94,7 @@ def check(file: str, as_json: bool, wide: bool) -> None:
             s.id,
             s.kind,
             str(s.vms),
-            str(s.update_domains),
+            "-" if s.kind == "standalone" else str(s.update_domains),  # a lone VM: none
             str(s.hosts),
             f"{s.first} … {s.last}" if s.vms != 1 else s.first,
         ]

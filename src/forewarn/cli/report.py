@@ -78,9 +78,20 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _names(vms: list[str], limit: int = 8) -> str:
-    shown = ", ".join(vms[:limit])
-    return shown + (f" and {len(vms) - limit} more" if len(vms) > limit else "")
+def _names(vms: list[str], limit: int | None = 8) -> str:
+    """Names, the first ``limit`` of them then how many more (None: every one)."""
+    if limit is None or len(vms) <= limit:
+        return ", ".join(vms)
+    return ", ".join(vms[:limit]) + f" and {len(vms) - limit} more"
+
+
+def _progress(op: dict[str, Any], everything: bool) -> str:
+    """An operation's progress line; with ``--all`` every VM named (from its parts)."""
+    groups = op.get("groups")
+    if not everything or groups is None:
+        return str(op["progress"])
+    named = [f"{len(g['vms'])} {g['label']}: {_names(g['vms'], None)}" for g in groups]
+    return ", ".join([*op.get("head", []), *named])
 
 
 def _say(text: str) -> None:
@@ -99,6 +110,7 @@ def _capped(title: str, rows: list[list[str]], everything: bool) -> tuple[str, l
 def _print(data: dict[str, Any], wide: bool, everything: bool) -> None:
     totals = data["totals"]
     events = data["events"]
+    limit = None if everything else 8  # names in a line of prose
     operations = data.get("operations", [])
     op_totals = data.get("operation_totals", {})
     click.echo(
@@ -111,11 +123,11 @@ def _print(data: dict[str, Any], wide: bool, everything: bool) -> None:
     )
     if data.get("no_notice"):
         hit = data["no_notice"]
-        _say(f"Hit with no notice: {_plural(len(hit), 'VM')}: {_names(hit)}")
+        _say(f"Hit with no notice: {_plural(len(hit), 'VM')}: {_names(hit, limit)}")
     if operations:
         rows = [
             [o["verdict"], when(o["created_at"]), o["kind"] or "-", o["target"] or "-",
-             o.get("via") or "-", o["progress"]]
+             o.get("via") or "-", _progress(o, everything)]
             for o in operations
         ]  # fmt: skip
         columns = [
@@ -134,7 +146,7 @@ def _print(data: dict[str, Any], wide: bool, everything: bool) -> None:
             Column("VM"), Column("verdict"), Column("failed", optional=2),
             Column("polling", optional=1), Column("first failure", "list"),
         ]  # fmt: skip
-        title, rows = _capped("VMs that failed, first first", rows, everything)
+        title, rows = _capped("VMs that failed, earliest first", rows, everything)
         table(title, columns, rows, wide=wide)
     if events and (everything or len(events) <= LIMIT):
         rows = [
@@ -165,7 +177,7 @@ def _print(data: dict[str, Any], wide: bool, everything: bool) -> None:
     never = data.get("never_polled", [])
     if never:
         _say(f"Never polled: {_plural(len(never), 'VM')} an event listed or an operation hit: "
-             f"{_names(never)}")  # fmt: skip
+             f"{_names(never, limit)}")  # fmt: skip
     if data["stopped_polling"]:
         rows = [
             [p["vm"], when(p["last_poll"]), _seconds(p["silent_for"]), p["api_version"] or "-"]
@@ -193,9 +205,9 @@ def _print(data: dict[str, Any], wide: bool, everything: bool) -> None:
 def _print_faults(data: dict[str, Any], wide: bool) -> None:
     """How each VM coped with injected endpoint faults (``forewarn fault``), if any."""
     faults = data.get("faults") or []
-    if faults:
-        rows = [[f["vm"], f["note"], ", ".join(f["missed"]) or "-"] for f in faults]
-        columns = [Column("VM"), Column("how it coped", "list"), Column("missed", "list")]
+    if faults:  # the note leads with the verdict and names missed events by short id
+        rows = [[f["vm"], f["note"]] for f in faults]
+        columns = [Column("VM"), Column("how it coped", "list")]
         table("Endpoint faults and how each VM coped", columns, rows, wide=wide)
 
 

@@ -7,6 +7,7 @@ library's HTTP; nothing of the emulator.
 from __future__ import annotations
 
 import sys
+import textwrap
 
 import click
 
@@ -181,7 +182,8 @@ def _follow(
         return None
 
     def tell(line: str) -> None:
-        click.echo(line[:80], err=as_json)
+        for part in textwrap.wrap(line, 80, subsequent_indent="  ", break_on_hyphens=False):
+            click.echo(part, err=as_json)
         (sys.stderr if as_json else sys.stdout).flush()
 
     follower = Follower(session, interval=interval, timeout=timeout, approve=approve, tell=tell)

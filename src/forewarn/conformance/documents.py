@@ -15,7 +15,13 @@ from typing import Any
 
 from forewarn.conformance.results import Result, failed, passed, skipped
 from forewarn.conformance.rules import NEWEST, rule
-from forewarn.contract import EVENT_KEYS, ApiVersion, EventType, lookup_version
+from forewarn.contract import (
+    EVENT_KEYS,
+    SUPPORTED_VERSIONS,
+    ApiVersion,
+    EventType,
+    lookup_version,
+)
 from forewarn.contract.model import resource_matches
 
 __all__ = ["CHECKS", "Sample", "check_documents", "problems_text"]
@@ -77,6 +83,11 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _versions_text(versions: list[str]) -> str:
+    named = list(dict.fromkeys(versions))
+    return "every api-version" if set(named) == set(SUPPORTED_VERSIONS) else ", ".join(named)
+
+
 def problems_text(problems: list[str], keep: int = 2) -> str:
     """The first ``keep`` problems, and how many more; one problem at several
     api-versions (``2019-04-01: ...``) is told once, naming them all."""
@@ -87,7 +98,7 @@ def problems_text(problems: list[str], keep: int = 2) -> str:
             versions.setdefault(rest, []).append(head)
         else:
             versions.setdefault(problem, [])
-    unique = [f"{', '.join(dict.fromkeys(v))}: {p}" if v else p for p, v in versions.items()]
+    unique = [f"{_versions_text(v)}: {p}" if v else p for p, v in versions.items()]
     text = "; ".join(unique[:keep])
     return text + (f" (and {len(unique) - keep} more)" if len(unique) > keep else "")
 

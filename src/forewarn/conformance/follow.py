@@ -136,6 +136,8 @@ class Follower:
                                   f"{incarnation!r}")  # fmt: skip
         self._last = (incarnation, key)
         current = {e["EventId"]: e for e in events}
+        if first and not current:
+            self.tell(f"{_hms(now)} #{incarnation} no event yet: waiting")
         gone = [s for s in self._live() if s.event_id not in current]
         for s in gone:
             s.removed_at = now
@@ -208,7 +210,7 @@ class Follower:
         answer = exchange.answer
         approval = Approval(now, ids, answer.status if answer else None,
                             answer.body if answer else b"")  # fmt: skip
-        self.tell(f"{_hms(now)} approved {', '.join(ids)}: {exchange.seen()}"[:80])
+        self.tell(f"{_hms(now)} approved {', '.join(ids)}: {exchange.seen()}")
         return approval
 
     def _approve(self, now: float) -> None:

@@ -80,7 +80,8 @@ def test_hostile_bodies_are_refused_and_change_nothing(
 def test_an_unknown_route_or_method_is_an_arm_error(arm: ArmServer) -> None:
     with arm.https() as client:
         r = client.post(f"{VM}/solo/explode?api-version=2024-07-01", headers=AUTH)
-        assert (r.status_code, r.json()["error"]["code"]) == (404, "NotFound")
+        assert (r.status_code, r.json()["error"]["code"]) == (404, "InvalidResourceType")
+        assert "'explode' could not be found in the namespace 'Microsoft.Compute'" in r.text
         r = client.delete(f"{VM}/solo?api-version=2024-07-01", headers=AUTH)
         assert (r.status_code, r.json()["error"]["code"]) == (405, "MethodNotAllowed")
         r = client.get("/%ff%fe?api-version=2024-07-01", headers=AUTH)

@@ -1,6 +1,8 @@
-"""Tokens: the real azure-identity ``ClientSecretCredential`` gets its token from
-forewarn's identity routes, and ARM accepts it; a mismatched token is a 401 and an
-oversized chunked body a 413, each changing nothing."""
+"""Tokens: the real azure-identity ``ClientSecretCredential`` gets a signed token from
+forewarn's identity routes, and ARM accepts it; when ARM requires a token, the routes
+require the client secret (the token itself, or ``--arm-client-secret``) before they sign
+one; a mismatched token is a 401 and an oversized chunked body a 413, each changing
+nothing."""
 
 from __future__ import annotations
 
@@ -30,11 +32,11 @@ def arm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ArmServer]:
     server.server.stop()
 
 
-def credential(arm: ArmServer) -> ClientSecretCredential:
+def credential(arm: ArmServer, secret: str = TOKEN) -> ClientSecretCredential:
     return ClientSecretCredential(
         TENANT,
         "00000000-0000-0000-0000-0000000000c1",
-        "client-secret",
+        secret,
         authority=arm.url,
         disable_instance_discovery=True,
         connection_verify=arm.ca,
@@ -43,7 +45,8 @@ def credential(arm: ArmServer) -> ClientSecretCredential:
 
 def test_client_secret_credential_gets_the_token_arm_accepts(arm: ArmServer) -> None:
     cred = credential(arm)
-    assert cred.get_token("https://management.azure.com/.default").token == TOKEN
+    token = cred.get_token("https://management.azure.com/.default").token
+    assert token != TOKEN and token.count(".") == 2  # a JWT signed for this client
     compute = ComputeManagementClient(
         cred, SUBSCRIPTION, base_url=arm.url, connection_verify=arm.ca
     )
@@ -52,6 +55,46 @@ def test_client_secret_credential_gets_the_token_arm_accepts(arm: ArmServer) -> 
     assert [e["type"] for e in arm.events("solo")] == ["Reboot"]
     arm.advance(15 * 60 + 12 * 60)
     assert arm.events("solo") == []
+
+
+def test_without_the_client_secret_no_token_is_handed_out(arm: ArmServer) -> None:
+    with pytest.raises(ClientAuthenticationError) as refused:
+        credential(arm, secret="guessed").get_token("https://management.azure.com/.default")
+    assert "Invalid client secret" in str(refused.value)
+    with arm.https() as client:
+        r = client.post(
+            f"/{TENANT}/oauth2/v2.0/token",
+            data={"grant_type": "client_credentials", "client_id": "x", "client_secret": "y",
+                  "scope": "https://management.azure.com/.default"},
+        )  # fmt: skip
+    assert (r.status_code, r.json()["error"]) == (401, "invalid_client")
+    assert "access_token" not in r.json()
+
+
+def test_a_configured_client_secret_is_the_one_required(tmp_path: Path) -> None:
+    server = start_arm_server(tmp_path, extra=("--arm-token", TOKEN, "--arm-client-secret", "cs"))
+    try:
+        scope = "https://management.azure.com/.default"
+        with pytest.raises(ClientAuthenticationError):
+            credential(server, secret=TOKEN).get_token(scope)
+        compute = ComputeManagementClient(
+            credential(server, secret="cs"), SUBSCRIPTION, base_url=server.url,
+            connection_verify=server.ca,
+        )  # fmt: skip
+        assert compute.virtual_machines.get(GROUP, "solo").name == "solo"
+    finally:
+        server.server.stop()
+
+
+def test_a_forged_token_is_a_401(arm: ArmServer) -> None:
+    import jwt
+
+    forged = jwt.encode({"appid": "x", "exp": 4102444800}, "not the key", algorithm="HS256")
+    with arm.https() as client:
+        r = client.get(VM, headers={"Authorization": f"Bearer {forged}"})
+    assert r.status_code == 401
+    assert r.json()["error"]["code"] == "InvalidAuthenticationTokenSignature"
+    assert r.headers["www-authenticate"].startswith(f'Bearer authorization_uri="{arm.url}/"')
 
 
 def test_the_token_route_refuses_another_grant(arm: ArmServer) -> None:

@@ -5,11 +5,9 @@
 from forewarn.arm.app import ArmApp
 from forewarn.arm.errors import ArmError
 from forewarn.arm.listener import ArmListener, ArmSettings, serve_arm
-from forewarn.arm.resources import DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION, ArmFleet
+from forewarn.arm.resources import ArmFleet
 
 __all__ = [
-    "DEFAULT_RESOURCE_GROUP",
-    "DEFAULT_SUBSCRIPTION",
     "ArmApp",
     "ArmError",
     "ArmFleet",

@@ -17,11 +17,14 @@ __all__ = ["ArmError", "from_fabric"]
 class ArmError(Exception):
     """An ARM error answer: status, ARM error code, message."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.headers = headers or {}
 
     def body(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message}}

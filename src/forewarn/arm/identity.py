@@ -1,46 +1,58 @@
-"""The Microsoft identity platform routes ``ClientSecretCredential`` calls, so that
-azure-identity pointed at forewarn (``authority=<the ARM URL>``,
-``disable_instance_discovery=True``) gets a token the ARM routes accept.
+"""The Microsoft identity platform routes ``ClientSecretCredential`` and the Azure CLI's
+``az login --service-principal`` call, so that a client pointed at forewarn (the ARM URL
+as its authority, instance discovery off) gets a token the ARM routes accept.
 
 ``GET /{tenant}/v2.0/.well-known/openid-configuration`` tells MSAL where the token
-endpoint is; ``POST /{tenant}/oauth2/v2.0/token`` (a client credentials grant) answers
-the configured ARM token, or, when any token is accepted, a fresh opaque one. Errors are
-the identity platform's (``{"error", "error_description"}``), not ARM's.
+endpoint is; ``POST /{tenant}/oauth2/v2.0/token`` (a client credentials grant) answers a
+token signed for that client (``tokens.TokenSigner``). When ARM requires a token, the
+client must prove it may have one: its secret must be the configured client secret (or,
+when none is configured, the ARM token itself). Errors are the identity platform's
+(``{"error", "error_description"}``), not ARM's.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
-import secrets
+import time
+import uuid
 from urllib.parse import parse_qs
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from forewarn.arm.paths import ArmPath
 from forewarn.arm.wire import MAX_BODY
+from forewarn.imds.tokens import TENANT, TokenSigner
 
 __all__ = ["Identity"]
 
-_LIFETIME = 3599
+_NAMESPACE = uuid.UUID("5c0e2b7a-9d1f-4a3e-8b6c-7f1e0d2c3b4a")
+#: The routes after the tenant (lower-cased segments).
+_CONFIGURATION = ("v2.0", ".well-known", "openid-configuration")
+_TOKEN = ("oauth2", "v2.0", "token")
 
 
 class Identity:
-    """The token routes of one ARM listener (``token``: the one ARM requires, or None)."""
+    """The token routes of one ARM listener (``token``: the one ARM requires, or None;
+    ``client_secret``: the secret a client must present when a token is required)."""
 
-    def __init__(self, token: str | None) -> None:
+    def __init__(
+        self, signer: TokenSigner, *, token: str | None = None, client_secret: str | None = None
+    ) -> None:
+        self.signer = signer
         self.token = token
+        self.client_secret = client_secret or token
 
     @staticmethod
-    def handles(low: list[str]) -> bool:
-        """Whether a lower-cased path (its segments) is one of these routes."""
-        return len(low) == 4 and (
-            low[1:] == ["v2.0", ".well-known", "openid-configuration"]
-            or low[1:] == ["oauth2", "v2.0", "token"]
-        )
+    def handles(path: ArmPath) -> bool:
+        """Whether a path is one of these routes (a tenant, then the route)."""
+        segments = tuple(path.text.lower().split("/")[2:])
+        return segments in (_CONFIGURATION, _TOKEN)
 
-    async def answer(self, request: Request, raw: list[str]) -> Response:
-        tenant = raw[0]
-        if raw[1].lower() == "v2.0":
+    async def answer(self, request: Request, path: ArmPath) -> Response:
+        tenant = path.text.split("/")[1]
+        if tuple(path.text.lower().split("/")[2:]) == _CONFIGURATION:
             if request.method != "GET":
                 return _error(405, "invalid_request", "Use GET for the OpenID configuration.")
             return _json(self._configuration(request, tenant))
@@ -49,7 +61,10 @@ class Identity:
         return await self._token(request)
 
     def _configuration(self, request: Request, tenant: str) -> dict[str, object]:
-        base = f"{request.url.scheme}://{request.url.netloc}/{tenant}"
+        # Any tenant name (a domain, "organizations") resolves to forewarn's one tenant,
+        # as a domain resolves to its tenant's id in Entra ID.
+        del tenant
+        base = f"{request.url.scheme}://{request.url.netloc}/{TENANT}"
         return {
             "issuer": f"{base}/v2.0",
             "authorization_endpoint": f"{base}/oauth2/v2.0/authorize",
@@ -80,11 +95,27 @@ class Identity:
         for field in ("client_id", "client_secret", "scope"):
             if not form.get(field):
                 return _error(400, "invalid_request", f"The request needs {field}.")
-        token = self.token or f"forewarn-{secrets.token_urlsafe(24)}"
+        if self.client_secret is not None and not hmac.compare_digest(
+            form["client_secret"].encode(), self.client_secret.encode()
+        ):
+            return _error(
+                401,
+                "invalid_client",
+                "AADSTS7000215: Invalid client secret provided. Ensure the secret being sent "
+                "in the request is the client secret value.",
+            )
+        client_id = form["client_id"][:200]
+        resource = form["scope"].split()[0].removesuffix(".default").removesuffix("/") + "/"
+        token, expires_on = self.signer.mint(
+            resource=resource,
+            client_id=client_id,
+            object_id=str(uuid.uuid5(_NAMESPACE, client_id)),
+        )
+        lifetime = max(0, expires_on - int(time.time()))
         return _json({
             "token_type": "Bearer",
-            "expires_in": _LIFETIME,
-            "ext_expires_in": _LIFETIME,
+            "expires_in": lifetime,
+            "ext_expires_in": lifetime,
             "access_token": token,
         })  # fmt: skip
 

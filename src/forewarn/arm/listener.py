@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,8 @@ import uvicorn
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from forewarn.admission import Budget, Gate, GuardedProtocol, Pool, guarded
+from forewarn.admission.guard import HEADER_TIMEOUT
 from forewarn.arm.app import ArmApp
 from forewarn.arm.resources import ArmFleet
 from forewarn.arm.tls import TlsFiles, ensure_certificates
@@ -28,15 +31,17 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class ArmSettings:
-    """What the ARM listener needs: where to listen, the token (None: any), where the CA
-    lives, and the fleet's subscription and resource group (None: the defaults)."""
+    """What the ARM listener needs: where to listen, the token (None: any), the client
+    secret the identity routes require (None: the token, when there is one), where the
+    CA lives. The subscription and resource group are the fleet's (``Topology.azure``)."""
 
     host: str
     port: int
     ca_dir: Path
     token: str | None = None
-    subscription: str | None = None
-    resource_group: str | None = None
+    #: Seconds from a connection's accept to its TLS handshake and first request head.
+    header_timeout: float = HEADER_TIMEOUT
+    client_secret: str | None = None
 
 
 class _Server(uvicorn.Server):
@@ -105,24 +110,38 @@ async def serve_arm(
     settings: ArmSettings | None,
     announce: Callable[[str], None] = print,
     eventgrid: EventGrid | None = None,
+    pool: Pool | None = None,
 ) -> ArmListener:
     """Start serving ARM for ``fabric`` (nothing when ``settings`` is None); ``announce``
-    gets the line that says where, and which CA file a client must trust."""
+    gets the line that says where, and which CA file a client must trust. ``pool``: the
+    connections it shares with the process's other API listeners (None: a pool of the
+    API listeners' share of the open files to itself)."""
     if settings is None:
         return ArmListener()
     tls = ensure_certificates(settings.ca_dir, settings.host)
-    fleet = ArmFleet(fabric.topology, settings.subscription, settings.resource_group)
-    app = ArmApp(fabric, fleet, token=settings.token, eventgrid=eventgrid)
+    fleet = ArmFleet(fabric.topology)
+    app = ArmApp(
+        fabric,
+        fleet,
+        token=settings.token,
+        client_secret=settings.client_secret,
+        eventgrid=eventgrid,
+    )
     sock = _listen(settings.host, settings.port)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tls.certificate, tls.key)
+    if pool is None:
+        pool = Pool(Budget.of_process().api_connections)
+    # TLS is started by the protocol, after admission and within the head's deadline
+    # (``admission/guard.py``), not by uvicorn's server: so no ``ssl_*`` here.
+    gate = Gate(pool, header_timeout=settings.header_timeout, tls=context)
     config = uvicorn.Config(
         _hangups_quiet(app.asgi),
+        http=guarded(GuardedProtocol, gate),
         lifespan="off",
         access_log=False,
         log_level="warning",
         server_header=False,
-        ssl_certfile=str(tls.certificate),
-        ssl_keyfile=str(tls.key),
-        h11_max_incomplete_event_size=64 * 1024,
     )
     server = _Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]), name="forewarn-arm")

@@ -11,13 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from forewarn.arm.errors import ArmError
+from forewarn.arm.paths import shown_name
+from forewarn.fleet.azure import PROVIDER
 from forewarn.fleet.topology import VM, Scope, ScopeKind, Topology
 
-__all__ = ["DEFAULT_RESOURCE_GROUP", "DEFAULT_SUBSCRIPTION", "ArmFleet", "ScaleSet"]
-
-DEFAULT_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
-DEFAULT_RESOURCE_GROUP = "forewarn"
-PROVIDER = "Microsoft.Compute"
+__all__ = ["ArmFleet", "ScaleSet"]
 
 
 @dataclass
@@ -30,19 +28,18 @@ class ScaleSet:
 
 
 class ArmFleet:
-    """Look-ups from ARM names to the fleet (case-insensitive, as ARM is)."""
+    """Look-ups from ARM names to the fleet (case-insensitive, as ARM is), under the
+    fleet's own Azure names (``Topology.azure``: the metadata endpoint's too)."""
 
-    def __init__(
-        self, topology: Topology, subscription: str | None, resource_group: str | None
-    ) -> None:
+    def __init__(self, topology: Topology) -> None:
         self.topology = topology
-        self.subscription = subscription or DEFAULT_SUBSCRIPTION
-        self.resource_group = resource_group or DEFAULT_RESOURCE_GROUP
+        self.names = topology.azure
+        self.subscription = self.names.subscription
+        self.resource_group = self.names.resource_group
         self.location = next(iter(topology.vms.values())).location if topology.vms else ""
         self.vms: dict[str, VM] = {}
         self.availability_sets: dict[str, Scope] = {}
         self.scale_sets: dict[str, ScaleSet] = {}
-        self._instance_of: dict[str, tuple[str, str]] = {}
         for scope in topology.scopes.values():
             if scope.kind is ScopeKind.AVAILABILITY_SET:
                 self.availability_sets[scope.id.lower()] = scope
@@ -55,81 +52,86 @@ class ArmFleet:
                     sset = self.scale_sets.setdefault(vm.scale_set.lower(), ScaleSet(vm.scale_set))
                     if scope.id not in sset.scope_ids:
                         sset.scope_ids.append(scope.id)
-                    instance = str(len(sset.instances))
-                    sset.instances[instance] = name
-                    self._instance_of[name] = (sset.name, instance)
+                    owner = self.names.instance_of(name)
+                    assert owner is not None
+                    sset.instances[str(owner[1])] = name
+        for sset in self.scale_sets.values():
+            sset.instances = dict(sorted(sset.instances.items(), key=lambda kv: int(kv[0])))
 
     # ------------------------------------------------------------------ look-ups
 
-    def check_group(self, subscription: str, resource_group: str) -> None:
-        """A request's subscription and resource group must be the fleet's."""
+    def check_subscription(self, subscription: str) -> None:
+        """A request's subscription must be the fleet's."""
         if subscription.lower() != self.subscription.lower():
             raise ArmError(
                 404,
                 "SubscriptionNotFound",
-                f"The subscription '{subscription}' could not be found.",
+                f"The subscription '{shown_name(subscription)}' could not be found.",
             )
+
+    def check_group(self, subscription: str, resource_group: str) -> None:
+        """A request's subscription and resource group must be the fleet's."""
+        self.check_subscription(subscription)
         if resource_group.lower() != self.resource_group.lower():
             raise ArmError(
                 404,
                 "ResourceGroupNotFound",
-                f"Resource group '{resource_group}' could not be found.",
+                f"Resource group '{shown_name(resource_group)}' could not be found.",
             )
 
     def vm(self, name: str) -> VM:
         """A standalone or availability-set VM by name."""
         found = self.vms.get(name.lower())
         if found is None:
-            raise _not_found("virtualMachines", name)
+            raise self.not_found("virtualMachines", name)
         return found
 
     def scale_set(self, name: str) -> ScaleSet:
         found = self.scale_sets.get(name.lower())
         if found is None:
-            raise _not_found("virtualMachineScaleSets", name)
+            raise self.not_found("virtualMachineScaleSets", name)
         return found
 
     def instance(self, sset: ScaleSet, instance_id: str) -> str:
         """The VM name of a scale set's instance."""
         name = sset.instances.get(instance_id)
         if name is None:
-            raise _not_found(f"virtualMachineScaleSets/{sset.name}/virtualMachines", instance_id)
+            raise self.not_found(
+                f"virtualMachineScaleSets/{sset.name}/virtualMachines", instance_id
+            )
         return name
 
     def availability_set(self, name: str) -> Scope:
         found = self.availability_sets.get(name.lower())
         if found is None:
-            raise _not_found("availabilitySets", name)
+            raise self.not_found("availabilitySets", name)
         return found
+
+    def not_found(self, kind: str, name: str) -> ArmError:
+        """ARM's 404 for a resource of the fleet's group that is not there."""
+        return ArmError(
+            404,
+            "ResourceNotFound",
+            f"The Resource '{PROVIDER}/{kind}/{shown_name(name)}' under resource group "
+            f"'{self.resource_group}' was not found. For more details please go to "
+            "https://aka.ms/ARMResourceNotFoundFix",
+        )
 
     # ----------------------------------------------------------------------- ids
 
     @property
     def group_id(self) -> str:
-        return f"/subscriptions/{self.subscription}/resourceGroups/{self.resource_group}"
+        return self.names.group_id
 
     def resource_id(self, kind: str, name: str) -> str:
-        return f"{self.group_id}/providers/{PROVIDER}/{kind}/{name}"
+        return self.names.resource_id(kind, name)
 
     def vm_id(self, vm_name: str) -> str:
         """The ARM id of any VM of the fleet (an instance id for a scale set's VM)."""
-        owner = self._instance_of.get(vm_name)
-        if owner is None:
-            return self.resource_id("virtualMachines", vm_name)
-        return self.resource_id("virtualMachineScaleSets", owner[0]) + (
-            f"/virtualMachines/{owner[1]}"
-        )
+        return self.names.vm_id(vm_name)
 
     def operation_url(self, base: str, operation: str, api_version: str) -> str:
         return (
             f"{base}/subscriptions/{self.subscription}/providers/{PROVIDER}/locations/"
             f"{self.location}/operations/{operation}?api-version={api_version}"
         )
-
-
-def _not_found(kind: str, name: str) -> ArmError:
-    return ArmError(
-        404,
-        "ResourceNotFound",
-        f"The Resource '{PROVIDER}/{kind}/{name}' under resource group was not found.",
-    )

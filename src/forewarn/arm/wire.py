@@ -1,5 +1,5 @@
-"""What every ARM request goes through: api-version, bearer token, a bounded JSON body,
-and answers with ``x-ms-request-id``."""
+"""What every ARM request goes through: api-version, bearer token (and who it names), a
+bounded JSON body, and answers with ``x-ms-request-id``."""
 
 from __future__ import annotations
 
@@ -7,20 +7,25 @@ import hmac
 import json
 import re
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from forewarn.arm.errors import ArmError
+from forewarn.arm.paths import ArmPath
+from forewarn.fleet.azure import AzureNames
+from forewarn.imds.tokens import Caller, InvalidToken, TokenSigner
 
 __all__ = [
     "COMPUTE_VERSIONS",
     "MAINTENANCE_VERSIONS",
     "MAX_BODY",
+    "Call",
     "answer",
+    "authenticate",
     "check_api_version",
-    "check_token",
     "read_json",
 ]
 
@@ -41,8 +46,31 @@ def answer(body: Any = None, status: int = 200, headers: dict[str, str] | None =
     return Response(data, status_code=status, headers=out, media_type="application/json")
 
 
-def error(exc: ArmError) -> Response:
-    return answer(exc.body(), exc.status)
+@dataclass(slots=True)
+class Call:
+    """One routed request: the request, its parsed path, who the token names (None: a
+    bearer string that names nobody) and, once checked, its api-version."""
+
+    request: Request
+    path: ArmPath
+    caller: Caller | None
+    names: AzureNames
+    version: str = ""
+
+    @property
+    def caller_vm(self) -> str | None:
+        """The fleet VM whose managed identity is calling, or None."""
+        if self.caller is None or self.caller.vm_resource_id is None:
+            return None
+        return self.names.vm_of_resource_id(self.caller.vm_resource_id)
+
+
+def error(exc: ArmError, method: str = "GET") -> Response:
+    """ARM's error answer (no body for HEAD)."""
+    headers = dict(exc.headers)
+    if method == "HEAD":
+        return answer(status=exc.status, headers=headers)
+    return answer(exc.body(), exc.status, headers)
 
 
 def check_api_version(request: Request, versions: tuple[str, str], kind: str) -> str:
@@ -66,18 +94,38 @@ def check_api_version(request: Request, versions: tuple[str, str], kind: str) ->
     return version
 
 
-def check_token(request: Request, token: str | None) -> None:
-    """Any bearer token, or exactly ``token`` when one is configured."""
+def authenticate(
+    request: Request, token: str | None, signer: TokenSigner, login_url: str
+) -> Caller | None:
+    """Who is calling: a token forewarn signed names its caller; any other bearer string
+    passes when no token is required, or must be exactly ``token``. A 401 carries ARM's
+    ``WWW-Authenticate`` challenge, naming where to get a token (``login_url``)."""
     header = request.headers.get("authorization", "")
     scheme, _, given = header.partition(" ")
-    if scheme.lower() != "bearer" or not given.strip():
-        raise ArmError(
-            401,
+    given = given.strip()
+    if scheme.lower() != "bearer" or not given:
+        raise _unauthorized(
+            login_url,
             "AuthenticationFailed",
             "Authentication failed. The 'Authorization' header is missing or not a Bearer token.",
         )
-    if token is not None and not hmac.compare_digest(given.strip().encode(), token.encode()):
-        raise ArmError(401, "InvalidAuthenticationToken", "The access token is invalid.")
+    try:
+        caller = signer.verify(given)
+    except InvalidToken as exc:
+        raise _unauthorized(login_url, exc.code, str(exc)) from None
+    if caller is not None:
+        return caller
+    if token is not None and not hmac.compare_digest(given.encode(), token.encode()):
+        raise _unauthorized(login_url, "InvalidAuthenticationToken", "The access token is invalid.")
+    return None
+
+
+def _unauthorized(login_url: str, code: str, message: str) -> ArmError:
+    challenge = (
+        f'Bearer authorization_uri="{login_url}/", error="invalid_token", '
+        f'error_description="{message}"'
+    )
+    return ArmError(401, code, message, headers={"WWW-Authenticate": challenge})
 
 
 async def read_json(request: Request, *, required: bool = False) -> dict[str, Any]:

@@ -164,6 +164,21 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
     "(never more than a quarter of the open-file limit).",
 )
 @click.option(
+    "--api-header-timeout",
+    type=float,
+    default=10.0,
+    help="Seconds a client of the control API or ARM has from connecting (TLS handshake "
+    "included) to a whole request head, and for each later head (else closed).",
+)
+@click.option(
+    "--api-max-connections-per-address",
+    type=int,
+    default=1024,
+    help="Open connections to the control API and ARM per client address; a new one "
+    "closes the address's slowest or longest idle (never more than half their share of "
+    "the open files).",
+)
+@click.option(
     "--loop-slice",
     type=float,
     default=0.1,
@@ -206,7 +221,15 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
     "acknowledge) over HTTPS here; off by default.",
 )
 @click.option(
-    "--arm-token", default=None, help="Require this Bearer token on ARM (default: any token)."
+    "--arm-token",
+    default=None,
+    help="Require this Bearer token, or a token forewarn signed (managed identity, "
+    "az login), on ARM (default: any token).",
+)
+@click.option(
+    "--arm-client-secret",
+    default=None,
+    help="The client secret ARM's token route requires (default: the --arm-token, when set).",
 )
 @click.option(
     "--arm-ca-dir",

@@ -249,6 +249,40 @@ def build_topology(spec: FleetSpec) -> Topology:
         raise FleetError(f"{_where(fleet_origin(spec), source, exc)}: {exc}") from None
 
 
+_SUBSCRIPTION = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
+#: ARM's rule for a resource group's name.
+_RESOURCE_GROUP = re.compile(r"^[-\w._()]{1,90}$")
+_TAG_KEY_FORBIDDEN = set("<>%&\\?/")
+
+
+def _check_azure_names(spec: FleetSpec, wheres: list[str]) -> None:
+    """The subscription, resource group and tags as Azure would accept them."""
+    if spec.subscription is not None and not _SUBSCRIPTION.match(spec.subscription):
+        raise _error(
+            f"subscription {spec.subscription[:60]!r} is not a GUID "
+            "(like 11111111-2222-3333-4444-555555555555)",
+            "$.subscription",
+        )
+    group = spec.resource_group
+    if group is not None and (not _RESOURCE_GROUP.match(group) or group.endswith(".")):
+        raise _error(
+            f"resource group {group[:100]!r} must be 1-90 letters, digits, '-', '_', '.', "
+            "'(' or ')', not ending in '.'",
+            "$.resource_group",
+        )
+    tag_sets = [(spec.tags, "$.tags")]
+    tag_sets += [(scope.tags, f"{w}.tags") for scope, w in zip(spec.scopes, wheres, strict=True)]
+    for tags, where in tag_sets:
+        for key, value in (tags or {}).items():
+            if not key or len(key) > 512 or _TAG_KEY_FORBIDDEN.intersection(key):
+                raise _error(
+                    f"tag name {key[:60]!r} must be 1-512 characters without < > % & \\ ? /",
+                    where,
+                )
+            if len(value) > 256:
+                raise _error(f"tag {key[:60]!r}: a value holds at most 256 characters", where)
+
+
 def _build(spec: FleetSpec) -> Topology:
     if not spec.scopes:
         raise _error("a fleet needs at least one scope", "$.scopes")
@@ -273,6 +307,8 @@ def _build(spec: FleetSpec) -> Topology:
     explicit_hosts = False
     scopes: list[Scope] = []
     vms: list[VM] = []
+    scope_tags: dict[str, tuple[tuple[str, str], ...]] = {}
+    _check_azure_names(spec, wheres)
     slot = 0
     for scope, vm_specs, where in zip(spec.scopes, vm_lists, wheres, strict=True):
         if scope.update_domains < 1 or scope.fault_domains < 1:
@@ -327,13 +363,23 @@ def _build(spec: FleetSpec) -> Topology:
                     f"placement group {scope_id!r} would hold no VM", where + ".placement_groups"
                 )
             scopes.append(Scope(scope_id, kind, tuple(names), policy, uds, fds))
+            merged = {**(spec.tags or {}), **(scope.tags or {})}
+            if merged:
+                scope_tags[scope_id] = tuple(sorted(merged.items()))
     try:
         if explicit_hosts:  # automatic hosts never break the rule; hosts from the file may
             _check_hosts(vms)
         default = spec.default_vm
         if default and not any(vm.name == default for vm in vms):
             raise _error(f"default VM {default!r} is not in the fleet", "$.default_vm")
-        return Topology(scopes, vms, default or vms[0].name)
+        return Topology(
+            scopes,
+            vms,
+            default or vms[0].name,
+            subscription=spec.subscription,
+            resource_group=spec.resource_group,
+            tags=scope_tags,
+        )
     except _Located:
         raise
     except FleetError as exc:  # about two VMs: the second one's entry has the line

@@ -121,6 +121,10 @@ class ScopeSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     preview_limit: Annotated[
         bool, _doc("At most 10 simultaneous user operations (the 2017 preview limit).")
     ] = False
+    tags: Annotated[
+        dict[str, str] | None,
+        _doc("Azure tags of the scope's VMs (over the fleet's), in instance metadata and ARM."),
+    ] = None
     event_grid: Annotated[
         bool,
         _doc(
@@ -153,10 +157,17 @@ class FleetSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, 
         _doc("VM i also answers on port port_base + i.", minimum=1, maximum=65535),
     ] = None
     subscription: Annotated[
-        str | None, _doc("Subscription id of the fleet's ARM resources (serve --arm-bind).")
+        str | None,
+        _doc(
+            "Subscription id of the fleet's VMs, in instance metadata and ARM.",
+            pattern=r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$",
+        ),
     ] = None
     resource_group: Annotated[
         str | None, _doc("Resource group of the fleet's ARM resources; default: forewarn.")
+    ] = None
+    tags: Annotated[
+        dict[str, str] | None, _doc("Azure tags of every VM, in instance metadata and ARM.")
     ] = None
 
 

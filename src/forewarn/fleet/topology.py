@@ -16,6 +16,7 @@ from types import MappingProxyType
 import msgspec
 
 from forewarn.contract import EventType
+from forewarn.fleet.azure import DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION, AzureNames
 from forewarn.fleet.errors import FleetError, UnknownName
 
 __all__ = ["VM", "Scope", "ScopeKind", "ScopePolicy", "Topology"]
@@ -121,7 +122,18 @@ class Scope:
 class Topology:
     """Scopes and VMs with the look-ups the endpoint and the engine need."""
 
-    def __init__(self, scopes: Iterable[Scope], vms: Iterable[VM], default_vm: str | None) -> None:
+    def __init__(
+        self,
+        scopes: Iterable[Scope],
+        vms: Iterable[VM],
+        default_vm: str | None,
+        *,
+        subscription: str | None = None,
+        resource_group: str | None = None,
+        tags: Mapping[str, tuple[tuple[str, str], ...]] | None = None,
+    ) -> None:
+        """``subscription``, ``resource_group`` and ``tags`` (per scope id) are the fleet's
+        Azure names (``azure``), the same on every surface."""
         self.scopes: dict[str, Scope] = {}
         for scope in scopes:
             if scope.id in self.scopes:
@@ -167,6 +179,12 @@ class Topology:
         if default_vm is not None and default_vm not in self.vms:
             raise FleetError(f"default VM {default_vm!r} is not in the fleet")
         self.default_vm = default_vm
+        self.azure = AzureNames(
+            self,
+            subscription or DEFAULT_SUBSCRIPTION,
+            resource_group or DEFAULT_RESOURCE_GROUP,
+            dict(tags or {}),
+        )
 
     def vm(self, name: str) -> VM:
         """The VM called ``name`` (exact match first, then ignoring case)."""

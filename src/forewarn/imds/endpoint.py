@@ -39,9 +39,11 @@ from forewarn.imds.cache import DocumentCache
 from forewarn.imds.faults import FaultBook
 from forewarn.imds.identity import VmResolver
 from forewarn.imds.instance import INSTANCE, INSTANCE_VERSIONS, instance_reply
+from forewarn.imds.managed_identity import IDENTITY_TOKEN, ManagedIdentity
 from forewarn.imds.messages import RATE_LIMITED, Reply, Request, Ticket
 from forewarn.imds.ratelimit import RateLimiter
 from forewarn.imds.recorder import DocumentRecorder, RecordingCache
+from forewarn.imds.tokens import TokenSigner
 from forewarn.rehearsal import ReactionTracker
 
 log = logging.getLogger(__name__)
@@ -174,7 +176,7 @@ class _Target:
 
 def _target(raw_path: str, query_string: bytes) -> _Target:
     path = normalise_path(raw_path)
-    if path in (SCHEDULED_EVENTS, VERSIONS):
+    if path in (SCHEDULED_EVENTS, VERSIONS, IDENTITY_TOKEN):
         route: str | None = path
     elif path == INSTANCE or path.startswith(INSTANCE + "/"):
         route = INSTANCE
@@ -230,8 +232,11 @@ class Endpoint:
         recorder: DocumentRecorder | None = None,
         reactions: ReactionTracker | None = None,
         faults: FaultBook | None = None,
+        tokens: TokenSigner | None = None,
     ) -> None:
         """``on_response(route, status)`` sees every reply; route is a known path or "other".
+        ``tokens`` signs the VMs' managed-identity tokens (default: the fleet's open signer,
+        as when ARM accepts any bearer token).
         ``recorder`` is told every document served (``forewarn serve --record``);
         ``reactions`` too, to record who saw what when (the rehearsal report), and every
         faulted request. ``faults`` are the injected faults (default: a book of its own,
@@ -259,6 +264,10 @@ class Endpoint:
             )
         #: Injected faults (``faults.py``); while none is live, a request reads one flag.
         self.faults = faults
+        names = fabric.topology.azure
+        self._identity = ManagedIdentity(
+            names, tokens or TokenSigner.for_fleet(None, names.subscription)
+        )
 
     def _hold_deleted(self) -> None:
         """The fabric's whole state was replaced: hold its new set of deleted VMs."""
@@ -398,11 +407,13 @@ class Endpoint:
             elif name == b"if-none-match":
                 if_none_match = value
         if route != SCHEDULED_EVENTS:
+            if route == IDENTITY_TOKEN:
+                return self._identity.reply(vm, target.query, metadata_ok)
             if not metadata_ok:
                 raise _Abort(_NO_HEADER)
             if route == VERSIONS:
                 return _VERSIONS
-            return instance_reply(target.path, vm, target.query)
+            return instance_reply(target.path, vm, target.query, self.fabric.topology.azure)
         version = target.version
         if version is None:
             raise _Abort(target.version_error or _MISSING_VERSION)

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from forewarn.admission import Pool
 from forewarn.arm import ArmListener, ArmSettings, serve_arm
 from forewarn.server.config import parse_bind
 
@@ -24,19 +25,24 @@ def arm_settings(runtime: Runtime) -> ArmSettings | None:
     host, port = parse_bind(config.arm_bind)
     where = config.arm_ca_dir or os.path.join(os.path.dirname(config.db) or ".", "forewarn-ca")
     return ArmSettings(
+        header_timeout=config.api_header_timeout,
         host=host,
         port=port,
         ca_dir=Path(where),
         token=config.arm_token,
-        subscription=None if runtime.spec is None else runtime.spec.subscription,
-        resource_group=None if runtime.spec is None else runtime.spec.resource_group,
+        client_secret=config.arm_client_secret,
     )
 
 
-async def start_arm(runtime: Runtime) -> ArmListener:
-    """Serve ARM when configured (its banner line printed); ``close()`` it on the way out."""
+async def start_arm(runtime: Runtime, pool: Pool | None = None) -> ArmListener:
+    """Serve ARM when configured (its banner line printed); ``close()`` it on the way out.
+    ``pool``: the API listeners' connections, shared with the control API."""
     return await serve_arm(
-        runtime.fabric, arm_settings(runtime), announce=_print, eventgrid=runtime.eventgrid
+        runtime.fabric,
+        arm_settings(runtime),
+        announce=_print,
+        eventgrid=runtime.eventgrid,
+        pool=pool,
     )
 
 

@@ -76,6 +76,11 @@ class ServeConfig:
     imds_header_timeout: float = 10.0
     imds_body_timeout: float = 30.0
     imds_max_connections_per_address: int = 256
+    #: The same defences on the API listeners (control API and ARM): seconds for a TLS
+    #: handshake and a request head, and connections per client address (never more than
+    #: half of their share of the open files: ``admission/``).
+    api_header_timeout: float = 10.0
+    api_max_connections_per_address: int = 1024
     #: The event loop thread's CPU slice in ms (``cpu_slice.py``); 0: the kernel's default.
     loop_slice: float = 0.1
     enablement: Literal["on-first-request", "always"] = "on-first-request"
@@ -87,6 +92,9 @@ class ServeConfig:
     #: where its local CA lives (None: ``forewarn-ca`` beside the database).
     arm_bind: str | None = None
     arm_token: str | None = None
+    #: The client secret ARM's identity routes require before they sign a token (None:
+    #: ``arm_token`` itself when one is set; any secret otherwise).
+    arm_client_secret: str | None = None
     arm_ca_dir: str | None = None
     #: Where Event Grid may deliver besides loopback: addresses, networks (CIDR) and host
     #: names (``--eventgrid-allow``, repeatable; ``forewarn.eventgrid.destinations``).
@@ -103,12 +111,15 @@ class ServeConfig:
         deadlines = {
             "--imds-header-timeout": self.imds_header_timeout,
             "--imds-body-timeout": self.imds_body_timeout,
+            "--api-header-timeout": self.api_header_timeout,
         }
         for flag, seconds in deadlines.items():
             if not (math.isfinite(seconds) and seconds > 0):
                 raise ConfigError(f"{flag} must be a positive number of seconds")
         if self.imds_max_connections_per_address < 1:
             raise ConfigError("--imds-max-connections-per-address must be >= 1")
+        if self.api_max_connections_per_address < 1:
+            raise ConfigError("--api-max-connections-per-address must be >= 1")
         low, high = MIN_SLICE * 1000, MAX_SLICE * 1000
         if not (self.loop_slice == 0 or low <= self.loop_slice <= high):
             raise ConfigError(f"--loop-slice must be 0 (the kernel's) or {low:g}-{high:g} ms")
@@ -163,6 +174,8 @@ class ServeConfig:
             out["control_token"] = "***"
         if out["arm_token"]:
             out["arm_token"] = "***"
+        if out["arm_client_secret"]:
+            out["arm_client_secret"] = "***"
         if self.store is not None:
             out["store"] = _without_password(self.store)
         return out

@@ -15,7 +15,6 @@ import structlog
 from prometheus_client import CollectorRegistry
 from starlette.middleware import Middleware
 
-from forewarn.arm import DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION
 from forewarn.control import ControlApp
 from forewarn.control.dashboard import ScenarioHook
 from forewarn.eventgrid import ArmNames, EventGrid, Ledger
@@ -43,6 +42,7 @@ from forewarn.fleet import (
 )
 from forewarn.imds import Endpoint, EndpointMetrics, ImdsSettings
 from forewarn.imds.recorder import DocumentRecorder
+from forewarn.imds.tokens import TokenSigner
 from forewarn.rehearsal import ReactionStore, ReactionTracker, track_reactions
 from forewarn.server.config import ServeConfig
 from forewarn.store import SQLiteStore, StoreError, ThreadedJournal, yield_to_the_loop
@@ -256,6 +256,7 @@ def build_runtime(
         on_response=metrics.observe,
         recorder=recorder,
         reactions=reactions,
+        tokens=TokenSigner.for_fleet(config.arm_token, topology.azure.subscription),
     )
     cluster = _cluster(fabric, store, clock, registry, eventgrid) if clustered else None
     forwarding = [] if cluster is None else [Middleware(_forwarding(), cluster=cluster)]
@@ -282,11 +283,8 @@ def _eventgrid(
     """Scheduled Events published outside the VM: a ledger told by the fabric, and the
     Event Grid hub delivering it (the ARM listener adds Resource Graph and the policy),
     to subscriptions kept in the store (``resume`` starts them again after a restart)."""
-    names = ArmNames(
-        fabric.topology,
-        spec.subscription or DEFAULT_SUBSCRIPTION,
-        spec.resource_group or DEFAULT_RESOURCE_GROUP,
-    )
+    azure = fabric.topology.azure  # the names the endpoint and ARM give the fleet too
+    names = ArmNames(fabric.topology, azure.subscription, azure.resource_group)
     ledger = Ledger(
         names,
         fabric.clock.now,
@@ -294,6 +292,7 @@ def _eventgrid(
         lambda scope_id: fabric.policy(scope_id).event_grid_and_resource_graph,
     )
     fabric.observe(ledger)
+    fabric.owe(ledger)  # its notices are written with the change that makes them
     return EventGrid(
         ledger,
         time_scale=config.time_scale or 1.0,

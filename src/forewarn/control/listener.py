@@ -1,6 +1,8 @@
 """The control API's HTTP connections: a client that stops reading is let go.
 
-uvicorn's httptools protocol, with two changes. A connection that has bytes waiting for
+uvicorn's httptools protocol behind the API listeners' admission rules (a share of the
+descriptors, a cap per address, deadlines for request heads: ``admission/guard.py``), with
+two changes more. A connection that has bytes waiting for
 its client while the client acknowledges none of them for ``WRITE_STALL_SECONDS`` is
 aborted: a dashboard stream left open on a sleeping laptop, or read by nobody, holds no
 descriptor, buffer or task for longer than that. (The kernel would otherwise take megabytes
@@ -23,7 +25,7 @@ import struct
 import sys
 import termios
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from forewarn.admission import GuardedProtocol
 
 __all__ = ["SHUTDOWN_GRACE", "TRANSPORT_EXTENSION", "WRITE_STALL_SECONDS", "ControlProtocol"]
 
@@ -44,15 +46,14 @@ _BYTES_ACKED = struct.Struct("=Q")
 _BYTES_ACKED_AT = 120
 
 
-class ControlProtocol(HttpToolsProtocol):
-    """One control-API connection (``uvicorn.Config(http=ControlProtocol)``)."""
+class ControlProtocol(GuardedProtocol):
+    """One control-API connection (``uvicorn.Config(http=guarded(ControlProtocol, gate))``)."""
 
     _watch: asyncio.TimerHandle | None = None
     _acked = -1
     _since = 0.0
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+    def started(self) -> None:
         if sys.platform == "linux":
             self._since = self.loop.time()
             self._watch = self.loop.call_later(CHECK_SECONDS, self._check)
@@ -69,6 +70,8 @@ class ControlProtocol(HttpToolsProtocol):
         """Stopping: close when the reply in flight is done, abort if its bytes stay unread."""
         super().shutdown()
         self._unwatch()
+        if not self.http_started:
+            return  # (closed already)
         self._watch = self.loop.call_later(SHUTDOWN_GRACE, self._abort_if_unsent)
 
     def _unwatch(self) -> None:

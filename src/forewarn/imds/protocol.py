@@ -99,11 +99,17 @@ class EndpointServer:
 
 
 async def serve_endpoint(
-    endpoint: Handler, sockets: list[socket.socket], settings: ImdsSettings | None = None
+    endpoint: Handler,
+    sockets: list[socket.socket],
+    settings: ImdsSettings | None = None,
+    *,
+    shed_from: int | None = None,
 ) -> EndpointServer:
     """Start serving ``endpoint`` on already-bound ``sockets``.
 
-    ``settings`` defaults to the endpoint's own (``Endpoint.settings``).
+    ``settings`` defaults to the endpoint's own (``Endpoint.settings``); ``shed_from`` is
+    the descriptor number from which connections are shed (default: ``fd_threshold()``;
+    a process with other listeners keeps their share below it, ``admission/budget.py``).
     """
     if settings is None:
         own = getattr(endpoint, "settings", None)
@@ -121,7 +127,7 @@ async def serve_endpoint(
         body_timeout=settings.body_timeout,
         per_address_cap=per_address_cap(settings.max_connections_per_address),
     )
-    shared.room = Room(shared.live, fd_threshold())
+    shared.room = Room(shared.live, fd_threshold() if shed_from is None else shed_from)
     servers = [
         await loop.create_server(_factory(shared, sock), sock=sock, backlog=4096)
         for sock in sockets

@@ -17,6 +17,7 @@ from typing import Any
 import structlog
 import uvicorn
 
+from forewarn.admission import Budget, Gate, Pool, guarded
 from forewarn.control import ControlProtocol
 from forewarn.fabric import Scheduler, StoreUnavailable
 from forewarn.imds import serve_endpoint
@@ -44,10 +45,11 @@ class _QuietServer(uvicorn.Server):
         yield
 
 
-def _uvicorn(app: Any) -> _QuietServer:
+def _uvicorn(app: Any, gate: Gate) -> _QuietServer:
     config = uvicorn.Config(
         app,
-        http=ControlProtocol,  # drops clients that stop reading (dashboard streams)
+        # Admission (``gate``); drops clients that stop reading (dashboard streams).
+        http=guarded(ControlProtocol, gate),
         timeout_graceful_shutdown=5,  # then in-flight requests are cancelled
         lifespan="off",
         access_log=False,
@@ -60,7 +62,14 @@ def _uvicorn(app: Any) -> _QuietServer:
 
 
 async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], None] | None) -> None:
-    control_server = _uvicorn(runtime.control.asgi)
+    # One budget of descriptors for every listener: the API listeners share a pool, the
+    # endpoint sheds its own connections below their share (``admission/budget.py``).
+    budget = Budget.of_process()
+    config = runtime.config
+    pool = Pool(budget.api_connections, config.api_max_connections_per_address)
+    control_server = _uvicorn(
+        runtime.control.asgi, Gate(pool, header_timeout=config.api_header_timeout)
+    )
     cluster = runtime.cluster
     scheduler = Scheduler(runtime.fabric, runtime.clock) if cluster is None else None
     if cluster is not None:
@@ -90,8 +99,10 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
             runtime.reactions.run(), name="forewarn-reactions"
         )
     )
-    endpoint_server = await serve_endpoint(runtime.endpoint, listeners.imds)
-    arm = await start_arm(runtime)  # the ARM listener, when --arm-bind is given
+    endpoint_server = await serve_endpoint(
+        runtime.endpoint, listeners.imds, shed_from=budget.endpoint_threshold
+    )
+    arm = await start_arm(runtime, pool)  # the ARM listener, when --arm-bind is given
     pages_task = asyncio.create_task(_check_pages(runtime), name="forewarn-page-check")
     if runtime.eventgrid is not None:  # where a webhook finishes a manual handshake
         runtime.eventgrid.validation_url = listeners.control_url() + "/api/v1/eventgrid/validate"

@@ -90,9 +90,9 @@ async def test_a_retried_notice_keeps_its_place_and_the_queue_never_holds_1001(
     with holding_webhook() as (url, hook):
         sub = Subscription(SubscriptionSpec("bounded", url), "Succeeded")
         log = DeliveryLog(size=5000)
-        subscriber = Subscriber(
-            sub, client, log, topic="t", now=lambda: 0.0, time_scale=1e6
-        )  # retries due at once
+        subscriber = Subscriber(  # a retry 10 ms later, a time to live of 86 s
+            sub, client, log, topic="t", now=lambda: 0.0, time_scale=1000
+        )
         subscriber.offer(_notice(0))
         subscriber.start()
         try:

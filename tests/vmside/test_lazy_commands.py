@@ -43,7 +43,7 @@ def test_help_without_imports_is_the_help_with_every_command_loaded(columns: str
     eager = run([sys.executable, "-c", EAGER_HELP])
     assert (lazy.returncode, eager.returncode) == (0, 0), lazy.stderr + eager.stderr
     assert lazy.stdout == eager.stdout
-    assert "trigger   Start OPERATION on TARGET" in lazy.stdout
+    assert "trigger      Start OPERATION on TARGET" in lazy.stdout
 
 
 def test_an_unknown_command_is_one_error_line(forewarn: Callable[..., Command]) -> None:

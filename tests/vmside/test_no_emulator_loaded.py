@@ -29,8 +29,8 @@ def test_version_and_help(forewarn: Start) -> None:
     ran = done(forewarn("--version"))
     assert ran.stdout.startswith("forewarn, version ")
     ran = done(forewarn("--help"))
-    assert "serve     Run the metadata endpoint and the control API." in ran.stdout
-    assert "events    List live events (or, with --as, the document one VM sees)." in ran.stdout
+    assert "serve        Run the metadata endpoint and the control API." in ran.stdout
+    assert "events       List live events (or, with --as, the document one VM sees)." in ran.stdout
 
 
 def test_discover(forewarn: Start, tmp_path: Path) -> None:
@@ -94,3 +94,16 @@ def test_agent_run_and_status(forewarn: Start, server: ServerProcess, tmp_path: 
     ran = done(forewarn("agent", "status", "--state-path", str(state), "--json"))
     (seen,) = json.loads(ran.stdout)["events"]
     assert (seen["event_id"], seen["outcome"], seen["approval"]) == (event_id, "ok", "approved")
+
+
+def test_conformance(forewarn: Start, server: ServerProcess, tmp_path: Path) -> None:
+    trigger(server, "user-reboot", "web-0")
+    recording = tmp_path / "kit.jsonl"
+    ran = done(forewarn("conformance", server.imds_url, "--source-address", WEB0, "--rate",
+                        "50", "--json", "--record", str(recording)))  # fmt: skip
+    report = json.loads(ran.stdout)
+    assert (report["vm"], report["failed"]) == ("web-0", 0)
+    assert report["passed"] >= 45
+    assert '"exchange"' in recording.read_text()
+    ran = done(forewarn("conformance", "--rules"))
+    assert ran.stdout.startswith("R3.versions ")

@@ -125,7 +125,10 @@ def test_the_vm_commands_run_against_a_real_server(
     assert watch.stop(signal.SIGINT).code == 0
     operator = _vm(vm_bin, tmp_path, "--control", server.control_url, "events", "--json").wait()
     assert [e["status"] for e in json.loads(operator.stdout)] == ["Started"], operator.stderr
-    for ran in (events, approve, operator):
+    kit = _vm(vm_bin, tmp_path, "conformance", server.imds_url, "--source-address", WEB0,
+              "--rate", "50", "--json").wait()  # fmt: skip
+    assert (json.loads(kit.stdout)["vm"], json.loads(kit.stdout)["failed"]) == ("web-0", 0)
+    for ran in (events, approve, operator, kit):
         assert ran.code == 0 and ran.emulator == [], ran.stderr
 
 

@@ -11,7 +11,6 @@ import textwrap
 
 import click
 
-from forewarn.client import ClientError, resolve_endpoint
 from forewarn.conformance.documents import check_documents
 from forewarn.conformance.follow import Follower
 from forewarn.conformance.lifecycle import judge_lifecycle, timeline
@@ -125,6 +124,8 @@ def conformance(
         return
     if (approve or skip_probes) and not follow:
         raise click.UsageError("--approve and --skip-probes need --follow")
+    from forewarn.client import ClientError, resolve_endpoint  # httpx: not for --help
+
     try:
         base = resolve_endpoint(url)
     except (ClientError, ValueError) as exc:

@@ -22,8 +22,8 @@ import msgspec
 
 __all__ = ["NOT_JSON", "Answer", "Exchange", "Wire", "WireError"]
 
-#: Seconds to wait for an answer once the endpoint answered, and for the first one
-#: (enabling Scheduled Events may take two minutes).
+#: Seconds to wait for an answer, and for the first answer on a path (the first call of
+#: Scheduled Events switches them on for the scope, which may take two minutes).
 TIMEOUT = 10.0
 FIRST_TIMEOUT = 130.0
 #: How long 410 (the endpoint getting ready) is retried, and how often a 429.
@@ -112,7 +112,7 @@ class Wire:
         self._last_sent = -math.inf
         self._conn: http.client.HTTPConnection | None = None
         self._served = 0  # requests answered on the current connection
-        self._answered = False
+        self._answered: set[str] = set()  # paths that answered once
         self.exchanges: list[Exchange] = []
 
     def close(self) -> None:
@@ -124,14 +124,14 @@ class Wire:
         self._conn = None
         self._served = 0
 
-    def _connection(self) -> http.client.HTTPConnection:
+    def _connection(self, path: str) -> http.client.HTTPConnection:
+        timeout = TIMEOUT if path in self._answered else FIRST_TIMEOUT
         if self._conn is None:
-            timeout = TIMEOUT if self._answered else FIRST_TIMEOUT
             kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
             self._conn = kind(self._host, self._port, timeout=timeout,
                               source_address=self._source)  # fmt: skip
-        elif self._answered and self._conn.sock is not None:
-            self._conn.sock.settimeout(TIMEOUT)
+        elif self._conn.sock is not None:
+            self._conn.sock.settimeout(timeout)
         return self._conn
 
     def _pace(self) -> None:
@@ -182,8 +182,9 @@ class Wire:
         if paced:
             self._pace()
         line = self.base + target if absolute else target
+        path = target.partition("?")[0].lower()
         for attempt in (1, 2):
-            conn = self._connection()
+            conn = self._connection(path)
             reused = self._served > 0
             sent_at = time.time()
             try:
@@ -195,7 +196,7 @@ class Wire:
                 exchange = Exchange(sent_at, rule, method, line, headers, body, None,
                                     f"{type(exc).__name__}: {exc}", reused)  # fmt: skip
                 break
-            self._answered = True
+            self._answered.add(path)
             self._served += 1
             if closes:
                 self._drop()

@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Scope
 
+from forewarn.control.dashboard.drills import ResetLog
 from forewarn.control.dashboard.hub import RELOAD, Hub, Message, sse
 from forewarn.control.dashboard.stream_messages import snapshot
 from forewarn.control.dashboard.wire import WireResponse, wire_transport
@@ -115,6 +116,8 @@ class DashboardRoutes:
         self.fabric = fabric
         self.hub = Hub(fabric, reactions)
         self.scenarios = scenarios
+        #: When each drill began (the fleet's resets): the page shows the latest one's.
+        self.resets = ResetLog(fabric.history)
         #: The snapshot message being built (or last built), and the hub's publish count
         #: when it began: every stream that needs one meanwhile shares it.
         self._building: tuple[int, asyncio.Future[bytes]] | None = None
@@ -140,8 +143,10 @@ class DashboardRoutes:
 
     async def _snapshot(self) -> dict[str, object]:
         history = await run_in_threadpool(self.fabric.history, limit=HISTORY, newest=True)
+        resets = await run_in_threadpool(self.resets.times)
         names = self.scenarios.names() if self.scenarios is not None else None
-        return snapshot(self.fabric, polls=self.hub.polls(), history=history, scenarios=names)
+        return snapshot(self.fabric, polls=self.hub.polls(), history=history, scenarios=names,
+                        resets=resets)  # fmt: skip
 
     async def snapshot_event(self, since: int) -> bytes:
         """The ``snapshot`` event for a stream that subscribed (or was told to reload) when

@@ -115,8 +115,10 @@ def snapshot(
     polls: dict[str, float],
     history: list[HistoryEntry],
     scenarios: list[str] | None,
+    resets: list[float] | None = None,
 ) -> dict[str, Any]:
-    """Everything the page draws, as of now."""
+    """Everything the page draws, as of now; ``resets``: when each drill began (the
+    fleet's resets, oldest first: the page shows the drill since the last one)."""
     statuses = fabric.vm_statuses()
     scopes = [
         {
@@ -155,6 +157,7 @@ def snapshot(
             for s in CATALOGUE.values()
         ],
         "scenarios": scenarios,
+        "resets": resets or [],
     }
 
 

@@ -10,7 +10,7 @@
   const state = {
     scopes: new Map(), vms: new Map(), vmOrder: [], vmEls: new Map(), events: new Map(), history: [],
     hosts: [], catalogue: [], scenarios: null, virtual: false, timeScale: 1, now: 0,
-    offset: 0, firstSeen: {}, verdicts: null, toggled: new Set(), counts: new Map(),
+    offset: 0, firstSeen: {}, verdicts: null, toggled: new Set(), counts: new Map(), resets: [],
   };
   let token = sessionStorage.getItem(TOKEN_KEY);
   let verdictTimer = null;
@@ -174,6 +174,8 @@
     state.catalogue = snap.catalogue;
     state.hosts = snap.hosts;
     state.scenarios = snap.scenarios;
+    state.resets = (snap.resets || []).slice();
+    renderDrills();
     $("#login").hidden = true;
     $("#app").hidden = false;
     $("#logout").hidden = !token;
@@ -211,6 +213,11 @@
       }
     }
     addHistory(change.history);
+    const resets = change.history.filter((h) => h.kind === "fleet.reset").map((h) => h.at);
+    if (resets.length) {  // a new drill: the "current drill" view moves on to it
+      state.resets.push(...resets.filter((at) => !state.resets.includes(at)));
+      renderDrills();
+    }
     renderEvents();
     scheduleVerdicts();
   }
@@ -595,6 +602,51 @@
       + `<text x="${width - 4}" y="25" text-anchor="end">${esc(clockText(last))}</text>`;
   }
 
+  // -------------------------------------------------------------------- drills
+  // After `forewarn fleet reset` the verdicts shown are the current drill's (GET
+  // /api/v1/reactions?since=<the last reset>, as `forewarn report --since`); the select
+  // looks back from an earlier reset on, or at every drill at once.
+  const lastReset = () => (state.resets.length ? state.resets[state.resets.length - 1] : null);
+
+  function drillSince() {
+    const want = $("#drill-filter").value;
+    if (want === "all") return null;
+    if (want === "current" || want === "") return lastReset();
+    return Number(want);
+  }
+
+  function renderDrills() {
+    const select = $("#drill-filter");
+    const chosen = select.value;
+    const resets = state.resets;
+    select.hidden = !resets.length;
+    const options = [];
+    if (resets.length) {
+      options.push(`<option value="current">this drill (since the reset at ${esc(clockText(lastReset()))})</option>`);
+      for (let i = resets.length - 2; i >= 0; i--) {
+        options.push(`<option value="${resets[i]}">since the reset at ${esc(clockText(resets[i]))}</option>`);
+      }
+    }
+    options.push(`<option value="all">every drill${resets.length ? " (before the resets too)" : ""}</option>`);
+    select.innerHTML = options.join("");
+    select.value = [...select.options].some((o) => o.value === chosen) ? chosen : select.options[0].value;
+  }
+
+  function paintDrillNote(report) {
+    const note = $("#drill-note");
+    const reset = lastReset();
+    note.hidden = reset === null;
+    if (reset === null) return;
+    const since = report.since;
+    note.textContent = since === reset
+      ? `Fleet reset at ${clockText(reset)}: showing the drill since then (the select looks back).`
+      : since == null
+        ? `Showing every drill: operations created before the last reset (${clockText(reset)}) are marked "earlier drill".`
+        : `Looking back: the drills since the reset at ${clockText(since)}; the current one began at ${clockText(reset)}.`;
+  }
+
+  $("#drill-filter").addEventListener("change", () => { verdictTag = null; refreshVerdicts(); });
+
   // ------------------------------------------------------------------ verdicts
   function scheduleVerdicts() {
     if (verdictTimer) return;
@@ -632,7 +684,7 @@
         + `${esc(e.summary)}</li>` : `<li data-event="${esc(id)}"><code>${esc(id.slice(0, 8))}</code></li>`;
     }).join("");
     const more = o.events.length > CAP ? `<li>and ${o.events.length - CAP} more events (filter the events table)</li>` : "";
-    return `<tr class="op-more" data-more="${esc(o.id)}" data-verdict="${esc(o.verdict)}"><td></td><td colspan="3">`
+    return `<tr class="op-more" data-more="${esc(o.id)}" data-verdict="${esc(o.verdict)}"><td></td><td colspan="4">`
       + `<ul class="op-scopes">${scopes}</ul>`
       + `<p>${o.events.length} event${o.events.length === 1 ? "" : "s"}:</p><ul class="op-events">${events}${more}</ul></td></tr>`;
   }
@@ -651,11 +703,15 @@
     const ops = (report.operations || []).filter((o) => matches(o.verdict,
       [o.kind, o.target, o.progress, ...o.scopes.map((s) => s.scope)]));
     const byId = new Map(report.events.map((e) => [e.id, e]));
+    const reset = lastReset();
     $("#operations tbody").innerHTML = ops.slice(0, CAP).map((o) => {
       const open = openOperations.has(o.id);
-      const row = `<tr class="op" data-operation="${esc(o.id)}" data-verdict="${esc(o.verdict)}"`
+      const earlier = reset !== null && o.created_at != null && o.created_at < reset;
+      const row = `<tr class="op${earlier ? " earlier-drill" : ""}" data-operation="${esc(o.id)}" data-verdict="${esc(o.verdict)}"`
         + ` aria-expanded="${open}" title="Click to ${open ? "fold" : "show"} its scopes and events">`
         + `<td><span class="badge v-${esc(o.verdict)}">${esc(o.verdict)}</span></td>`
+        + `<td class="created">${o.created_at ? esc(clockText(o.created_at)) : "—"}`
+        + `${earlier ? ' <span class="tag">earlier drill</span>' : ""}</td>`
         + `<td>${esc(o.kind || "?")}</td><td>${esc(o.target || "")}</td>`
         + `<td class="progress">${esc(o.progress)}</td></tr>`;
       return open ? row + operationDetails(o, byId) : row;
@@ -703,20 +759,27 @@
   let verdictAgain = false;
   let verdictWhenShown = false;
 
+  let verdictSince;  // the ``since`` of the verdict held (its tag holds for that one only)
+
   async function refreshVerdicts() {
     if ($("#app").hidden) return;
     if (document.hidden) { verdictWhenShown = true; return; }
     if (verdictBusy) { verdictAgain = true; return; }
     verdictBusy = true;
     try {
-      const response = await fetch("/api/v1/reactions", {
+      const since = drillSince();
+      if (since !== verdictSince) verdictTag = null;
+      const query = since === null ? "" : `?since=${encodeURIComponent(since)}`;
+      const response = await fetch("/api/v1/reactions" + query, {
         headers: headers(verdictTag ? { "If-None-Match": verdictTag } : {}), cache: "no-store",
       });
       if (response.status === 401) { showLogin("The control API refused the token."); return; }
       if (!response.ok) return;  // 304: the verdict drawn is still the verdict
       const report = await response.json();
       verdictTag = response.headers.get("ETag");
+      verdictSince = since;
       state.verdicts = report;
+      paintDrillNote(report);
       paintVerdicts();
       orderVms(report);
       paintVms();
@@ -843,7 +906,9 @@
     $("#no-faults").hidden = faults.length > 0;
     $("#faults tbody").innerHTML = faults.map((f) => {
       const on = f.vm || f.scope || "fleet";
-      const span = f.ends_at == null ? "until cleared" : `${(f.ends_at - f.starts_at).toFixed(0)} s`;
+      const lasts = f.duration_seconds != null ? f.duration_seconds
+        : f.ends_at == null ? null : (f.ends_at - f.starts_at);  // platform time
+      const span = lasts == null ? "until cleared" : `${Number(lasts.toFixed(1))} s`;
       return `<tr data-fault="${esc(f.id)}"><td><code>${esc(f.id)}</code></td><td>${esc(f.kind)}</td>`
         + `<td>${esc(on)}</td><td>${esc(faultWhat(f))}</td><td>${esc(span)}</td>`
         + `<td>${esc(f.share)}</td><td class="hits">${esc(f.hits)}</td>`
@@ -876,8 +941,8 @@
     if (kind === "status") body.status = Number($("#fault-status").value);
     if (kind === "latency") body.latency_seconds = Number($("#fault-latency").value);
     if (kind === "cotenant") body.rate = Number($("#fault-rate").value);
-    const lasts = $("#fault-for").value;
-    if (lasts !== "") body.duration_seconds = Number(lasts);
+    const lasts = $("#fault-for").value.trim();  // 70, 70s, 5m, PT5M: the server reads it
+    if (lasts !== "") body.duration_seconds = /^[0-9.]+$/.test(lasts) ? Number(lasts) : lasts;
     try {
       const f = await api("POST", "/api/v1/faults", body);
       say(`${f.id}: ${faultWhat(f)} on ${f.vm || f.scope || "the fleet"}`);

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.conformance.conftest import FOLLOW_RULES, Verdicts, lines_fit
 from tests.support.cli import cli_env, run_cli
-from tests.support.serverproc import VIRTUAL, ServerProcess, trigger
+from tests.support.serverproc import VIRTUAL, ServerProcess, free_port, trigger
 
 WEB0 = "127.1.0.1"  # the demo fleet's web-0 speaks from this address
 DOCUMENT_RULES = {"D2.key-order", "D3.event-id", "D4.status", "D5.types", "D6.resource-type",
@@ -22,9 +22,9 @@ DOCUMENT_RULES = {"D2.key-order", "D3.event-id", "D4.status", "D5.types", "D6.re
 class Kit:
     """``forewarn conformance --follow`` running; its progress lines read one by one."""
 
-    def __init__(self, server: ServerProcess, *args: str) -> None:
+    def __init__(self, url: str, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "forewarn", "conformance", server.imds_url, "--follow",
+            [sys.executable, "-m", "forewarn", "conformance", url, "--follow",
              "--skip-probes", "--source-address", WEB0, "--interval", "0.25", "--rate", "50",
              "--timeout", "60", "--json", *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(columns=80),
@@ -47,12 +47,34 @@ class Kit:
         return Verdicts.of(stdout)
 
 
+class Replay:
+    """``forewarn replay FILE`` on a free port, once it listens."""
+
+    def __init__(self, recording: Path) -> None:
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "forewarn", "replay", str(recording), "--imds-bind",
+             f"127.0.0.1:{port}", "--rate-limit", "0"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=cli_env(),
+        )  # fmt: skip
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if "metadata endpoint on" in line:
+                return
+        raise AssertionError("forewarn replay did not start")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
 def test_a_user_reboot_at_time_scale_300(
     start_server: Callable[..., ServerProcess], tmp_path: Path
 ) -> None:
     server = start_server(("--time-scale", "300", "--enablement", "always", "--rate-limit", "0"))
     recording = tmp_path / "follow.jsonl"
-    kit = Kit(server, "--time-scale", "300", "--record", str(recording))
+    kit = Kit(server.imds_url, "--time-scale", "300", "--record", str(recording))
     kit.expect("no event yet: waiting")
     triggered = run_cli(["trigger", "user-reboot", "web-0"], control=server.control_url)
     assert triggered.code == 0, triggered.stderr
@@ -69,13 +91,23 @@ def test_a_user_reboot_at_time_scale_300(
     assert event["approved"] is None
     assert event["expected"]["notice"] == "L1: >= 3 s"
     assert '"exchange"' in recording.read_text()
+    # the recording replays: the kit follows the same event again, and it passes again
+    replay = Replay(recording)
+    try:
+        again = Kit(replay.url, "--time-scale", "300").report()
+    finally:
+        replay.stop()
+    (replayed,) = again.data["timeline"]
+    assert replayed["event_id"] == event["event_id"]
+    assert again.verdict("PASS") >= FOLLOW_RULES - {"P3.approved", "P1.several-ids"}
+    assert again.verdict("FAIL") == set()
 
 
 def test_approve_on_a_virtual_clock(start_server: Callable[..., ServerProcess]) -> None:
     server = start_server(VIRTUAL)
     # NotBefore is on the server's frozen clock, behind the wall clock by the seconds the
     # server has run: the notice is judged with that much slack
-    kit = Kit(server, "--approve", "--slack", "120")
+    kit = Kit(server.imds_url, "--approve", "--slack", "120")
     kit.expect("no event yet: waiting")
     event_id = trigger(server, "user-reboot", "web-0")
     assert event_id in kit.expect("approved")

@@ -26,6 +26,7 @@ from forewarn.client import (
     ClientError,
     Document,
     DocumentChange,
+    DocumentError,
     DocumentRecorder,
     Event,
     NotFoundError,
@@ -34,6 +35,7 @@ from forewarn.client import (
 )
 from forewarn.contract import format_rfc1123
 from forewarn.termtable import Column, build, console, table
+from forewarn.termtext import fit
 
 __all__ = ["VM_COMMANDS", "discover_command", "watch", "with_endpoint_url"]
 
@@ -143,15 +145,33 @@ def show_endpoint_events(
 def approve_on_endpoint(
     url: str, event_ids: tuple[str, ...], api_version: str | None, source_address: str | None
 ) -> None:
-    """``forewarn approve --url``: POST StartRequests for every id in one call."""
+    """``forewarn approve --url``: POST StartRequests for every id in one call, once the
+    endpoint's document showed them (an HTML page, a truncated document or another
+    service answers 200 to anything: only a document that lists the ids is the endpoint)."""
+    if not all(event_id.strip() for event_id in event_ids):
+        raise click.UsageError("event ids must be non-empty")
     with _client(url, source_address, api_version or DEFAULT_API_VERSION) as client:
+        try:
+            listed = {e.event_id.lower() for e in client.get().events}
+        except DocumentError as exc:
+            said = str(exc).removeprefix(f"{exc.url} ")  # "answered 200 with ..."
+            raise click.ClickException(
+                f"{client.url} is not a Scheduled Events endpoint: it {said} (nothing approved)"
+            ) from None
+        except ClientError as exc:
+            raise click.ClickException(f"{exc} (nothing approved)") from None
+        unknown = [i for i in event_ids if i.strip().lower() not in listed]
+        if unknown:
+            raise click.ClickException(
+                f"not in the document of {client.url}: {', '.join(unknown)} (nothing approved)"
+            )
         try:
             client.approve(*event_ids)
         except ClientError as exc:
             raise click.ClickException(str(exc)) from None
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
-    click.echo(f"approved on {client.url}: {', '.join(event_ids)}")
+    click.echo(fit(f"approved on {client.url}: {', '.join(event_ids)}"))
 
 
 _URL_HELP = "Ask this metadata endpoint (e.g. http://169.254.169.254) instead of the control API."
@@ -425,7 +445,7 @@ def discover_command(lease_files: tuple[str, ...], as_json: bool) -> None:
         how = "the default: no $FOREWARN_IMDS_URL, $SCHEDULEDEVENTSIP or DHCP option 245"
     else:
         how = f"from {found.source}{where}"
-    click.echo(f"{found.url}  ({how})")
+    click.echo(fit(f"{found.url}  ({how})"))
 
 
 VM_COMMANDS: tuple[click.Command, ...] = (watch, discover_command)

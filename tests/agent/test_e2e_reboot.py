@@ -80,8 +80,10 @@ def test_user_reboot_runs_handlers_in_order_approves_and_recovers(
         capture_output=True, text=True, check=True, env=agent.env,
     )  # fmt: skip
     assert "agent: 200 ready" in status.stdout
-    line = next(x for x in status.stdout.splitlines() if event_id in x)
-    assert "rule my-reboots" in line and "(ok)" in line and "recovered 20" in line
+    lines = status.stdout.splitlines()
+    at = next(n for n, x in enumerate(lines) if event_id in x)
+    block = "\n".join(lines[at : at + 4])  # the event's id, rule, then its milestones
+    assert "rule my-reboots" in lines[at] and "(ok)" in block and "recovered 20" in block
     assert agent.stop() == 0
     agent.wait_log("agent stopped")
 

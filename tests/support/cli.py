@@ -25,14 +25,16 @@ class Result:
     stderr: str
 
     def assert_one_error_line(self, fragment: str = "") -> str:
-        """Failed, with exactly one ``forewarn: error:`` line on stderr and no traceback."""
+        """Failed, with exactly one ``forewarn: error:`` line on stderr (wrapped to the
+        terminal's width: its continuations indented) and no traceback; the line unwrapped."""
         assert self.code != 0, self.stdout
         assert "Traceback" not in self.stdout + self.stderr, self.stderr
-        lines = self.stderr.splitlines()
-        assert len(lines) == 1, self.stderr
-        assert lines[0].startswith("forewarn: error: "), self.stderr
-        assert fragment in lines[0], lines[0]
-        return lines[0]
+        first, *more = self.stderr.splitlines() or [""]
+        assert first.startswith("forewarn: error: "), self.stderr
+        assert all(line.startswith("  ") for line in more), self.stderr
+        line = " ".join([first, *(line.strip() for line in more)])
+        assert fragment in line, line
+        return line
 
 
 Cli = Callable[..., Result]

@@ -26,7 +26,8 @@ from forewarn.agent.httpserver import parse_bind
 from forewarn.agent.logs import configure_logging
 from forewarn.agent.programs import missing_program
 from forewarn.agent.redact import redact
-from forewarn.agent.state import State, StateError
+from forewarn.agent.state import EventRecord, State, StateError
+from forewarn.termtext import fit, fit_error
 
 __all__ = ["agent"]
 
@@ -35,7 +36,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
-    click.echo(f"forewarn agent: error: {message}", err=True)
+    click.echo(fit_error(f"forewarn agent: error: {message}"), err=True)
     sys.exit(code)
 
 
@@ -136,21 +137,21 @@ def check_config(config_path: str, quiet: bool, skip_programs: bool) -> None:
             _fail(f"{config_path}: handlers.{name}.argv: {problem}", 2)
     if quiet:
         return
-    click.echo(f"{config_path}: valid")
+    lines = [f"{config_path}: valid"]
     kinds = [f"{name} ({spec.__struct_config__.tag})" for name, spec in config.handlers.items()]
-    click.echo(f"  handlers: {', '.join(kinds) or 'none'}")
-    click.echo("  rules, first match wins:")
+    lines += [f"  handlers: {', '.join(kinds) or 'none'}", "  rules, first match wins:"]
     if config.ignore_freeze_under > 0:
-        click.echo(f"    short-freeze: ignore Freeze under {config.ignore_freeze_under:g} s")
+        lines.append(f"    short-freeze: ignore Freeze under {config.ignore_freeze_under:g} s")
     for index, rule in enumerate(config.rules):
         name = config.rule_name(index)
         if rule.ignore:
-            click.echo(f"    {name}: ignore")
+            lines.append(f"    {name}: ignore")
             continue
-        click.echo(
+        lines.append(
             f"    {name}: handlers [{', '.join(rule.handlers)}], approval {rule.approval.value}"
         )
-    click.echo("    (anything else: ignore)")
+    lines.append("    (anything else: ignore)")
+    click.echo(fit("\n".join(lines)))
 
 
 def _when(epoch: float | None) -> str:
@@ -208,16 +209,25 @@ def status(config_path: str | None, state_path: str | None, as_json: bool) -> No
     if as_json:
         click.echo(json.dumps({"ready": ready, "events": events}, indent=2))
         return
-    click.echo(f"agent: {ready}")
-    click.echo(f"state: {config.state_path} ({len(events)} event(s))")
+    click.echo(fit("\n".join(_status_lines(ready, config.state_path, records, events))))
+
+
+def _status_lines(
+    ready: str, state_path: str, records: list[EventRecord], events: list[dict[str, Any]]
+) -> list[str]:
+    """``status`` as text: a few short lines an event, the id first and whole."""
+    lines = [f"agent: {ready}", f"state: {state_path} ({len(events)} event(s))"]
     for r, e in zip(records, events, strict=True):
         if r.ignored:
-            click.echo(f"  {e['event_id']} {e['type']}: ignored ({e['rule']}), seen {e['seen']}")
+            lines += [f"  {e['event_id']} {e['type']}: ignored ({e['rule']})",
+                      f"    seen {e['seen']}"]  # fmt: skip
             continue
-        click.echo(
-            f"  {e['event_id']} {e['type']} rule {e['rule']}: seen {e['seen']}, "
-            f"handled {e['handled']} ({e['outcome'] or 'pending'}), approved {e['approved']}"
-            f"{f' ({r.approval})' if r.approval and r.approved_at is None else ''}, "
-            f"started {e['started']}{' MISSED' if r.missed_at else ''}, gone {e['gone']}, "
-            f"recovered {e['recovered']}"
-        )
+        waiting = f" ({r.approval})" if r.approval and r.approved_at is None else ""
+        lines += [
+            f"  {e['event_id']} {e['type']}, rule {e['rule']}",
+            f"    seen {e['seen']}, handled {e['handled']} ({e['outcome'] or 'pending'})",
+            f"    approved {e['approved']}{waiting}, started {e['started']}"
+            f"{' MISSED' if r.missed_at else ''}",
+            f"    gone {e['gone']}, recovered {e['recovered']}",
+        ]
+    return lines

@@ -12,13 +12,14 @@ from typing import Any, NoReturn
 import click
 
 from forewarn.controlapi.errors import ControlError
+from forewarn.termtext import fit_error
 
 __all__ = ["OneLineErrors", "fail", "finite"]
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    """Print one error line and exit with ``code``."""
-    click.echo(f"forewarn: error: {message}", err=True)
+    """Print the error (one line; wrapped on a terminal) and exit with ``code``."""
+    click.echo(fit_error(f"forewarn: error: {message}"), err=True)
     sys.exit(code)
 
 

@@ -52,7 +52,7 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
     default=None,
     callback=_positive,
     help="Play this many times faster than recorded (60: an hour in a minute). Default: 1 "
-    "for a FILE (a recording of `serve --clock-rate N` plays at its pace with N), "
+    "for a FILE (a recording of `serve --time-scale N` plays at its pace with N), "
     + ", ".join(f"{s:g} for --example {n}" for n, s in CAPTURED_TIME_SCALE.items())
     + ".",
 )

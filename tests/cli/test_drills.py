@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.support.cli import Cli, run_cli
-from tests.support.serverproc import VIRTUAL, ServerProcess
+from tests.support.serverproc import VIRTUAL, ServerProcess, trigger
 
 SPOTS = ["workers_0", "workers_1", "workers_2", "workers_3"]
 
@@ -191,3 +191,47 @@ def test_a_bad_duration_is_a_clear_error_and_changes_nothing(
     assert server.control("GET", "/api/v1/faults").json() == []
     assert server.control("GET", "/api/v1/clock").json()["now"] == now
     assert server.control("GET", "/api/v1/operations").json() == []
+
+
+def test_a_drills_verdict_is_the_same_after_a_reset_and_the_next_drill_has_its_own(
+    cli: Cli, server: ServerProcess
+) -> None:
+    """A drill with an eviction, a user reboot approved in time, a VM under injected 500s
+    and one that never polls: its report is the same after ``fleet reset`` as before, and
+    the report of the drill after the reset holds none of it (faults included)."""
+    address = {v["name"]: v["address"] for v in server.control("GET", "/api/v1/vms").json()}
+
+    def poll(*vms: str) -> list[int]:
+        return [server.imds(vm_address=address[vm]).status_code for vm in vms]
+
+    start = server.control("GET", "/api/v1/clock").json()["now"]
+    pollers = [vm for vm in address if vm != "jumpbox"]
+    assert set(poll(*pollers)) == {200}
+    assert (
+        cli("fault", "add", "status", "--status", "500", "--vm", "web-2", "--for", "2m").code == 0
+    )
+    assert cli("trigger", "spot-eviction", "workers_0").code == 0
+    reboot = trigger(server, "user-reboot", "web-0")
+    assert cli("advance", "5s").code == 0
+    assert poll("web-2", "web-2") == [500, 500]
+    assert set(poll("web-0", "workers_0")) == {200}
+    body = {"StartRequests": [{"EventId": reboot}]}
+    assert server.imds("POST", vm_address=address["web-0"], json=body).status_code == 200
+    assert cli("advance", "1h").code == 0
+
+    def report(since: float) -> dict[str, Any]:
+        out = cli("report", "--json", "--since", repr(since))
+        assert out.code == 0, out.stderr
+        data: dict[str, Any] = json.loads(out.stdout)
+        return data
+
+    before = report(start)
+    assert [f["vm"] for f in before["faults"]] == ["web-2"]
+    assert before["totals"]["ok"] >= 1
+    reset = json.loads(cli("fleet", "reset", "--json").stdout)
+    assert reset["restored_vms"] == ["workers_0"]
+    after = report(start)
+    assert after == before
+    next_drill = report(reset["at"])
+    assert next_drill["faults"] == [] and next_drill["events"] == []
+    assert next_drill["operations"] == []

@@ -130,3 +130,19 @@ def test_every_name_of_a_progress_is_kept_for_report_all() -> None:
     assert "and 3 more" in op.progress
     assert op.head == ["0 of 8 approved"]
     assert [(g.label, g.vms) for g in op.groups] == [("never saw it", list(vms))]
+
+
+def test_a_vm_a_drill_evicted_is_not_said_to_stop_polling_once_a_reset_brings_it_back() -> None:
+    evicted = OperationFacts(id="op-e", kind="spot-eviction", target="spot-3", vms=("spot-3",),
+                             created_at=T0, started_at=T0 + 30, ended_at=T0 + 60)  # fmt: skip
+    data = ReactionData(
+        operations=[evicted],
+        polls=[VmPolls(vm="spot-3", first_poll=T0 - 100, last_poll=T0 + 29)],
+    )
+    before = grade(data, now=T0 + 900, deleted={"spot-3"})  # before the reset: deleted
+    after = grade(data, now=T0 + 900)  # after it: back, and silent since its eviction
+    assert before.stopped_polling == after.stopped_polling == []
+    assert _json(before) == _json(after)
+    reset = T0 + 800
+    round_two = grade(data, now=T0 + 900, since=reset)  # the drill after: silent in it
+    assert [p.vm for p in round_two.stopped_polling] == ["spot-3"]

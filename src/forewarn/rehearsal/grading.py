@@ -9,13 +9,14 @@ dashboard show it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 import msgspec
 
+from forewarn.fabric import CATALOGUE
 from forewarn.rehearsal.controllers import ControllerRollup, controller_rollups
 from forewarn.rehearsal.coping import FaultTally, MissedEvent, VmCoping, coping, kinds_text
-from forewarn.rehearsal.facts import ReactionData, VmPolls, VmReaction
+from forewarn.rehearsal.facts import OperationFacts, ReactionData, VmPolls, VmReaction
 from forewarn.rehearsal.rollups import (
     OPERATION_VERDICTS,
     OperationRollup,
@@ -103,8 +104,9 @@ def grade(
     impacted = {v.vm for e in events for v in e.vms if v.listed}
     no_notice = sorted({vm for o in operations for vm in o.unnotified or ()}, key=natural)
     impacted.update(no_notice)
+    gone = _gone(operations, polls, deleted)
     stopped, never, faulted = _silences(
-        data, polls, impacted, tallies, now=now, stale_after=stale_after, deleted=deleted
+        data, polls, impacted, tallies, now=now, stale_after=stale_after, deleted=gone
     )
     not_polling = polling_states(never, {p.vm: p.silent_for for p in stopped}, faulted)
     rollups = operation_rollups(events, operations, scope_of, not_polling)
@@ -149,6 +151,28 @@ def grade(
         )  # fmt: skip
         report.faults = coping(tallies, last_requests, missed)
     return report
+
+
+#: Operations that delete the VMs they hit (a Spot eviction, a scale-in).
+_DELETING = frozenset(spec.kind.value for spec in CATALOGUE.values() if spec.deletes_vm)
+
+
+def _gone(
+    operations: Iterable[OperationFacts], polls: Mapping[str, VmPolls], deleted: Collection[str]
+) -> set[str]:
+    """The VMs deleted now, and those an operation of the window deleted that have not
+    asked since: their silence is no stopped poller, even once ``fleet reset`` brought
+    them back (so a drill's verdict is the same after the reset as before it)."""
+    gone = set(deleted)
+    for op in operations:
+        at = op.ended_at or op.started_at
+        if op.kind not in _DELETING or at is None:
+            continue
+        for vm in op.vms or ():
+            last = polls[vm].last_poll if vm in polls else None
+            if last is None or last <= at:
+                gone.add(vm)
+    return gone
 
 
 def _silences(

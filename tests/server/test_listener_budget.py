@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from forewarn.admission import Budget, Pool
 from tests.support.serverproc import ServerProcess, free_port
 
 OPEN_FILES = 256
@@ -241,3 +242,52 @@ def test_one_address_over_its_cap_loses_its_idle_connections_not_its_next_reques
         server.stop()
     assert health == 200
     assert len(still_open) <= 10  # the cap, the oldest closed for the newest
+
+
+# ------------------------------------------------ which connections make room
+
+
+class Member:
+    """A connection as the pool sees it: its address, its rank, whether it was closed."""
+
+    def __init__(self, address: str, rank: tuple[int, float] | None) -> None:
+        self.address: str | None = address
+        self.rank = rank
+        self.closed = False
+
+    def shed_rank(self) -> tuple[int, float] | None:
+        return self.rank
+
+    def shed(self) -> None:
+        self.closed = True
+
+
+def test_a_full_pool_closes_the_slowest_then_the_idlest_and_never_a_busy_one() -> None:
+    pool = Pool(capacity=64, per_address=64)  # a newcomer to a full pool makes room for 2
+    busy = [Member(f"10.0.0.{i}", None) for i in range(61)]  # requests being handled
+    idle_old, idle_new = Member("10.0.1.1", (1, 5.0)), Member("10.0.1.2", (1, 9.0))
+    slow = Member("10.0.1.3", (0, 20.0))  # inside a head: goes first
+    for member in [*busy, idle_new, slow, idle_old]:
+        assert pool.admit(member, 0.0)
+    newcomer = Member("10.0.2.1", (0, 30.0))
+    assert pool.admit(newcomer, 0.0)
+    assert [slow.closed, idle_old.closed, idle_new.closed] == [True, True, False]
+    assert not any(member.closed for member in busy)
+    assert len(pool.live) == 63
+    for member in [idle_new, newcomer]:  # now every connection is busy
+        member.rank = None
+    assert pool.admit(Member("10.0.2.2", None), 0.0)  # the room the batch left
+    refused = Member("10.0.2.3", (0, 33.0))
+    assert not pool.admit(refused, 0.0)  # nothing to close: the newcomer goes
+    assert refused not in pool.live and len(pool.live) == 64
+
+
+def test_an_address_at_its_cap_loses_its_own_oldest_not_another_addresss() -> None:
+    pool = Pool(capacity=100, per_address=3)
+    mine = [Member("10.0.0.1", (1, float(i))) for i in range(3)]
+    other = Member("10.0.0.2", (1, -1.0))  # idler, but another address's
+    for member in [*mine, other]:
+        assert pool.admit(member, 0.0)
+    assert pool.admit(Member("10.0.0.1", (0, 50.0)), 0.0)
+    assert [m.closed for m in mine] == [True, False, False] and not other.closed
+    assert Budget(256).endpoint_threshold == 192 and Budget(256).api_connections == 32

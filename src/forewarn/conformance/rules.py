@@ -80,7 +80,7 @@ class Send:
         """The request in a line of words."""
         headers = ", ".join(f"{name}: {value}" for name, value in self.headers) or "no headers"
         text = f"{self.method} {'<absolute> ' if self.absolute else ''}{self.target()} ({headers})"
-        return text + (f" {self.body}" if self.body is not None else "")
+        return text + (f" {self.body}" if self.body else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +154,8 @@ _HEADER = Expect(400, "json", _error(METADATA_HEADER_MISSING))
 _BAD = Expect(400, "json", _version_error(BAD_VERSION))
 _DOC = Expect(200, "document")
 _REFUSED = Expect(400, "error")
-_EACH = "the document at each api-version, as fetched for R3.versions"
+_EACH = "every document the run received (each api-version's, and --follow's polls)"
+_VERSIONS = "the document at each api-version, as R3.versions fetched it"
 _FOLLOWED = "the documents polled while following events (--follow)"
 
 RULES: tuple[Rule, ...] = (
@@ -207,12 +208,12 @@ RULES: tuple[Rule, ...] = (
          "every request of the run that got JSON back",
          "Content-Type: application/json; charset=utf-8"),
     Rule("R10.compact", "seen", "documents are compact JSON",
-         _EACH, "no whitespace between tokens"),
+         _VERSIONS, "no whitespace between tokens"),
     Rule("R10.keep-alive", "doc", "a connection serves several requests",
          "two GETs of the document on one connection",
          "both answered 200, the connection kept open"),
     Rule("R12.etag", "seen", 'every document carries ETag: "<DocumentIncarnation>"',
-         _EACH, "an ETag naming the document's incarnation"),
+         "every document received before --follow", "an ETag naming the document's incarnation"),
     Rule("R12.not-modified", "seen", "If-None-Match of the current ETag gets 304",
          'GET with If-None-Match: "<current incarnation>"', "304 with an empty body"),
     Rule("R12.weak", "ours", 'a weak tag W/"<n>" matches too',
@@ -223,7 +224,7 @@ RULES: tuple[Rule, ...] = (
     Rule("D1.integer", "doc", "DocumentIncarnation is a JSON integer",
          _EACH, "an integer >= 0"),
     Rule("D1.one-counter", "ours", "every api-version shows the same incarnation",
-         _EACH, "the same DocumentIncarnation (unless it changed in between)"),
+         _VERSIONS, "the same DocumentIncarnation (unless it changed in between)"),
     Rule("D1.never-decreases", "doc", "DocumentIncarnation never decreases",
          "every document of the run, in the order received", "each >= the one before"),
     Rule("D2.key-order", "seen", "keys come in the order real payloads have",

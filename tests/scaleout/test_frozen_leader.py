@@ -10,6 +10,7 @@ leader made.
 
 from __future__ import annotations
 
+import random
 import signal
 import threading
 import time
@@ -20,6 +21,12 @@ import httpx
 
 from tests.scaleout.fleet import Fleet
 from tests.scaleout.pg import PgDatabase
+from tests.scaleout.rollout import (
+    PollingVm,
+    check_approvals_applied,
+    check_history,
+    check_what_each_vm_saw,
+)
 from tests.support.marks import SLOW
 from tests.support.waiting import wait_until
 
@@ -99,3 +106,181 @@ def test_a_frozen_leader_is_replaced_and_its_writes_are_fenced_when_it_thaws(
     assert _operations(fleet, new) == in_database
     wait_until(lambda: _operations(fleet, old) == in_database, 15, "the thawed process to catch up")
     print(f"takeover after a freeze: {takeover:.1f} s; late change answered {answer.status_code}")
+
+
+# ------------------------------------------------------------ mid-rollout
+
+WEB = {f"web-{i}": f"127.1.0.{i + 1}" for i in range(6)}
+APPROVERS = {"web-0", "web-2", "web-4"}
+#: A real clock at scale 300 (3 s notice, 2 s reboots): the frozen leader's timers come
+#: due while it is stopped, and fire the moment it thaws.
+REAL = ("--clock", "real", "--time-scale", "300", "--rate-limit", "0", "--enablement", "always")
+#: An approval sent this little before its NotBefore may reach the leader after it.
+MOOT = 1.5
+#: Deposed after 5 s of silence, then a takeover "within a second or so" (README); the
+#: bound is generous for a loaded machine.
+TAKEOVER_BOUND = 15.0
+
+
+def _history(fleet: Fleet, index: int) -> list[dict[str, Any]]:
+    response = fleet.control(index, "GET", "/api/v1/history", params={"limit": 10000})
+    assert response.status_code == 200, response.text
+    entries: list[dict[str, Any]] = response.json()
+    return entries
+
+
+def _rolling_vm(fleet: Fleet, frozen: set[int], name: str, address: str) -> PollingVm:
+    """A VM asking the front-ends in turn, as a load balancer that takes a front-end out
+    while it does not answer (the frozen one) and back as soon as it does."""
+
+    def serving() -> list[int]:
+        return [i for i in fleet.alive() if i not in frozen]
+
+    def target(turn: int) -> tuple[int, str]:
+        live = serving()
+        index = live[turn % len(live)]
+        return index, fleet.servers[index].imds_url
+
+    def approve_target(rng: random.Random) -> str:
+        return fleet.servers[rng.choice(serving())].imds_url
+
+    return PollingVm(
+        name, address, target, approve_target, approves=name in APPROVERS, approve_delay=0.5
+    )
+
+
+def test_a_leader_frozen_mid_rollout_is_fenced_and_nothing_is_lost_or_done_twice(
+    start_fleet: Callable[..., Fleet], pg: PgDatabase
+) -> None:
+    """Six VMs poll three front-ends (with ETags) and half of them approve while a
+    platform reboot rolls over "web" on a real clock. The leader is SIGSTOPped once the
+    second batch exists; while it is frozen, a VM's approval and a look at the cluster
+    are sent to it (they wait in its kernel), and another VM of the batch approves
+    through a follower (answered once recorded, for the next leader). Once another
+    process leads, it is thawed and taken back by the VMs at once: its overdue timers
+    fire as it wakes, queued requests are answered, yet it must not act as the leader:
+    it never says it leads, no VM it answers sees an incarnation or an event go back,
+    nothing it did under the old epoch follows the new one in the change log, every
+    transition is recorded once, every approval made while nobody led (and every other
+    one answered 200 but those that raced their NotBefore) is applied, and the rollout
+    completes."""
+    fleet = start_fleet(3, REAL)
+    old = fleet.wait_for_leader()
+    old_epoch = fleet.cluster(old)["epoch"]
+    others = [i for i in range(3) if i != old]
+    out: set[int] = set()  # the front-end the VMs leave alone
+    vms = [_rolling_vm(fleet, out, name, address) for name, address in WEB.items()]
+    stop = threading.Event()
+    threads = [threading.Thread(target=vm.run, args=(stop,), daemon=True) for vm in vms]
+    for thread in threads:
+        thread.start()
+    process = fleet.servers[old].proc
+    assert process is not None
+    late: dict[str, Any] = {}
+
+    def ask_the_frozen_one(what: str, method: str, url: str, **kw: Any) -> threading.Thread:
+        def send() -> None:  # answered only once it thaws
+            try:
+                with httpx.Client(timeout=60, trust_env=False, **kw.pop("client", {})) as c:
+                    late[what] = c.request(method, url, **kw)
+            except httpx.HTTPError as exc:
+                late[what] = exc
+
+        thread = threading.Thread(target=send, daemon=True)
+        thread.start()
+        return thread
+
+    try:
+        created = fleet.control(
+            others[0], "POST", "/api/v1/operations",
+            json={"kind": "platform-reboot", "target": "web"},
+        )  # fmt: skip
+        assert created.status_code == 201, created.text
+        rollout = created.json()["rollout_id"]
+
+        def second_batch() -> list[dict[str, Any]]:
+            ops = fleet.control(old, "GET", "/api/v1/operations").json()
+            mine = [op for op in ops if op["rollout_id"] == rollout]
+            return mine if len(mine) >= 2 else []
+
+        batch = max(wait_until(second_batch, 30, "the second batch"),
+                    key=lambda op: op["created_at"])  # fmt: skip
+        out.add(old)
+        process.send_signal(signal.SIGSTOP)
+        frozen_at, frozen = time.monotonic(), [time.time()]  # wall: when nobody led
+        silent = next(vm for vm in vms if vm.name in batch["vms"] and not vm.approves)
+        approver = next(vm for vm in vms if vm.name in batch["vms"] and vm.approves)
+        approval = {"StartRequests": [{"EventId": e} for e in batch["event_ids"]]}
+        at_the_frozen_one = fleet.servers[old]
+        asked = [
+            ask_the_frozen_one(
+                "approval", "POST", at_the_frozen_one.imds_url + "/metadata/scheduledevents",
+                params={"api-version": "2020-07-01"}, headers={"Metadata": "true"},
+                json=approval,
+                client={"transport": httpx.HTTPTransport(local_address=approver.address)},
+            ),
+            ask_the_frozen_one("cluster", "GET", at_the_frozen_one.control_url + "/api/v1/cluster"),
+        ]  # fmt: skip
+        # a follower accepts an approval while nobody leads (recorded for the next leader)
+        relayed = fleet.imds(others[1], silent.address, "POST", json=approval)
+        assert relayed.status_code == 200, relayed.text
+        try:
+            (new,) = wait_until(
+                lambda: [i for i in others if _role(fleet, i) == "leader"],
+                60, "another process to take over from the frozen leader",
+            )  # fmt: skip
+            takeover = time.monotonic() - frozen_at
+            frozen.append(time.time())
+        finally:
+            process.send_signal(signal.SIGCONT)
+            out.discard(old)
+        for thread in asked:
+            thread.join(timeout=60)
+        wait_until(lambda: _role(fleet, old) == "follower", 30, "the thawed leader to follow")
+
+        def rollout_done() -> bool:
+            return any(
+                h["kind"] == "rollout.completed" and h["detail"].get("id") == rollout
+                for h in _history(fleet, new)
+            )
+
+        wait_until(rollout_done, 60, "the rollout to complete", interval=0.5)
+        time.sleep(1.0)  # the VMs see the last removal
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+
+    print(f"\ntakeover {takeover:.1f} s after the freeze; late answers {late}")
+    assert takeover < TAKEOVER_BOUND, f"took {takeover:.1f} s to replace a frozen leader"
+    assert fleet.cluster(new)["epoch"] > old_epoch
+    cluster = late["cluster"]
+    assert isinstance(cluster, httpx.Response), cluster
+    if cluster.status_code == 200:  # it may say who leads, never that it does
+        assert cluster.json()["role"] == "follower", cluster.json()
+    else:
+        assert cluster.status_code == 503, cluster.text
+    history = _history(fleet, new)
+    approval = late["approval"]
+    assert isinstance(approval, httpx.Response), approval
+    assert approval.status_code in (200, 400, 503), approval.text
+    if approval.status_code == 200:  # then its events were started
+        started = {h["event_id"] for h in history if h["kind"] == "event.started"}
+        assert set(batch["event_ids"]) <= started
+    epochs = [int(str(e)) for (e,) in pg.execute("SELECT epoch FROM changes ORDER BY seq")]
+    assert epochs == sorted(epochs), epochs
+    event_op = check_history(history, rollout, WEB.keys())
+    check_what_each_vm_saw(vms, event_op.keys())
+    # strictly: approvals a follower accepted while nobody led wait for the new leader,
+    # which applies them as of then, before the NotBefore timers that came due meanwhile
+    waited = {e for vm in vms for e, at in vm.sent.items() if frozen[0] < at < frozen[1]}
+    waited |= set(batch["event_ids"])
+    approved = {h["event_id"] for h in history if h["kind"] == "event.approved"}
+    assert waited <= approved, f"approvals made while nobody led were lost: {waited - approved}"
+    for vm in vms:  # two VMs approved these: the one applied first is the approver
+        for event_id in batch["event_ids"]:
+            vm.approved.pop(event_id, None)
+    check_approvals_applied(vms, history, moot_within=MOOT)
+    thawed = [p for vm in vms for p in vm.polls if p.front_end == old and p.at > frozen_at]
+    assert thawed, "no VM polled the thawed process"
+    assert _history(fleet, old) == history

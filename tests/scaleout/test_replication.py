@@ -16,11 +16,23 @@ import pytest
 import structlog.testing
 
 from forewarn.contract import EventStatus
-from forewarn.fabric import Clock, Fabric, FabricError, OperationRequest, StoreUnavailable
+from forewarn.fabric import (
+    Clock,
+    EventRecord,
+    Fabric,
+    FabricError,
+    OperationRequest,
+    StoreUnavailable,
+)
 from forewarn.fleet import fleet_from_builtins
 from forewarn.imds import Endpoint, ImdsSettings, Request
 from forewarn.imds.endpoint import CATCH_UP_SECONDS
-from forewarn.server.cluster.postgres_relay import SLICE, PostgresRelay, apply_requests
+from forewarn.server.cluster.postgres_relay import (
+    SLICE,
+    PostgresRelay,
+    apply_in_time,
+    apply_requests,
+)
 from forewarn.server.cluster.replication import Replicator
 from forewarn.store import ThreadedJournal
 from forewarn.store.postgres import PostgresStore
@@ -141,6 +153,48 @@ async def test_an_approval_on_a_follower_is_recorded_then_applied_once(
     assert started.status is EventStatus.STARTED and started.approved_by == "web-4"
     history = [h.kind for h in p.leader.history(event_id=event.id)]
     assert history.count("event.approved") == 1 and history.count("event.started") == 1
+
+
+async def test_approvals_that_waited_while_nobody_led_count_as_of_when_they_were_made(
+    pair: Callable[..., Pair],
+) -> None:
+    """A leader frozen (or dead) past a NotBefore: the approval a follower recorded before
+    it is applied by the new leader as of then, before the timer; one recorded after the
+    NotBefore passed changes nothing (the event started at its NotBefore)."""
+    p = pair()
+    p.start()
+    early = live(p.leader, submit(p.leader, "user-reboot", "web-0"))[0]
+    late = live(p.leader, submit(p.leader, "user-reboot", "web-1"))[0]
+    await p.synced()
+    not_before = early.not_before
+    assert not_before is not None and late.not_before == not_before
+    vm = p.follower.topology.vm("web-4")
+    p.follower.clock.jump(60)
+    approved_at = p.follower.clock.now()
+    p.follower.approve(vm, [early.id])  # answered 200 once recorded
+    await p.follower.durable()
+    for clock in (p.leader.clock, p.follower.clock):  # the leader froze, then nobody led
+        clock.jump(not_before - clock.now() + 30)
+    p.follower.approve(vm, [late.id])  # still Scheduled on the follower
+    await p.follower.durable()
+
+    waiting, _ = p.tables.pending()
+    apply_in_time(p.leader, waiting)  # what a new leader does first, then its timers
+    p.leader.run_due()
+    await p.leader.durable()
+
+    def entries(event: EventRecord) -> list[tuple[str, float, Any]]:
+        return [(h.kind, h.at, h.detail.get("reason")) for h in p.leader.history(event_id=event.id)]
+
+    assert entries(early)[:3] == [
+        ("event.scheduled", early.created_at, None),
+        ("event.approved", approved_at, None),
+        ("event.started", approved_at, "approved"),
+    ]
+    assert [kind for kind, _, _ in entries(late)][:2] == ["event.scheduled", "event.started"]
+    assert entries(late)[1] == ("event.started", not_before, "not_before")
+    assert await apply_requests(p.leader, p.tables) == 2  # applied again: nothing changes
+    assert [h.kind for h in p.leader.history(event_id=early.id)].count("event.approved") == 1
 
 
 async def test_an_approval_of_an_event_the_vm_does_not_see_is_refused_on_the_follower(

@@ -335,7 +335,7 @@ class Fabric:
         for observer in self._observers:
             observer.approved(vm.name, wanted)
         if self._follower is not None:  # the leader applies it; answered once recorded
-            self._follower.approve(vm.name, wanted)
+            self._follower.approve(vm.name, wanted, self.clock.now())
             return [self._seen.events[i] for i in wanted if i in self._seen.events]
         return self._approve(wanted, by=vm.name, via=via)
 
@@ -454,9 +454,10 @@ class Fabric:
         await self.durable()
         return self.clock.now()
 
-    def run_due(self) -> int:
-        """Fire every timer due by now, in order; timers due at the same instant fire in one
-        transition (one incarnation step). Returns how many timers fired.
+    def run_due(self, until: float | None = None) -> int:
+        """Fire every timer due by now (or by ``until``, if earlier), in order; timers due
+        at the same instant fire in one transition (one incarnation step). Returns how
+        many timers fired.
 
         A write that fails stops it (the timers stay due and are retried a moment later);
         it never raises for that, so a reader that caught up still gets its document.
@@ -464,7 +465,7 @@ class Fabric:
         if self._follower is not None or self._pipe.writes_on_hold():
             return 0
         fired = 0
-        now = self.clock.now()
+        now = self.clock.now() if until is None else min(until, self.clock.now())
         timers, active = self._pipe.timers, self._work.active
         while (at := timers.next_due(active)) is not None and at <= now:
             tx = self._tx(at)
@@ -525,12 +526,23 @@ class Fabric:
             self._remember_requests(changes.scopes)
             self._follow_clock(changes.clock_position)
 
-    def approve_relayed(self, vm_name: str, event_ids: Iterable[str]) -> list[EventRecord]:
+    def approve_relayed(
+        self, vm_name: str, event_ids: Iterable[str], *, at: float | None = None
+    ) -> list[EventRecord]:
         """Apply an approval a follower recorded: events already approved, started or
-        gone are skipped (applying a request twice changes nothing)."""
-        self.catch_up()
+        gone are skipped (applying a request twice changes nothing).
+
+        ``at``: when the follower accepted it, for an approval that waited while nobody
+        led: the timers due by then fire first, then it is applied as of then, before the
+        timers that came due later (a NotBefore that passed while the leader was frozen
+        does not swallow an approval made before it). None: now, after every due timer."""
+        if at is None:
+            self.catch_up()
+        else:
+            at = min(at, self.clock.now())
+            self.run_due(until=at)
         live = rules.relayed_ids(self.topology, self._work, vm_name, event_ids)
-        return self._approve(live, by=vm_name, via="endpoint") if live else []
+        return self._approve(live, by=vm_name, via="endpoint", at=at) if live else []
 
     def note_relayed_requests(self, requests: Iterable[tuple[str, str, float]]) -> None:
         """Merge followers' last requests of scopes, as (scope, VM, at), enabling the
@@ -578,8 +590,10 @@ class Fabric:
         changes = rules.seal(self._rules, tx, clock_position)
         return self._pipe.commit(changes, bookkeeping=bookkeeping)
 
-    def _approve(self, event_ids: list[str], by: str, via: str = "control") -> list[EventRecord]:
-        tx = self._tx()
+    def _approve(
+        self, event_ids: list[str], by: str, via: str = "control", at: float | None = None
+    ) -> list[EventRecord]:
+        tx = self._tx(at)
         out = rules.approve(tx, event_ids, by, via)
         if tx.history:
             self._commit(tx)

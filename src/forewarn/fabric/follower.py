@@ -46,9 +46,10 @@ class Follower:
         self.relay.note_request(vm.scope_id, vm.name, now)
         return not was_enabled
 
-    def approve(self, vm_name: str, event_ids: Sequence[str]) -> None:
-        """Send a VM's approval to the leader (answered once it is recorded)."""
-        self.relay.approve(vm_name, event_ids)
+    def approve(self, vm_name: str, event_ids: Sequence[str], at: float) -> None:
+        """Send a VM's approval, made at ``at``, to the leader (answered once it is
+        recorded)."""
+        self.relay.approve(vm_name, event_ids, at)
 
     async def settled(self) -> None:
         """Wait until every approval relayed so far is durably recorded."""

@@ -19,9 +19,9 @@ __all__ = ["Relay"]
 class Relay(Protocol):
     """A follower's way to the leader."""
 
-    def approve(self, vm: str, event_ids: Sequence[str]) -> None:
-        """Record that ``vm`` approved ``event_ids`` (already validated); ``settled``
-        tells when that record is durable."""
+    def approve(self, vm: str, event_ids: Sequence[str], at: float) -> None:
+        """Record that ``vm`` approved ``event_ids`` (already validated) at ``at`` (the
+        fleet's clock); ``settled`` tells when that record is durable."""
         ...
 
     def note_request(self, scope_id: str, vm: str, at: float) -> None:

@@ -211,6 +211,7 @@ class ApprovalRequest:
     id: int
     vm: str
     event_ids: tuple[str, ...]
+    at: float  # when the follower accepted it, on the fleet's clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,13 +286,14 @@ class ClusterTables:
 
     # ---------------------------------------------------------- follower side
 
-    def record_approval(self, vm: str, event_ids: Sequence[str], front_end: str) -> int:
-        """Durably record an approval for the leader (committed when this returns)."""
+    def record_approval(self, vm: str, event_ids: Sequence[str], front_end: str, at: float) -> int:
+        """Durably record an approval made at ``at`` (the fleet's clock: the wall clock,
+        or where a virtual one stood) for the leader (committed when this returns)."""
         with self._tx(RELAY_WAIT) as conn:
             row = conn.execute(
                 "INSERT INTO approval_requests (vm, event_ids, front_end, received_at)"
                 " VALUES (%s, %s, %s, %s) RETURNING id",
-                (vm, list(event_ids), front_end, time.time()),
+                (vm, list(event_ids), front_end, at),
             ).fetchone()
             assert row is not None
             conn.execute("SELECT pg_notify(%s, %s)", (REQUESTS_CHANNEL, str(row[0])))
@@ -323,9 +325,10 @@ class ClusterTables:
     def pending(self) -> tuple[list[ApprovalRequest], list[ScopeRequest]]:
         """Relayed approvals (oldest first) and scope requests waiting for the leader."""
         approvals = [
-            ApprovalRequest(int(i), str(vm), tuple(ids))
-            for i, vm, ids in self._run(
-                "SELECT id, vm, event_ids FROM approval_requests ORDER BY id LIMIT 1000"
+            ApprovalRequest(int(i), str(vm), tuple(ids), float(at))
+            for i, vm, ids, at in self._run(
+                "SELECT id, vm, event_ids, received_at FROM approval_requests"
+                " ORDER BY id LIMIT 1000"
             )
         ]
         scopes = [

@@ -32,7 +32,11 @@ import structlog
 
 from forewarn.fabric import Changes, Clock, Fabric, Scheduler, StoreUnavailable
 from forewarn.server.cluster.metrics import ClusterMetrics
-from forewarn.server.cluster.postgres_relay import PostgresRelay, apply_requests
+from forewarn.server.cluster.postgres_relay import (
+    PostgresRelay,
+    apply_in_time,
+    apply_requests,
+)
 from forewarn.server.cluster.replication import Replicator, close_later
 from forewarn.store import StoreError, ThreadedJournal
 from forewarn.store.postgres import PostgresStore
@@ -271,12 +275,17 @@ class Cluster:
             await self._on_lead()
         snapshot = await asyncio.to_thread(self.store.load)
         position = await asyncio.to_thread(self.store.clock_position)
+        waiting, _ = await asyncio.to_thread(self.tables.pending)
         self._journal = ThreadedJournal(self.store, on_written=self._on_written)
         self.fabric.lead(snapshot, self._journal, clock_position=position)
         self.epoch = epoch
         self.metrics.became_leader(epoch)
         log.info("leading the fleet", epoch=epoch, log_head=self.store.head, member=self.member)
-        self.fabric.run_due()  # timers that came due while nobody led
+        # approvals accepted while nobody led, each before the timers due after it, then
+        # the timers that came due meanwhile: no await from ``lead`` on (a reader's
+        # catch-up would fire the timers first)
+        apply_in_time(self.fabric, waiting)
+        self.fabric.run_due()
         self._leader_tasks = [
             asyncio.create_task(self._scheduler.run(), name="forewarn-scheduler"),
             asyncio.create_task(self._consume_requests(), name="forewarn-requests"),

@@ -9,7 +9,9 @@ is retried, never reported to a VM).
 ``apply_requests`` is the leader's side: it applies every pending request to its fabric,
 waits until the resulting changes are durable, then deletes the requests. A crash in
 between applies them again after the takeover, which changes nothing: approving an
-approved, started or finished event is a no-op.
+approved, started or finished event is a no-op. A new leader first applies the
+approvals that waited while nobody led as of when they were accepted (``apply_in_time``),
+so that a NotBefore that passed meanwhile does not swallow one made before it.
 """
 
 from __future__ import annotations
@@ -23,9 +25,14 @@ import structlog
 
 from forewarn.fabric import Fabric, FabricError, StoreUnavailable
 from forewarn.fleet import UnknownName
-from forewarn.store.postgres_cluster import ClusterTables, ScopeRequest, keep_newest
+from forewarn.store.postgres_cluster import (
+    ApprovalRequest,
+    ClusterTables,
+    ScopeRequest,
+    keep_newest,
+)
 
-__all__ = ["PostgresRelay", "apply_requests"]
+__all__ = ["PostgresRelay", "apply_in_time", "apply_requests"]
 
 log = structlog.get_logger("forewarn")
 
@@ -50,10 +57,10 @@ class PostgresRelay:
         self._flushing: asyncio.Task[None] | None = None
         self.relayed = 0
 
-    def approve(self, vm: str, event_ids: Sequence[str]) -> None:
+    def approve(self, vm: str, event_ids: Sequence[str], at: float) -> None:
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(
-            None, self._tables.record_approval, vm, list(event_ids), self._front_end
+            None, self._tables.record_approval, vm, list(event_ids), self._front_end, at
         )
         future.add_done_callback(_retrieve)
         self._pending.append(future)
@@ -128,6 +135,16 @@ def _retrieve(future: asyncio.Future[int]) -> None:
     """Mark a failure as seen (``settled`` reports it; nobody may ever ask)."""
     if not future.cancelled():
         future.exception()
+
+
+def apply_in_time(fabric: Fabric, approvals: Sequence[ApprovalRequest]) -> None:
+    """A new leader's first step, before it fires the timers that came due while nobody
+    led: each approval accepted meanwhile, as of when it was accepted (the timers due
+    before it fire first). ``apply_requests`` deletes them later (applying an approval
+    again changes nothing)."""
+    for approval in sorted(approvals, key=lambda a: (a.at, a.id)):
+        with _skipped_if_refused("a relayed approval", approval.vm):
+            fabric.approve_relayed(approval.vm, approval.event_ids, at=approval.at)
 
 
 async def apply_requests(fabric: Fabric, tables: ClusterTables) -> int:

@@ -24,6 +24,7 @@ from forewarn.fabric import (
     OperationRecord,
     OperationRequest,
     OperationState,
+    OutboxEntry,
     RolloutRecord,
     ScopeState,
     StoreUnavailable,
@@ -497,6 +498,48 @@ def test_a_refused_pending_write_changes_nothing(open_store: Callable[[], Any]) 
     with pytest.raises(StoreUnavailable):
         store.save_eventgrid_pending([("ops", "n2", "{}", 0, T0, T0)], [("ops", "n1")])
     assert [row[1] for row in open_store().eventgrid_pending()] == ["n1"]
+
+
+def test_what_a_change_owes_is_written_with_it_and_deleted_once_taken(
+    open_store: Callable[[], Any],
+) -> None:
+    """The outbox: a change's messages are written in its transaction (a change that
+    cannot be written leaves none), come back in the order the changes were made, per
+    channel, and go in the transaction that keeps them pending for the subscribers."""
+    store = open_store()
+    store.apply(
+        Changes(
+            events=[_event("E1")],
+            outbox=[OutboxEntry(id="n2", channel="eventgrid", body='{"s": "☃"}')],
+        )
+    )
+    store.apply_all(
+        [
+            Changes(
+                events=[_event("E2")], outbox=[OutboxEntry(id="n1", channel="eventgrid", body="{}")]
+            ),
+            Changes(outbox=[OutboxEntry(id="x1", channel="other", body="[]")]),
+        ]
+    )
+    broken = Changes(
+        outbox=[OutboxEntry(id="n3", channel="eventgrid", body="{}")],
+        history=[HistoryEntry(at=T0, kind="b", detail={"bad": object()})],
+    )
+    with pytest.raises(TypeError):
+        store.apply(broken)
+    reopened = open_store()
+    assert reopened.outbox("eventgrid") == [("n2", '{"s": "☃"}'), ("n1", "{}")]
+    assert reopened.outbox("other") == [("x1", "[]")]
+    reopened.save_eventgrid_pending([("ops", "n2", '{"s": "☃"}', 0, T0, T0)], [], ["n2"])
+    reopened = open_store()
+    assert reopened.outbox("eventgrid") == [("n1", "{}")]
+    assert reopened.eventgrid_pending() == [("ops", "n2", '{"s": "☃"}', 0, T0, T0)]
+    reopened.close()
+    with pytest.raises(StoreUnavailable):  # refused: the pending row and the delete both
+        reopened.save_eventgrid_pending([("ops", "n1", "{}", 0, T0, T0)], [], ["n1"])
+    reopened = open_store()
+    assert reopened.outbox("eventgrid") == [("n1", "{}")]
+    assert [row[1] for row in reopened.eventgrid_pending()] == ["n2"]
 
 
 def test_a_closed_store_refuses_reactions(open_store: Callable[[], Any]) -> None:

@@ -95,7 +95,7 @@ def test_both_dialects_have_the_same_shared_tables(tmp_path: Path, pg: PgDatabas
     # SQLite's key columns accept NULL unless declared NOT NULL; PostgreSQL's never do.
     assert {(t, c, k) for t, c, k, _ in in_sqlite} == {(t, c, k) for t, c, k, _ in in_postgres}
     assert {r for r in in_sqlite if r[3]} <= {r for r in in_postgres if r[3]}
-    assert len(tables) == 14
+    assert len(tables) == 15
 
 
 def _older_database(tmp_path: Path, script: str) -> Path:
@@ -127,6 +127,16 @@ def test_a_database_before_pending_notices_gets_their_table(tmp_path: Path) -> N
     try:
         assert store.eventgrid_pending() == []
         assert store.eventgrid_subscriptions() == ["{}"]
+    finally:
+        store.close()
+    assert sqlite_layout(path) == GOLDEN.read_text()
+
+
+def test_a_database_before_the_outbox_gets_its_table(tmp_path: Path) -> None:
+    path = _older_database(tmp_path, "DROP TABLE outbox;")
+    store = SQLiteStore(path)
+    try:
+        assert store.outbox("eventgrid") == []
     finally:
         store.close()
     assert sqlite_layout(path) == GOLDEN.read_text()

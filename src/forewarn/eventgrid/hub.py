@@ -7,13 +7,21 @@ when this process takes the lead of a scaled-out fleet, without a new handshake.
 notices they have yet to deliver are kept too (``PendingNotices``: written once per turn,
 off the loop), and ``resume`` queues them again with their attempts and due times.
 
+A notice is written with the change that makes it (the outbox, ``Ledger.owed``); the
+hub takes it over once the change is visible, handing it to each subscriber that wants
+it, and the batch that keeps it pending for them deletes it from the outbox. Until this
+process has resumed as the leader it takes nothing: ``resume`` reads what the outbox
+holds (changes made before it, by this process or by a leader that died) and takes it
+with what was published meanwhile, so that no change's notice is lost to a crash.
+
 Every attempt's outcome also goes to the durable history (``history``, the fabric's
 ``note``): gathered and written once per turn of the event loop, as bookkeeping the
 delivery never waits for.
 
 Notices come from the ``Ledger`` on the thread that published the change; the hub only
 hands them to the subscribers' queues on the event loop, and only while this process
-leads (a follower of a scaled-out fleet sees the same changes: one delivery, not two).
+leads (a follower of a scaled-out fleet sees the same changes: one delivery, not two;
+the outbox keeps them for whichever process leads next).
 """
 
 from __future__ import annotations
@@ -108,6 +116,10 @@ class EventGrid:
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: int | None = None
+        #: True once ``resume`` took over the outbox: notices are taken as published.
+        self._taking = keeper is None
+        #: While ``resume`` reads the outbox: the notices published meanwhile, by id.
+        self._collecting: dict[str, Notice] | None = None
         ledger.listen(self._notice)
 
     # -------------------------------------------------------------- subscriptions
@@ -153,17 +165,28 @@ class EventGrid:
         With ``queued`` (by default: when this process leads), the notices kept as not
         yet delivered are queued again, each with its attempts and due time (the store's
         are the truth: the last leader may have delivered some); those of subscriptions
-        no longer kept are forgotten."""
+        no longer kept are forgotten. Then the notices the outbox holds, and those
+        published while it was read, are taken over: handed to the subscribers."""
         if self.keeper is None:
             return 0
+        requeue = self.leading() if queued is None else queued
+        self._bind()
+        if requeue:
+            self._collecting = {}  # published from now on: taken with the outbox's
+        try:
+            return await self._resume(self.keeper, requeue)
+        finally:
+            self._collecting = None
+
+    async def _resume(self, keeper: SubscriptionKeeper, requeue: bool) -> int:
         await self.pending.written()  # what this process told the store is in it
         try:
-            kept = await asyncio.to_thread(self.keeper.eventgrid_subscriptions)
-        except StoreUnavailable as exc:
+            kept = await asyncio.to_thread(keeper.eventgrid_subscriptions)
+        except StoreUnavailable as exc:  # the outbox keeps the notices for the next try
             log.warning("Event Grid subscriptions not resumed: %s", exc)
             return 0
-        requeue = self.leading() if queued is None else queued
         waiting = await self.pending.load() if requeue else None
+        owed = await self.pending.owed() if requeue else None
         restored: list[Subscription] = []
         for body in kept[:MAX_SUBSCRIPTIONS]:
             try:
@@ -184,6 +207,12 @@ class EventGrid:
         for name, entries in (waiting or {}).items():  # a deleted subscription's
             for entry in entries:
                 self.pending.settled(name, entry.notice.id)
+        if requeue:
+            collected = self._collecting or {}
+            self._collecting = None
+            self._taking = True
+            for notice in {n.id: n for n in (*(owed or ()), *collected.values())}.values():
+                self._offer(notice)
         return len(self._subs)
 
     def _start(self, sub: Subscription, queued: list[Pending]) -> None:
@@ -239,10 +268,15 @@ class EventGrid:
 
     # ------------------------------------------------------------------- notices
 
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
+    def _bind(self) -> None:
+        """Notices published on another thread come to this (the event loop's) one."""
+        if self._loop is None:
             self._loop = asyncio.get_running_loop()
             self._thread = threading.get_ident()
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._bind()
             limits = httpx.Limits(max_connections=MAX_SUBSCRIPTIONS * 2)
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.timeout, connect=min(5.0, self.timeout)),
@@ -255,12 +289,19 @@ class EventGrid:
         return self._client
 
     def _notice(self, notice: Notice) -> None:
-        if not self._subs or not self.leading():
+        if not self.leading():  # the leader takes it (or the next one, from the outbox)
             return
         if self._loop is not None and threading.get_ident() != self._thread:
-            self._loop.call_soon_threadsafe(self._offer, notice)
+            self._loop.call_soon_threadsafe(self._take, notice)
         else:
+            self._take(notice)
+
+    def _take(self, notice: Notice) -> None:
+        if self._collecting is not None:
+            self._collecting[notice.id] = notice
+        elif self._taking:
             self._offer(notice)
+        # else: not resumed yet; the outbox keeps it for ``resume``
 
     def _remember(self, attempt: Attempt) -> None:
         """Queue an attempt for the history (on the event loop): one write per turn."""
@@ -278,6 +319,9 @@ class EventGrid:
             log.warning("%d Event Grid deliveries left out of the history: %s", len(batch), exc)
 
     def _offer(self, notice: Notice) -> None:
+        """Hand a notice to each subscriber that wants it; the batch that keeps it
+        pending for them deletes it from the outbox."""
         for subscriber in list(self._subs.values()):
             if subscriber.sub.state == "Succeeded" and subscriber.sub.spec.wants(notice.arm_id):
                 subscriber.offer(notice)
+        self.pending.taken(notice.id)

@@ -1,25 +1,38 @@
-"""The public life of each published event, told by the fabric's observer hooks.
+"""The public life of each published event, told by the fabric's hooks.
 
 Azure publishes a scheduled event outside the VM at every state change, with two states
-the VM never sees: Completed (removed after it ran) and Canceled. ``Ledger`` turns the
-fabric's published changes into those ``Notice``s, for scopes whose policy publishes
-them, tells its listeners (the Event Grid hub), and keeps one row per event for Resource
-Graph (ended ones for ``retention`` seconds of platform time).
+the VM never sees: Completed (removed after it ran) and Canceled. ``Ledger`` turns each
+change, as the fabric builds it, into those ``Notice``s, for scopes whose policy
+publishes them (``owed``: the change's outbox, written in its transaction, so that no
+crash keeps a change and loses its notices); once the change is durable and visible it
+tells its listeners (the Event Grid hub) and keeps one row per event for Resource Graph
+(ended ones for ``retention`` seconds of platform time).
+
+What changed is read off the change and the live events before it, never off a memory
+of its own: a restart, or a follower taking the lead, announces the first change of an
+event loaded from the database as it would any other.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from forewarn.contract import format_rfc1123
 from forewarn.eventgrid.naming import ArmNames
-from forewarn.fabric import Changes, EventRecord
+from forewarn.fabric import Changes, EventRecord, OutboxEntry
 
-__all__ = ["RETENTION_SECONDS", "Ledger", "Notice"]
+__all__ = ["CHANNEL", "RETENTION_SECONDS", "Ledger", "Notice", "notice_from_json", "notice_json"]
+
+log = logging.getLogger(__name__)
+
+#: The outbox channel of Event Grid's notices.
+CHANNEL = "eventgrid"
 
 #: How long Completed and Canceled rows stay in Resource Graph (platform seconds).
 RETENTION_SECONDS = 7 * 24 * 3600.0
@@ -64,11 +77,26 @@ class Notice:
         }
 
 
+def notice_json(notice: Notice) -> str:
+    """A notice as the store keeps it (``notice_from_json`` reads it)."""
+    return json.dumps(asdict(notice), separators=(",", ":"))
+
+
+def notice_from_json(text: str) -> Notice:
+    """A notice as ``notice_json`` wrote it (``ValueError``: not one)."""
+    try:
+        data = json.loads(text)
+        return Notice(**{**data, "resources": tuple(data["resources"])})
+    except (TypeError, KeyError, json.JSONDecodeError) as exc:
+        raise ValueError(f"not a kept notice: {exc}") from None
+
+
 Listener = Callable[[Notice], None]
 
 
 class Ledger:
-    """A ``FabricObserver``: notices for published scopes, and the rows they leave."""
+    """A ``FabricObserver`` and ``Owing``: notices for published scopes, owed by the
+    change that makes them, and the rows they leave."""
 
     def __init__(
         self,
@@ -84,7 +112,6 @@ class Ledger:
         #: Whether a scope's events are published (its durable policy, which the fleet
         #: file's ``event_grid`` starts and ARM may change): decided in one place.
         self.enabled = enabled
-        self._live: dict[str, EventRecord] = {}
         self._rows: dict[str, Notice] = {}
         self._ended: deque[tuple[float, str]] = deque()
         self._listeners: list[Listener] = []
@@ -97,36 +124,62 @@ class Ledger:
         self._expire()
         return sorted(self._rows.values(), key=lambda n: (n.at, n.event_id))
 
-    # ------------------------------------------------------------- observer hooks
+    # ------------------------------------------------------------ the owed notices
 
-    def published(self, changes: Changes) -> None:
-        if changes.reset:
-            self._live.clear()
-            for event_id in [i for i, n in self._rows.items() if not n.ended]:
-                del self._rows[event_id]
+    def owed(self, changes: Changes, live: Mapping[str, EventRecord]) -> list[OutboxEntry]:
+        """The notices ``changes`` owes, each a public change of an event of a published
+        scope against ``live`` (the events before it): a new or changed status or
+        resources, a removal (Completed, or Canceled when the change says so)."""
         if not changes.events and not changes.removed_events:
-            return
+            return []
+        before: Mapping[str, EventRecord] = {} if changes.reset else live
         ends = {
             e.event_id: e.kind.partition(".")[2]
             for e in changes.history
             if e.event_id is not None and e.kind in ("event.completed", "event.canceled")
         }
+        notices: list[Notice | None] = []
         for event in changes.events:
-            before = self._live.get(event.id)
-            self._live[event.id] = event
-            if before is not None and (before.status, before.resources) == (
+            last = before.get(event.id)
+            if last is not None and (last.status, last.resources) == (
                 event.status, event.resources
             ):  # fmt: skip
                 continue  # an approval: no public change
-            self._tell(event, event.status.value, event.not_before)
+            notices.append(self._notice(event, event.status.value, event.not_before))
         for event_id in changes.removed_events:
-            last = self._live.pop(event_id, None)
-            if last is not None:
+            gone = before.get(event_id)
+            if gone is not None:
                 how = "Canceled" if ends.get(event_id) == "canceled" else "Completed"
-                self._tell(last, how, last.not_before if how == "Canceled" else None)
+                notices.append(self._notice(gone, how, gone.not_before))
+        return [
+            OutboxEntry(id=n.id, channel=CHANNEL, body=notice_json(n))
+            for n in notices
+            if n is not None
+        ]
+
+    # ------------------------------------------------------------- observer hooks
+
+    def published(self, changes: Changes) -> None:
+        """A change is durable and visible: its notices become rows, and are told."""
+        if changes.reset:
+            for event_id in [i for i, n in self._rows.items() if not n.ended]:
+                del self._rows[event_id]
+        for entry in changes.outbox:
+            if entry.channel != CHANNEL:
+                continue
+            try:
+                notice = notice_from_json(entry.body)
+            except ValueError as exc:  # written by this ledger: never, but never fatal
+                log.warning("an Event Grid notice left out: %s", exc)
+                continue
+            self._rows[notice.event_id] = notice
+            if notice.ended:
+                self._ended.append((notice.at, notice.event_id))
+            for listener in self._listeners:
+                listener(notice)
 
     def reloaded(self, events: Iterable[EventRecord]) -> None:
-        self._live = {e.id: e for e in events}
+        del events  # what changed is read off each change: nothing to start over
 
     def approved(self, vm: str, event_ids: Sequence[str]) -> None:
         del vm, event_ids
@@ -136,15 +189,17 @@ class Ledger:
 
     # -------------------------------------------------------------------- helpers
 
-    def _tell(self, event: EventRecord, status: str, not_before: float | None) -> None:
+    def _notice(self, event: EventRecord, status: str, not_before: float | None) -> Notice | None:
+        """``event`` in public ``status``; None when its scope does not publish, or no
+        ARM resource owns it (a cloud service's events are published nowhere)."""
         if not self.enabled(event.scope_id):
-            return
+            return None
         owner = self.names.owner(event.scope_id)
         if owner is None:
-            return
+            return None
         if status != "Scheduled":
             not_before = None if status != "Canceled" else not_before
-        notice = Notice(
+        return Notice(
             id=str(uuid.uuid4()),
             event_id=event.id,
             scope_id=event.scope_id,
@@ -159,11 +214,6 @@ class Ledger:
             duration_seconds=event.duration_seconds,
             at=self.now(),
         )
-        self._rows[event.id] = notice
-        if notice.ended:
-            self._ended.append((notice.at, event.id))
-        for listener in self._listeners:
-            listener(notice)
 
     def _expire(self) -> None:
         horizon = self.now() - self.retention

@@ -2,32 +2,35 @@
 crash or a new leader of a scaled-out fleet delivers them: the same ``id``, the attempts
 already made, the next attempt when it was due.
 
+A notice is durable from the start: the change that makes it writes it to the outbox
+in its own transaction (``Ledger.owed``). When the hub hands it to the subscribers it
+is ``taken`` over: the batch that keeps it pending for each subscriber deletes its
+outbox row, in one transaction, so that it is in exactly one of the two tables; a
+restart reads both (``load``, ``owed``) and loses none.
+
 Subscribers tell ``PendingNotices`` of each notice they hold (queued, or queued again
 after a failed attempt) and let go of (delivered, failed for good); what a turn of the
 event loop changed is written as one batch on a worker thread, one batch at a time, off
-the endpoint's path. A notice's first attempt waits for the batch that keeps it (a
-webhook never sees a notice a crash could lose); retries and settlements are not
-waited for. A write the store refuses is logged and tried again with the next batch,
-and deliveries go on. A notice delivered just before a crash may be delivered again
-(at least once, as Event Grid promises); none is lost once written.
+the endpoint's path. A notice's first attempt waits for the batch that keeps it;
+retries and settlements are not waited for. A write the store refuses is logged and
+tried again with the next batch, and deliveries go on. A notice delivered just before a
+crash may be delivered again (at least once, as Event Grid promises); none is lost.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Protocol
 
 from forewarn.eventgrid.delivery import Pending
-from forewarn.eventgrid.ledger import Notice
+from forewarn.eventgrid.ledger import CHANNEL, Notice, notice_from_json, notice_json
 from forewarn.fabric import StoreUnavailable
 
-__all__ = ["PendingKeeper", "PendingNotices", "PendingRow", "notice_from_json", "notice_json"]
+__all__ = ["PendingKeeper", "PendingNotices", "PendingRow"]
 
 log = logging.getLogger(__name__)
 
@@ -43,22 +46,13 @@ class PendingKeeper(Protocol):
     def eventgrid_pending(self) -> list[PendingRow]: ...
 
     def save_eventgrid_pending(
-        self, keep: Sequence[PendingRow], drop: Sequence[tuple[str, str]]
+        self,
+        keep: Sequence[PendingRow],
+        drop: Sequence[tuple[str, str]],
+        taken: Sequence[str] = (),
     ) -> None: ...
 
-
-def notice_json(notice: Notice) -> str:
-    """A notice as the store keeps it (``notice_from_json`` reads it)."""
-    return json.dumps(asdict(notice), separators=(",", ":"))
-
-
-def notice_from_json(text: str) -> Notice:
-    """A notice as ``notice_json`` wrote it (``ValueError``: not one)."""
-    try:
-        data = json.loads(text)
-        return Notice(**{**data, "resources": tuple(data["resources"])})
-    except (TypeError, KeyError, json.JSONDecodeError) as exc:
-        raise ValueError(f"not a kept notice: {exc}") from None
+    def outbox(self, channel: str) -> list[tuple[str, str]]: ...
 
 
 class PendingNotices:
@@ -70,6 +64,7 @@ class PendingNotices:
         #: batch written after the delete brings its notices back.
         self.lock = asyncio.Lock()
         self._unwritten: dict[tuple[str, str], Pending | None] = {}
+        self._taken: set[str] = set()  # outbox rows the unwritten batch deletes
         self._writer: asyncio.Task[None] | None = None
         self._told = 0  # changes heard so far
         self._done = 0  # changes written (or refused) so far
@@ -85,6 +80,15 @@ class PendingNotices:
         """The notice was delivered, failed for good or was given up."""
         self._change((subscription.lower(), notice_id), None)
 
+    def taken(self, notice_id: str) -> None:
+        """The notice was handed to every subscriber that wants it: its outbox row goes
+        with the batch that keeps it pending for them."""
+        if self.keeper is None:
+            return
+        self._taken.add(notice_id)
+        self._told += 1
+        self._start_writing()
+
     def forget(self, subscription: str) -> None:
         """Leave out what is unwritten of a subscription (deleted with its notices)."""
         name = subscription.lower()
@@ -96,6 +100,9 @@ class PendingNotices:
             return
         self._unwritten[key] = entry
         self._told += 1
+        self._start_writing()
+
+    def _start_writing(self) -> None:
         if self._writer is None:
             self._writer = asyncio.get_running_loop().create_task(
                 self._write(), name="forewarn-eventgrid-pending"
@@ -114,9 +121,10 @@ class PendingNotices:
         started in the turn of the first change: it gathers the whole turn's)."""
         assert self.keeper is not None
         try:
-            while self._unwritten:
+            while self._unwritten or self._taken:
                 async with self.lock:
                     batch, self._unwritten, upto = self._unwritten, {}, self._told
+                    taken, self._taken = self._taken, set()
                     shift = time.time() - time.monotonic()
                     keep = [
                         (sub, notice_id, notice_json(e.notice), e.attempts,
@@ -126,12 +134,16 @@ class PendingNotices:
                     ]  # fmt: skip
                     drop = [key for key, e in batch.items() if e is None]
                     try:
-                        await asyncio.to_thread(self.keeper.save_eventgrid_pending, keep, drop)
+                        await asyncio.to_thread(
+                            self.keeper.save_eventgrid_pending, keep, drop, sorted(taken)
+                        )
                     except Exception as exc:  # deliveries go on; tried again with the next
                         log.warning(
-                            "%d pending Event Grid notices not written: %s", len(batch), exc
-                        )
+                            "%d pending Event Grid notices not written: %s",
+                            len(batch) + len(taken), exc,
+                        )  # fmt: skip
                         self._unwritten = batch | self._unwritten  # what came since wins
+                        self._taken |= taken
                         return
                     finally:
                         await self._advance(upto)
@@ -168,3 +180,23 @@ class PendingNotices:
                 continue
             found[sub].append(Pending(notice, attempts, first_at - shift, due_at - shift))
         return dict(found)
+
+    async def owed(self) -> list[Notice] | None:
+        """The notices changes owe that no hub took over yet (the outbox), oldest first;
+        None when the store cannot be read. One that cannot be read is logged and
+        forgotten."""
+        if self.keeper is None:
+            return []
+        try:
+            rows = await asyncio.to_thread(self.keeper.outbox, CHANNEL)
+        except StoreUnavailable as exc:
+            log.warning("Event Grid notices owed not read: %s", exc)
+            return None
+        found = []
+        for notice_id, body in rows:
+            try:
+                found.append(notice_from_json(body))
+            except ValueError as exc:
+                log.warning("an Event Grid notice owed left out: %s", exc)
+                self.taken(notice_id)
+        return found

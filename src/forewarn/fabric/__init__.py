@@ -19,13 +19,14 @@ from forewarn.fabric.errors import (
 )
 from forewarn.fabric.journal import Commit, InlineJournal, Journal, SettleCallback
 from forewarn.fabric.planner import OperationRequest
-from forewarn.fabric.ports import FabricObserver, Store
+from forewarn.fabric.ports import FabricObserver, Owing, Store
 from forewarn.fabric.records import (
     Changes,
     EventRecord,
     HistoryEntry,
     OperationRecord,
     OperationState,
+    OutboxEntry,
     RolloutRecord,
     ScopeState,
     Snapshot,
@@ -57,6 +58,8 @@ __all__ = [
     "OperationRequest",
     "OperationSpec",
     "OperationState",
+    "OutboxEntry",
+    "Owing",
     "RolloutRecord",
     "Scheduler",
     "ScopeState",

@@ -32,7 +32,7 @@ from forewarn.fabric.journal import Commit, InlineJournal, Journal
 from forewarn.fabric.lifecycle import EventPhase, Step, next_event_phase
 from forewarn.fabric.pipeline import Pipeline
 from forewarn.fabric.planner import OperationRequest
-from forewarn.fabric.ports import FabricObserver, Store
+from forewarn.fabric.ports import FabricObserver, Owing, Store
 from forewarn.fabric.records import (
     Changes,
     EventRecord,
@@ -116,6 +116,10 @@ class Fabric:
         """Call ``listener`` after the whole state was replaced (``reload``, ``lead``):
         no change was published for it, so incremental readers start over."""
         self._reload_listeners.append(listener)
+
+    def owe(self, owing: Owing) -> None:
+        """Write with every change what ``owing`` says it owes (its ``outbox``)."""
+        self._pipe.owe(owing)
 
     def observe(self, observer: FabricObserver) -> None:
         """Tell ``observer`` about every published change, reload, approval, and close."""

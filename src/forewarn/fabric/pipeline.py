@@ -1,11 +1,12 @@
 """Build a change, write it, then make it visible: the engine's commit pipeline.
 
 A transition is applied at once to the *working* state, so the next transition builds on
-it, and handed to the journal. Only when the journal reports it durable does it reach
-the *published* state and the scope views that readers (the endpoint, the control API)
-see. If a write fails, every change still in flight is rolled back out of the working
-state (they were built on the failed one) and their callers get ``StoreUnavailable``:
-nothing changed, and readers never saw any of it.
+it, and handed to the journal with what it owes outside (``Owing``: its outbox). Only
+when the journal reports it durable does it reach the *published* state and the scope
+views that readers (the endpoint, the control API) see. If a write fails, every change
+still in flight is rolled back out of the working state (they were built on the failed
+one) and their callers get ``StoreUnavailable``: nothing changed, and readers never saw
+any of it.
 
 A follower of a scaled-out fleet writes nothing: ``replicate`` applies what the leader
 made durable (with the leader's incarnations) and ``reload`` starts over from a snapshot.
@@ -23,6 +24,7 @@ import msgspec
 from forewarn.contract import RenderableEvent
 from forewarn.fabric.errors import StoreUnavailable
 from forewarn.fabric.journal import Commit, Journal
+from forewarn.fabric.ports import Owing
 from forewarn.fabric.records import Changes, HistoryEntry, ScopeState, Snapshot
 from forewarn.fabric.scope_view import ScopeView
 from forewarn.fabric.state import FabricState, TimerHeap
@@ -55,6 +57,7 @@ class Pipeline:
         self._change_listeners: list[Callable[[], None]] = []
         self._history_listeners: list[Callable[[list[HistoryEntry]], None]] = []
         self._publish_listeners: list[Callable[[Changes], None]] = []
+        self._owing: list[Owing] = []
         self.error: StoreUnavailable | None = None
         self._permanent: StoreUnavailable | None = None
         self._hold_until = 0.0
@@ -98,6 +101,10 @@ class Pipeline:
         """Call ``listener`` with each change once it is durable and visible."""
         self._publish_listeners.append(listener)
 
+    def owe(self, owing: Owing) -> None:
+        """Ask ``owing`` what each change owes, before it is written (``Owing``)."""
+        self._owing.append(owing)
+
     # ------------------------------------------------------------------ commits
 
     def commit(self, changes: Changes, *, bookkeeping: bool = False) -> Commit | None:
@@ -109,6 +116,10 @@ class Pipeline:
         """
         if self._permanent is not None:
             raise self._permanent
+        for owing in self._owing:  # written with the change: a crash keeps both or neither
+            owed = owing.owed(changes, self.work.events)
+            if owed:
+                changes.outbox = [*changes.outbox, *owed]
         touched = {e.scope_id for e in changes.events}
         for event_id in changes.removed_events:
             event = self.work.events.get(event_id)

@@ -1,14 +1,15 @@
-"""What the fabric talks through: the store it writes (implemented in ``forewarn.store``)
-and the observers it tells what happened (the rehearsal's reaction tracker is one)."""
+"""What the fabric talks through: the store it writes (implemented in ``forewarn.store``),
+the observers it tells what happened (the rehearsal's reaction tracker is one), and the
+owers that say what a change owes to the world outside (Event Grid's ledger)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from forewarn.fabric.records import Changes, EventRecord, HistoryEntry, Snapshot
+from forewarn.fabric.records import Changes, EventRecord, HistoryEntry, OutboxEntry, Snapshot
 
-__all__ = ["FabricObserver", "Store"]
+__all__ = ["FabricObserver", "Owing", "Store"]
 
 
 class Store(Protocol):
@@ -81,4 +82,16 @@ class FabricObserver(Protocol):
 
     def closing(self) -> None:
         """The fabric is closing: write what is held."""
+        ...
+
+
+class Owing(Protocol):
+    """Says what a change owes outside the fabric (``Fabric.owe``), as the change is
+    built: the messages go into its ``outbox`` and are written in its transaction, so a
+    change is never durable without them (nor they without it). Called on the thread
+    that makes the change, for every change this process writes (a follower's replicated
+    changes carry the leader's); it must be cheap and must not fail."""
+
+    def owed(self, changes: Changes, live: Mapping[str, EventRecord]) -> Sequence[OutboxEntry]:
+        """The messages ``changes`` owes; ``live``: the live events before it."""
         ...

@@ -20,6 +20,7 @@ __all__ = [
     "HistoryEntry",
     "OperationRecord",
     "OperationState",
+    "OutboxEntry",
     "RolloutRecord",
     "ScopeState",
     "Snapshot",
@@ -136,6 +137,17 @@ class HistoryEntry(msgspec.Struct, frozen=True, kw_only=True):
     seq: int = 0
 
 
+class OutboxEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """A message a change owes to someone outside the fabric (an Event Grid notice),
+    written in the change's own transaction: a crash never keeps the change and loses
+    the message. Its reader deletes it once it has taken it over (``channel`` says whose
+    it is; ``body`` is the reader's own encoding)."""
+
+    id: str
+    channel: str
+    body: str
+
+
 class Snapshot(msgspec.Struct, kw_only=True):
     """Everything the engine needs to resume after a restart."""
 
@@ -149,7 +161,8 @@ class Snapshot(msgspec.Struct, kw_only=True):
 class Changes(msgspec.Struct, kw_only=True):
     """One atomic write: everything a single transition changed.
 
-    ``clock_position`` is a virtual clock's new position, written before it is used."""
+    ``clock_position`` is a virtual clock's new position, written before it is used.
+    ``outbox`` holds the messages the change owes (``Fabric.owe``), written with it."""
 
     operations: list[OperationRecord] = []
     events: list[EventRecord] = []
@@ -160,6 +173,7 @@ class Changes(msgspec.Struct, kw_only=True):
     history: list[HistoryEntry] = []
     clock_position: float | None = None
     reset: bool = False
+    outbox: list[OutboxEntry] = []
 
     def empty(self) -> bool:
         """True when nothing would be written."""
@@ -172,5 +186,6 @@ class Changes(msgspec.Struct, kw_only=True):
             or self.scopes
             or self.deleted_vms
             or self.history
+            or self.outbox
             or self.clock_position is not None
         )

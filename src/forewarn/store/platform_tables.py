@@ -103,6 +103,11 @@ def change_statements(batch: Sequence[Changes], dialect: Dialect) -> Rows:
                 ],
             ),
             (clock_sql(dialect), [] if clock is None else [(repr(clock),)]),
+            (  # what the change owes, kept with it (its reader deletes it)
+                f"INSERT INTO outbox (id, channel, body) VALUES ({m}, {m}, {m})"
+                " ON CONFLICT (id) DO NOTHING",
+                [(o.id, o.channel, o.body) for o in changes.outbox],
+            ),
         ]
     return out
 

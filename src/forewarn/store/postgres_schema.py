@@ -50,6 +50,7 @@ REQUIRED_TABLES = (
     "reaction_deliveries",
     "eventgrid_subscriptions",
     "eventgrid_pending",
+    "outbox",
 )
 
 

@@ -2,10 +2,11 @@
 
 PostgreSQL applies every file in turn (``postgres_schema.migrate``). The SQLite store
 holds the tables of all but the scale-out's (0002): the platform's state, the reactions,
-Event Grid's subscriptions and pending notices. It creates them from the same files put
-into SQLite's words: ``BYTEA`` is ``BLOB``, ``DOUBLE PRECISION`` is ``REAL``, an identity
-key is ``INTEGER PRIMARY KEY AUTOINCREMENT``, and the ``pos`` column PostgreSQL needs to
-keep insertion order goes (SQLite's ``rowid`` keeps it). A type this translation has no
+Event Grid's subscriptions and pending notices, the outbox of what changes owe. It
+creates them from the same files put into SQLite's words: ``BYTEA`` is ``BLOB``, ``DOUBLE
+PRECISION`` is ``REAL``, an identity key is ``INTEGER PRIMARY KEY AUTOINCREMENT``, and
+the ``pos`` column PostgreSQL needs to keep insertion order goes (SQLite's ``rowid`` keeps
+it). A type this translation has no
 word for is refused at import, so a new shared migration cannot give the two stores
 different tables unnoticed.
 """
@@ -32,7 +33,7 @@ __all__ = [
 Dialect = Literal["sqlite", "postgresql"]
 
 #: The migrations whose tables the SQLite store holds too (0002 is the scale-out's alone).
-SQLITE_MIGRATIONS = (1, 3, 4, 5, 6, 7)
+SQLITE_MIGRATIONS = (1, 3, 4, 5, 6, 7, 8)
 
 #: ``ALTER TABLE t ADD COLUMN c ...;``: SQLite has no ``IF NOT EXISTS`` for it, so these
 #: leave the script and the store adds each column its table lacks (``added_columns``).

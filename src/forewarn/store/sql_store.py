@@ -1,5 +1,6 @@
 """What the SQLite and the PostgreSQL store do alike: history queries, the reaction
-tables, the Event Grid subscriptions and their pending notices, and the values kept in
+tables, the Event Grid subscriptions and their pending notices, the outbox of what
+changes owe (written with them, ``platform_tables``), and the values kept in
 the ``meta`` table (the fleet, the server's settings, a virtual clock's position).
 
 Each store says how it writes a batch of changes (``apply_all``) and runs statements
@@ -177,10 +178,15 @@ class SqlStore(ABC):
         ]
 
     def save_eventgrid_pending(
-        self, keep: Sequence[PendingRow], drop: Sequence[tuple[str, str]]
+        self,
+        keep: Sequence[PendingRow],
+        drop: Sequence[tuple[str, str]],
+        taken: Sequence[str] = (),
     ) -> None:
         """Keep notices (new ones, or their attempts and next due time since) and forget
-        others (``(subscription, id)``: delivered, failed, dropped), in one transaction."""
+        others (``(subscription, id)``: delivered, failed, dropped), and delete the
+        outbox rows of the notices ``taken`` over (kept for each subscription by the same
+        transaction), all in one transaction."""
         m = mark(self.dialect)
         self._write_together([
             (f"DELETE FROM eventgrid_pending WHERE subscription = {m} AND id = {m}",
@@ -189,7 +195,23 @@ class SqlStore(ABC):
              f" VALUES ({m}, {m}, {m}, {m}, {m}, {m}) ON CONFLICT (subscription, id)"
              " DO UPDATE SET attempts = excluded.attempts, due_at = excluded.due_at",
              [(row[0].lower(), *row[1:]) for row in keep]),
+            (f"DELETE FROM outbox WHERE id = {m}", [(notice_id,) for notice_id in taken]),
         ])  # fmt: skip
+
+    # ----------------------------------------------------------------- outbox
+
+    def outbox(self, channel: str) -> list[tuple[str, str]]:
+        """What changes owe on ``channel`` and no reader took over yet: ``(id, body)``,
+        in the order the changes were made."""
+        order = "pos" if self.dialect == "postgresql" else "rowid"
+        return [
+            (str(message_id), str(body))
+            for message_id, body in self._read(
+                f"SELECT id, body FROM outbox WHERE channel = {mark(self.dialect)}"
+                f" ORDER BY {order}",
+                (channel,),
+            )
+        ]
 
     # -------------------------------------------------------------------- meta
 

@@ -57,7 +57,7 @@ SCHEMA_VERSION = 1
 
 _TABLES = ("meta", "operations", "events", "rollouts", "scopes", "deleted_vms", "history")
 #: Tables of later migrations: a database of an older forewarn lacks them (made at open).
-_LATER_TABLES = (*rx.REACTION_TABLES, "eventgrid_subscriptions", "eventgrid_pending")
+_LATER_TABLES = (*rx.REACTION_TABLES, "eventgrid_subscriptions", "eventgrid_pending", "outbox")
 
 
 def _set_meta(db: sqlite3.Connection, key: str, value: str) -> None:

@@ -115,3 +115,45 @@ def test_a_new_leader_delivers_the_notice_the_old_one_left_waiting_for_a_retry(
 
         wait_until(delivered, 30, "the delivery in the new leader's history")
         wait_until(lambda: kept() == [], 10, "the delivered notice no longer kept")
+
+
+def test_a_new_leader_delivers_what_a_change_owed_when_the_old_one_died(
+    start_fleet: Callable[..., Fleet], pg: PgDatabase, tmp_path: Path
+) -> None:
+    """The leader SIGKILLed after a change was written but before it could keep the
+    change's notice pending for its subscribers (the test holds ``eventgrid_pending``
+    locked): the notice was written with the change (the outbox), and the process that
+    takes the lead delivers it to both webhooks, one of which fails twice first, and
+    takes it out of the outbox."""
+    fleet_file = tmp_path / "fleet.yaml"
+    fleet_file.write_text(FLEET)
+    fleet = start_fleet(2, ("--fleet", str(fleet_file), "--time-scale", "100", *VIRTUAL))
+    leader = fleet.wait_for_leader()
+    (follower,) = [i for i in fleet.alive() if i != leader]
+
+    def owed() -> list[tuple[object, ...]]:
+        return pg.execute("SELECT id FROM outbox")
+
+    with webhook() as (url, steady), webhook(Behaviour(fail_first=2)) as (flaky_url, flaky):
+        for name, hook_url in (("steady", url), ("flaky", flaky_url)):
+            body = subscription_body(name, hook_url)
+            made = fleet.control(leader, "POST", "/api/v1/eventgrid/subscriptions", json=body)
+            assert made.status_code == 201, made.text
+        first = _trigger(fleet, leader, "pub")
+        assert steady.wait(1)[0].properties()["EventId"] == first
+        wait_until(lambda: owed() == [], 10, "the first notice taken out of the outbox")
+
+        with pg.connect() as blocker:
+            blocker.execute("BEGIN")
+            blocker.execute("LOCK TABLE eventgrid_pending IN ACCESS EXCLUSIVE MODE")
+            second = _trigger(fleet, leader, "pub2")  # written: answered once durable
+            (notice_id,) = owed()[0]
+            assert len(steady.notifications()) == 1  # the leader cannot keep it pending
+            os.kill(fleet.servers[leader].proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
+            blocker.execute("ROLLBACK")
+
+        wait_until(lambda: fleet.leader_index() == follower, 30, "the follower leads")
+        (delivered,) = [n for n in steady.wait(2) if n.properties()["EventId"] == second]
+        assert delivered.json()[0]["id"] == notice_id  # the id written with the change
+        assert second in {n.properties()["EventId"] for n in flaky.wait(4)}
+        wait_until(lambda: owed() == [], 10, "the outbox emptied by the new leader")

@@ -194,13 +194,16 @@ def test_tls_and_plain_heads_that_trickle_are_closed_after_the_deadline(
 ) -> None:
     server = ArmProcess(tmp_path, "--api-header-timeout", "1", open_files=None).start()
     try:
-        trickling = [server.tls() for _ in range(20)]
-        control = [socket.create_connection(("127.0.0.1", server.control_port)) for _ in range(5)]
+        opened: dict[socket.socket, float] = {}  # each connection's accept, about
+        for _ in range(100):  # as many TLS connections as stayed open for 50 s
+            opened[server.tls()] = time.monotonic()
+        for _ in range(5):
+            opened[socket.create_connection(("127.0.0.1", server.control_port))] = time.monotonic()
         silent = [socket.create_connection(("127.0.0.1", server.arm_port)) for _ in range(5)]
         head = b"GET /subscriptions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         started = time.monotonic()
-        open_ = [*trickling, *control]
-        closed_after: list[float] = []
+        open_ = list(opened)
+        closed_after: list[float] = []  # seconds from its connect to its end, each
         sent = 0
         while open_ and time.monotonic() - started < 10:
             for sock in list(open_):
@@ -208,12 +211,12 @@ def test_tls_and_plain_heads_that_trickle_are_closed_after_the_deadline(
                     sock.send(head[sent % len(head) : sent % len(head) + 1])
                 except OSError:  # the server hung up
                     open_.remove(sock)
-                    closed_after.append(time.monotonic() - started)
+                    closed_after.append(time.monotonic() - opened[sock])
             sent += 1
             time.sleep(0.1)
         silent_closed = [s.recv(1) == b"" for s in silent]  # a TLS handshake never begun
         fresh = server.arm_get()
-        for sock in [*trickling, *control, *silent]:
+        for sock in [*opened, *silent]:
             sock.close()
     finally:
         server.stop()

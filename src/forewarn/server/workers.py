@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import multiprocessing
+import os
 import queue
 import signal
 import sys
@@ -53,17 +54,23 @@ class _Worker:
     ready: bool = False
 
 
-def _die_with_parent() -> None:
-    """Linux: SIGTERM this worker when its parent goes (even on SIGKILL)."""
+def _die_with_parent(parent: int) -> None:
+    """Linux: SIGTERM this worker when its parent goes (even on SIGKILL). A parent that
+    went while this worker was starting (before it asked) ends it now: else it would
+    serve on the ports for ever, unsupervised."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        raise SystemExit(0)
 
 
-def _worker_main(config: ServeConfig, index: int, events: Any, scenarios: Any = None) -> None:
-    """One worker: the same steps as ``forewarn serve``, reporting to the parent;
-    ``scenarios`` is ``build_runtime``'s (a function, pickled by name)."""
-    _die_with_parent()
+def _worker_main(
+    config: ServeConfig, index: int, events: Any, scenarios: Any = None, parent: int = 0
+) -> None:
+    """One worker: the same steps as ``forewarn serve``, reporting to ``parent`` (its
+    pid); ``scenarios`` is ``build_runtime``'s (a function, pickled by name)."""
+    _die_with_parent(parent)
     configure_logging(config.log_format, config.log_level)
     try:
         prepared = prepare(config)
@@ -91,7 +98,7 @@ class _Supervisor:
     def spawn(self, index: int) -> None:
         process = self.context.Process(
             target=_worker_main,
-            args=(self.config, index, self.events, self.scenarios),
+            args=(self.config, index, self.events, self.scenarios, os.getpid()),
             name=f"forewarn-worker-{index}",
             daemon=False,
         )

@@ -1,0 +1,190 @@
+"""``forewarn serve --workers 2`` whose parent is SIGKILLed (the supervisor, as an
+OOM killer or ``kill -9`` of the service's main process would): its workers go with it
+(none left serving on the ports), also when one was being restarted at that moment, and
+a restart on the same database finds every event and every approval answered 200."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.scaleout.conftest import VIRTUAL
+from tests.scaleout.pg import PgDatabase
+from tests.support.marks import SLOW
+from tests.support.serverproc import ServerProcess
+from tests.support.waiting import wait_until
+
+pytestmark = SLOW
+
+#: The demo fleet's web VMs, each polling and approving from its own address.
+WEB = {f"web-{i}": f"127.1.0.{i + 1}" for i in range(6)}
+LATEST = {"api-version": "2020-07-01"}
+
+
+def _fresh(url: str, **kw: Any) -> httpx.Response:
+    """One request on a new connection (the kernel picks a worker per connection)."""
+    transport = httpx.HTTPTransport(local_address=kw.pop("vm")) if "vm" in kw else None
+    with httpx.Client(timeout=10, trust_env=False, transport=transport) as client:
+        return client.request(kw.pop("method", "GET"), url, **kw)
+
+
+def _members(server: ServerProcess) -> list[dict[str, Any]] | None:
+    """The workers, once two report and one of them leads."""
+    try:
+        response = _fresh(server.control_url + "/api/v1/cluster")
+    except httpx.HTTPError:
+        return None
+    if response.status_code != 200:
+        return None
+    members: list[dict[str, Any]] = response.json()["members"]
+    return members if sorted(m["role"] for m in members) == ["follower", "leader"] else None
+
+
+def _children(pid: int) -> set[int]:
+    """The processes ``pid`` started (workers, and multiprocessing's helpers)."""
+    found: set[int] = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as listing:
+            found.update(int(child) for child in listing.read().split())
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _kill_the_parent(server: ServerProcess) -> set[int]:
+    """SIGKILL ``forewarn serve`` itself; its children, as they were then."""
+    assert server.proc is not None
+    children = _children(server.proc.pid)
+    assert children, "no worker processes"
+    server.kill(signal.SIGKILL)
+    return children
+
+
+def _wait_gone(pids: set[int]) -> None:
+    try:
+        wait_until(lambda: not any(_alive(p) for p in pids), 30, "the workers to exit")
+    finally:
+        for pid in pids:  # never leave one behind, whatever the test found
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def workers(pg: PgDatabase, tmp_path: Path) -> Iterator[ServerProcess]:
+    server = ServerProcess(tmp_path / "unused.db", ["--store", pg.url, "--workers", "2", *VIRTUAL])
+    server.start(timeout=90)
+    try:
+        wait_until(lambda: _members(server), 30, "two workers, one leading")
+        yield server
+    finally:
+        pids = _children(server.proc.pid) if server.proc and server.proc.poll() is None else set()
+        server.stop()
+        _wait_gone(pids)
+
+
+def test_the_parent_killed_takes_its_workers_and_a_restart_finds_every_approval(
+    workers: ServerProcess,
+) -> None:
+    """Six VMs, an event each; three approved before, the other three approving at once
+    (new connections, either worker): the parent is SIGKILLed as soon as one of them is
+    answered 200."""
+    events: dict[str, str] = {}
+    for vm in WEB:
+        created = _fresh(
+            workers.control_url + "/api/v1/operations", method="POST",
+            json={"kind": "user-reboot", "target": vm},
+        )  # fmt: skip
+        assert created.status_code == 201, created.text
+        (events[vm],) = created.json()["event_ids"]
+    endpoint = workers.imds_url + "/metadata/scheduledevents"
+
+    def approve(vm: str) -> httpx.Response:
+        body = {"StartRequests": [{"EventId": events[vm]}]}
+        return _fresh(
+            endpoint, method="POST", vm=WEB[vm], params=LATEST, headers={"Metadata": "true"},
+            json=body,
+        )  # fmt: skip
+
+    def shown(vm: str) -> dict[str, Any]:
+        response = _fresh(endpoint, vm=WEB[vm], params=LATEST, headers={"Metadata": "true"})
+        assert response.status_code == 200, response.text
+        doc: dict[str, Any] = response.json()
+        return doc
+
+    answered: dict[str, int] = {}
+    for vm in list(WEB)[:3]:
+        response = wait_until(lambda v=vm: (r := approve(v)).status_code == 200 and r, 10, vm)
+        answered[vm] = response.status_code
+    seen = {vm: shown(vm)["DocumentIncarnation"] for vm in WEB}
+    stop = threading.Event()
+
+    def keep_approving(vm: str) -> None:  # until a 200, or the server is gone
+        while not stop.is_set() and vm not in answered:
+            try:
+                response = approve(vm)
+            except httpx.HTTPError:
+                continue
+            if response.status_code == 200:
+                answered[vm] = 200
+            time.sleep(0.005)
+
+    threads = [threading.Thread(target=keep_approving, args=(vm,)) for vm in list(WEB)[3:]]
+    for thread in threads:
+        thread.start()
+    wait_until(lambda: len(answered) > 3, 10, "a fourth approval", interval=0.001)
+    children = _kill_the_parent(workers)  # the last two on their way
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=30)
+    _wait_gone(children)
+    with pytest.raises(httpx.ConnectError):  # nobody serves the ports any more
+        _fresh(workers.control_url + "/api/v1/cluster")
+
+    workers.start(timeout=90)  # the same command, ports and database
+    wait_until(lambda: _members(workers), 30, "two new workers, one leading")
+    for vm, event_id in events.items():
+        doc = shown(vm)
+        assert doc["DocumentIncarnation"] >= seen[vm], (vm, doc)
+        listed = {e["EventId"]: e["EventStatus"] for e in doc["Events"]}
+        assert event_id in listed, (vm, doc)  # every event is there
+        if vm in answered:  # every approval answered 200 too
+            assert listed[event_id] == "Started", (vm, doc)
+    history = _fresh(workers.control_url + "/api/v1/history", params={"limit": 1000}).json()
+    approved = {h["event_id"]: h["detail"]["by"] for h in history if h["kind"] == "event.approved"}
+    assert {events[vm]: vm for vm in answered}.items() <= approved.items()
+    print(f"\napproved before the kill: {sorted(answered)}")
+
+
+def test_the_parent_killed_as_it_restarts_a_worker_leaves_no_worker_behind(
+    workers: ServerProcess,
+) -> None:
+    """A worker dies; the parent starts another one a second later and is SIGKILLed
+    while that one is still starting (before it could ask to die with its parent)."""
+    members = _members(workers)
+    assert members is not None
+    follower = next(m for m in members if m["role"] == "follower")
+    os.kill(follower["pid"], signal.SIGKILL)
+    wait_until(
+        lambda: any("worker died; restarting it" in line for line in workers.banner),
+        30, "the parent to notice",
+    )  # fmt: skip
+    assert workers.proc is not None
+    before = _children(workers.proc.pid)
+    replacement = wait_until(lambda: _children(workers.proc.pid) - before, 10, "a new worker")  # type: ignore[union-attr]
+    time.sleep(0.05)  # started, still importing
+    children = _kill_the_parent(workers) | replacement
+    _wait_gone(children)

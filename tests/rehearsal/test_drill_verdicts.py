@@ -11,6 +11,7 @@ from forewarn.cli.junit import report_cases
 from forewarn.rehearsal import EventFacts, ReactionData, VmPolls, VmReaction, grade
 from forewarn.rehearsal.coping import FaultTally
 from forewarn.rehearsal.facts import OperationFacts
+from forewarn.rehearsal.report import render_report
 from forewarn.rehearsal.rollups import FAULTED, needs_attention
 
 T0 = 1_700_000_000.0
@@ -146,3 +147,11 @@ def test_a_vm_a_drill_evicted_is_not_said_to_stop_polling_once_a_reset_brings_it
     reset = T0 + 800
     round_two = grade(data, now=T0 + 900, since=reset)  # the drill after: silent in it
     assert [p.vm for p in round_two.stopped_polling] == ["spot-3"]
+
+
+def test_the_html_report_names_faulted_vms_as_the_progress_does() -> None:
+    data, faults = _faulted_drill()
+    report = grade(data, now=T0 + 75, faults=faults, scope_of={"spot-2": "spot"})
+    page = render_report(report)
+    assert "<strong>1 never saw it:</strong> spot-2" in page
+    assert "stopped or never polled" not in page

@@ -151,8 +151,15 @@ async def read_json(request: Request, *, required: bool = False) -> dict[str, An
         ) from None
     try:
         body = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+    except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+        # (a plain ValueError: an integer of over 4,300 digits)
+        why = (
+            exc.msg
+            if isinstance(exc, json.JSONDecodeError)
+            else "nested too deeply"
+            if isinstance(exc, RecursionError)
+            else "a number is too long"
+        )
         raise ArmError(
             400, "InvalidRequestContent", f"The request content is not valid JSON: {why}."
         ) from None

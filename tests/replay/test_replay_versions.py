@@ -212,3 +212,33 @@ def test_a_notbefore_in_year_9999_with_shifted_times_is_one_line(
     assert line.endswith("falls after year 9999; replay it with --recorded-times")
     replay = start_replay(str(path), "--recorded-times", "--rate-limit", "0")
     assert replay.get().json()["Events"][0]["NotBefore"] == "Fri, 31 Dec 9999 23:59:59 GMT"
+
+
+def test_a_document_without_events_is_served_at_every_version() -> None:
+    """Recorded at 2017-03-01 only (as ``forewarn conformance`` records the versions one
+    at a time), an empty document is what every version shows until the next one."""
+    from forewarn.contract import lookup_version
+    from forewarn.replay import parse_recording
+    from forewarn.replay.versions import renderable_frames
+
+    recording = parse_recording(
+        '{"t": 1, "vm": "a", "api_version": "2017-03-01", "incarnation": 1, '
+        '"body": {"DocumentIncarnation": 1, "Events": []}}\n'
+        '{"t": 2, "vm": "a", "api_version": "2020-07-01", "incarnation": 2, "body": '
+        '{"DocumentIncarnation": 2, "Events": [{"EventId": "' + FREEZE + '", "EventStatus": '
+        '"Started", "EventType": "Preempt", "ResourceType": "VirtualMachine", "Resources": '
+        '["a"], "NotBefore": "", "Description": "", "EventSource": "Platform", '
+        '"DurationInSeconds": -1}]}}\n',
+        "kit.jsonl",
+    )
+    _, frames = recording.for_vm("a")
+    newest, oldest = lookup_version("2020-07-01"), lookup_version("2017-03-01")
+    assert newest is not None and oldest is not None
+    shown = renderable_frames(frames, newest)
+    assert [(r.frame.t, json.loads(r.body)["DocumentIncarnation"]) for r in shown] == [
+        (1, 1), (2, 2)]  # fmt: skip
+    # the Preempt is newer than 2017-03-01 (D5): that version sees no event
+    assert [json.loads(r.body) for r in renderable_frames(frames, oldest)] == [
+        {"DocumentIncarnation": 1, "Events": []},
+        {"DocumentIncarnation": 2, "Events": []},
+    ]

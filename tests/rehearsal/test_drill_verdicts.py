@@ -155,3 +155,23 @@ def test_the_html_report_names_faulted_vms_as_the_progress_does() -> None:
     page = render_report(report)
     assert "<strong>1 never saw it:</strong> spot-2" in page
     assert "stopped or never polled" not in page
+
+
+def test_on_a_virtual_clock_an_instant_shared_with_the_start_or_creation_is_told_apart() -> None:
+    """A frozen clock puts two things at one instant: an approval at the instant the
+    platform started the event on its own came after the start; a poll at the instant of
+    the creation of an event the VM was not shown came before it."""
+    late = VmReaction(event_id="e-spot", vm="spot-0", first_seen=T0, seen_started=T0 + 30,
+                      approved_at=T0 + 30)  # fmt: skip
+    data = ReactionData(
+        events=[_preempt("spot-0"), _preempt("spot-2", event_id="e-two")],
+        operations=[_operation("spot-0"), _operation("spot-2", event_id="e-two")],
+        vms=[late, VmReaction(event_id="e-two", vm="spot-2", last_poll_before_start=T0)],
+        polls=[VmPolls(vm=vm, first_poll=T0 - 50, last_poll=T0) for vm in ("spot-0", "spot-2")],
+    )
+    _, faults = _faulted_drill()
+    faults["spot-2"].add("status", T0 + 20)
+    report = grade(data, now=T0 + 35, faults=faults)
+    zero, two = (e.vms[0] for e in report.events)
+    assert (zero.verdict, zero.approved_in_time) == ("detected", False)
+    assert two.verdict == "missed" and "injected endpoint faults answered" in two.note

@@ -182,7 +182,7 @@ def _faulted_during(facts: EventFacts, reaction: VmReaction, tally: FaultTally |
     if tally is None:
         return ""
     created, before = facts.created_at, reaction.last_poll_before_start
-    if before is not None and created is not None and before >= created:
+    if before is not None and created is not None and before > created:
         return ""  # a request of its got through during the notice
     answered = tally.answered(created, facts.started_at)
     if not answered:
@@ -214,7 +214,9 @@ def _missed_because(
         if polls.first_poll is not None and started is not None and polls.first_poll >= started:
             return "began polling only after the event started"
         return "did not poll while the event was Scheduled"
-    if created is not None and before < created:
+    # A poll at the very instant of the creation (a virtual clock's) came before it:
+    # the VM was not shown the event.
+    if created is not None and before <= created:
         return f"did not poll during the notice (last poll {seconds(created - before)} before it)"
     return "polled during the notice but was not shown the event"
 
@@ -241,8 +243,12 @@ def _vm_verdict(
     )
     in_time = None
     if reaction.approved_at is not None and not_before is not None:
-        in_time = reaction.approved_at <= not_before and (
-            facts.started_at is None or reaction.approved_at <= facts.started_at
+        at, began = reaction.approved_at, facts.started_at
+        # At the very instant it started (a virtual clock's), an approval counted only
+        # if the event was started by one: one the platform started on its own (at
+        # NotBefore, nobody's approval on it) came after.
+        in_time = at <= not_before and (
+            began is None or at < began or (at == began and facts.approved_by is not None)
         )
     if not listed:
         verdict = "unlisted"

@@ -291,3 +291,20 @@ def test_a_big_scale_set_is_listed_in_pages_the_cli_follows(tmp_path: Path) -> N
     finally:
         server.server.stop()
     assert instances == [str(n) for n in range(2500)]
+
+
+def test_with_an_arm_token_only_its_secret_logs_in(tmp_path: Path) -> None:
+    (tmp_path / "server").mkdir()
+    server = start_arm_server(tmp_path / "server", FLEET, extra=("--arm-token", "op-secret"))
+    try:
+        cli = AzCli(tmp_path / "az", server.ca)
+        cli.register(server.url)
+        login = ("login", "--service-principal", "-u", "ci", "--tenant", "x", "-p")
+        error = cli.fails(*login, "guessed")
+        assert "Invalid client secret" in error
+        assert cli.fails("vm", "list") and server.events() == []
+        [account] = cli.ok(*login, "op-secret")
+        assert account["id"] == SUB
+        assert len(cli.ok("vm", "list", *G)) == 5
+    finally:
+        server.server.stop()

@@ -177,9 +177,9 @@ class ArmApp:
         path = parse_path(request.url.path)
         if Identity.handles(path):  # asked for before any token
             return await self.identity.answer(request, path)
-        if path.shape == "metadata/{}":
-            return self.account.cloud_metadata(request, path)
         try:
+            if path.shape == "metadata/{}":  # the cloud's endpoints: asked before a token
+                return self.account.cloud_metadata(request, path)
             caller = authenticate(request, self.token, self.signer, self._login_url(request))
             return await self._dispatch(Call(request, path, caller, self.fleet.names))
         except ArmError as exc:

@@ -2,10 +2,12 @@
 expects. ``forewarn conformance --rules`` and docs/conformance.md print this one table.
 
 A rule whose request and expectation fit ``Send`` and ``Expect`` is run as it stands
-(``probes.run_plain``); the others say in words what they send and expect, and a function
-of the same id computes them (``probes.CHECKS``, ``documents.CHECKS``,
-``lifecycle.CHECKS``). A rule is checked on every run unless it is ``follow`` (only with
-``--follow``) or ``burst`` (only with ``--burst``: it exceeds the rate limit on purpose).
+(``probes.run_plain``); the others say in words what they send and expect, and are
+checked by ``instance`` (section 6), ``answers`` (rules comparing answers), ``probes``
+(the versions, and what every answer shows), ``documents`` (every document received) or
+``lifecycle`` (``--follow``). A rule is checked on every run unless it is ``follow`` (only
+with ``--follow``) or ``burst`` (only with ``--burst``: it exceeds the rate limit on
+purpose).
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
 from forewarn.conformance.documents import Sample
-from forewarn.conformance.results import Result
-from forewarn.conformance.rules import SCHEDULED, UNKNOWN, Send
+from forewarn.conformance.results import Result, failed, passed
+from forewarn.conformance.rules import SCHEDULED, UNKNOWN, Send, rule
 from forewarn.conformance.wire import NOT_JSON, Exchange, Wire
 from forewarn.contract import lookup_version
 
@@ -58,3 +58,8 @@ class Session:
         sample = Sample(version, raw, answer.body, answer.header("ETag"), each)
         self.samples.append(sample)
         return sample
+
+    def verdict(self, rule_id: str, problem: str | None, note: str = "") -> None:
+        """``rule_id`` failed with ``problem`` (what came instead), or passed (None)."""
+        r = rule(rule_id)
+        self.results.append(failed(r, problem) if problem is not None else passed(r, note))

@@ -130,19 +130,18 @@ def conformance(
         base = resolve_endpoint(url)
     except (ClientError, ValueError) as exc:
         raise click.UsageError(str(exc)) from None
-    session_box: list[Session] = []
-    recorder = None
-    if record_path is not None:
-        try:
-            recorder = Recorder(record_path, lambda: session_box[0].vm if session_box else None)
-        except OSError as exc:
-            raise click.UsageError(f"--record {record_path}: {exc.strerror or exc}") from None
     try:
-        wire = Wire(base, source_address=source_address, rate=rate, on_exchange=recorder)
+        wire = Wire(base, source_address=source_address, rate=rate)
     except WireError as exc:
         raise click.UsageError(str(exc)) from None
     session = Session(wire)
-    session_box.append(session)
+    recorder = None
+    if record_path is not None:
+        try:
+            recorder = Recorder(record_path, lambda: session.vm)
+        except OSError as exc:
+            raise click.UsageError(f"--record {record_path}: {exc.strerror or exc}") from None
+        wire.on_exchange = recorder
     report = Report(base, None, recording=record_path)
     try:
         run_probes(session, burst=burst, skip=skip_probes)

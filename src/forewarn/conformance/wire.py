@@ -108,7 +108,8 @@ class Wire:
         self._source = (source_address, 0) if source_address else None
         self._gap = 1.0 / rate
         self._sleep = sleep
-        self._on_exchange = on_exchange
+        #: Told every exchange, as it ends (``--record``).
+        self.on_exchange = on_exchange
         self._last_sent = -math.inf
         self._conn: http.client.HTTPConnection | None = None
         self._served = 0  # requests answered on the current connection
@@ -203,8 +204,8 @@ class Wire:
             exchange = Exchange(sent_at, rule, method, line, headers, body, answer, None, reused)
             break
         self.exchanges.append(exchange)
-        if self._on_exchange is not None:
-            self._on_exchange(exchange)
+        if self.on_exchange is not None:
+            self.on_exchange(exchange)
         return exchange
 
 

@@ -1,14 +1,16 @@
-"""A fresh venv with only the VM install (``pip install forewarn``) runs the agent and the
-VM commands against a real ``forewarn serve``, and names the extra for the rest.
+"""A fresh venv with only the VM install (the README's "Install on a VM", run as written)
+runs the agent and the VM commands against a real ``forewarn serve``, and names the extra
+for the rest.
 
-Slow (a venv and a pip install from a copy of this checkout; pip's cache keeps it to
-seconds): run with FOREWARN_SLOW_TESTS=1, as ``.ci/run`` does.
+Slow (a wheel built from a copy of this checkout, a venv, a pip install; pip's cache keeps
+it to seconds): run with FOREWARN_SLOW_TESTS=1, as ``.ci/run`` does.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.serverproc import VIRTUAL, ServerProcess, trigger
+from tests.test_checkout_stays_clean import not_ignored
 from tests.vmside.conftest import (
     AGENT_CONFIG,
     AGENT_EXAMPLE,
@@ -35,6 +38,8 @@ pytestmark = [
     ),
 ]
 
+README = REPO / "README.md"
+
 #: Distributions the VM install must not pull (the server extra and the drivers).
 EMULATOR_DISTRIBUTIONS = {"starlette", "uvicorn", "uvloop", "httptools", "jinja2", "pyyaml",
                           "psycopg", "psycopg-binary", "psycopg-pool", "redis", "watchfiles",
@@ -48,20 +53,62 @@ def _sh(*argv: str | Path, timeout: float = 600) -> subprocess.CompletedProcess[
     return proc
 
 
+def readme_install() -> tuple[list[str], str]:
+    """The README's "Install on a VM": its commands, and the install with an extra."""
+    section = README.read_text().split("\n## Install on a VM\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    commands = [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
+    [extra] = re.findall(r"`(/opt/forewarn/bin/pip install [^`]*\[redis\][^`]*)`", section)
+    return commands, extra
+
+
+def _bash(line: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``line`` as a user types it, ``python3`` being this interpreter's (it has pip)."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    proc = subprocess.run(["bash", "-euc", line], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PATH": path})  # fmt: skip
+    assert proc.returncode == 0, f"{line}\n{proc.stdout}{proc.stderr}"
+    return proc
+
+
+def unwrapped(stderr: str) -> str:
+    """An error as one line again, however wide the terminal it was wrapped for."""
+    return " ".join(line.strip() for line in stderr.splitlines())
+
+
+def _files(tree: Path) -> set[str]:
+    return {str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_file()}
+
+
 @pytest.fixture(scope="module")
 def vm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The ``bin/`` of a new venv holding ``pip install <a copy of this checkout>``."""
+    """The ``bin/`` of a new venv installed by the README's commands, run as written in a
+    copy of this checkout (the build leaves nothing in the checkout), ``/opt/forewarn``
+    being a temporary directory."""
     root = tmp_path_factory.mktemp("vm-install")
-    tree = root / "forewarn"  # a copy: the build leaves nothing in the checkout
+    tree = root / "forewarn"
     shutil.copytree(REPO / "src", tree / "src",
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))  # fmt: skip
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(REPO / name, tree / name)
-    _sh(sys.executable, "-m", "venv", root / "venv")
+    before = _files(tree)
+    commands, _ = readme_install()
+    for line in commands:
+        _bash(line.replace("/opt/forewarn", str(root / "venv")), tree)
+    built = sorted(_files(tree) - before)
+    assert any(path.startswith("dist/forewarn-") for path in built), built
+    assert not_ignored(built) == []  # a checkout that followed the README stays clean
     bin_dir = root / "venv" / "bin"
     _sh(bin_dir / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-        tree, "pytest")  # fmt: skip
+        "pytest")  # fmt: skip
     return bin_dir
+
+
+def test_the_readme_s_install_with_an_extra_works_as_written(vm_bin: Path) -> None:
+    _, extra = readme_install()
+    tree = vm_bin.parents[1] / "forewarn"
+    line = extra.replace("/opt/forewarn", str(vm_bin.parent)) + " --dry-run"
+    assert re.search(r"Would install .*\bredis-\d", _bash(line, tree).stdout)
 
 
 def _vm(vm_bin: Path, tmp_path: Path, *args: str) -> Command:
@@ -136,16 +183,16 @@ def test_the_emulator_and_drivers_name_their_extra(vm_bin: Path, tmp_path: Path)
     serve = subprocess.run([vm_bin / "forewarn", "serve"], capture_output=True, text=True,
                            timeout=120, cwd=tmp_path)  # fmt: skip
     assert serve.returncode == 1
-    assert serve.stderr.splitlines() == [
+    assert unwrapped(serve.stderr) == (
         "forewarn: error: `forewarn serve` is part of the emulator, which this install lacks "
         "(no module 'yaml'): pip install 'forewarn[server]'"
-    ]
+    )
     agent = subprocess.run(
         [vm_bin / "forewarn", "agent", "run", "-c", str(AGENT_EXAMPLE), "--dry-run",
          "--metrics-bind", ""], capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )  # fmt: skip
     assert agent.returncode != 0
-    assert agent.stderr.splitlines()[-1] == (
+    assert unwrapped(agent.stderr).endswith(
         "forewarn agent: error: coordination backend redis needs the redis package: "
         "pip install 'forewarn[redis]'"
     )

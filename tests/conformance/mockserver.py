@@ -50,8 +50,10 @@ class MockEvent:
 class MockEndpoint:
     """The endpoint's state and its HTTP server (``url`` once started)."""
 
-    def __init__(self, step: float = 1.0) -> None:
+    def __init__(self, step: float = 1.0, vm: str = VM) -> None:
         self.step = step
+        #: The VM it answers as; at 2017-03-01 it is underscored, whatever it is.
+        self.vm = vm
         self.events: list[MockEvent] = []
         self.incarnation = 1
         self.lock = threading.Lock()
@@ -135,7 +137,7 @@ class MockEndpoint:
                 event: dict[str, Any] = {
                     "EventId": e.event_id, "EventStatus": e.status, "EventType": e.event_type,
                     "ResourceType": "VirtualMachine",
-                    "Resources": ["_" + VM if api.underscore_iaas_names else VM],
+                    "Resources": ["_" + self.vm if api.underscore_iaas_names else self.vm],
                     "NotBefore": "" if e.status != "Scheduled" else datetime.fromtimestamp(
                         e.not_before, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 }  # fmt: skip
@@ -153,8 +155,8 @@ def _new_id() -> str:
     return str(uuid.uuid4()).upper()
 
 
-def _instance() -> dict[str, Any]:
-    return {"compute": {"name": VM, "vmId": str(uuid.uuid4()), "vmScaleSetName": "",
+def _instance(vm: str) -> dict[str, Any]:
+    return {"compute": {"name": vm, "vmId": str(uuid.uuid4()), "vmScaleSetName": "",
                         "platformUpdateDomain": "0", "platformFaultDomain": "0", "zone": "",
                         "location": "westeurope"}}  # fmt: skip
 
@@ -196,9 +198,9 @@ def _handler(mock: MockEndpoint) -> type[BaseHTTPRequestHandler]:
                 if query.get("api-version") != "2021-02-01":
                     self._send(400, {"error": BAD_VERSION})
                 elif path.endswith("/compute/name"):
-                    self._send(200, text=VM)
+                    self._send(200, text=mock.vm)
                 else:
-                    self._send(200, _instance())
+                    self._send(200, _instance(mock.vm))
                 return
             if path != "/metadata/scheduledevents":
                 self._send(404, {"error": "Not found"})

@@ -14,7 +14,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +22,7 @@ import pytest
 
 from tests.conformance.conftest import PROBE_RULES, Verdicts, address, junit_counts, kit
 from tests.support.cli import Result, cli_env
-from tests.support.serverproc import ServerProcess, free_port, trigger
+from tests.support.serverproc import VIRTUAL, ServerProcess, free_port, trigger
 
 
 @dataclass
@@ -117,3 +117,22 @@ def test_forewarn_replay_of_the_recording_passes_too(recorded: Recorded, tmp_pat
     assert report.verdict("PASS") == PROBE_RULES - {"R8.rate-limit"}
     assert report.verdict("FAIL") == set()
     assert report.data["vm"] == "workers_0"
+
+
+def test_a_role_instance_is_never_underscored(
+    start_server: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    """As a cloud service's role instance, 2017-03-01 names the VM as it is (D7)."""
+    server = start_server(VIRTUAL)
+    event_id = trigger(server, "user-reboot", "FrontEnd_IN_0")
+    recording = tmp_path / "kit.jsonl"
+    ran = kit(server.imds_url, "--source-address", address(server, "FrontEnd_IN_0"), "--rate",
+              "50", "--json", "--record", str(recording))  # fmt: skip
+    assert ran.code == 0, ran.stdout + ran.stderr
+    report = Verdicts.of(ran.stdout)
+    assert report.data["vm"] == "FrontEnd_IN_0"
+    assert report.verdict("PASS") == PROBE_RULES - {"R8.rate-limit"}
+    lines = [json.loads(line) for line in recording.read_text().splitlines()]
+    (oldest,) = [line["body"] for line in lines if line.get("api_version") == "2017-03-01"]
+    (event,) = oldest["Events"]
+    assert (event["EventId"], event["Resources"]) == (event_id, ["FrontEnd_IN_0"])

@@ -81,3 +81,17 @@ def test_follow_names_the_lifecycle_rules_the_mock_breaks(
     assert seen[reboot]["seen_as"] == "Scheduled" and seen[reboot]["removed"] is not None
     assert {e["seen_as"] for e in seen.values()} == {"Scheduled", "Started", "Completed"}
     assert junit_counts(junit)["failures"] == str(len(FOLLOW_FAILS))
+
+
+def test_an_underscored_role_instance_breaks_d7() -> None:
+    mock = MockEndpoint(vm="FrontEnd_IN_0").start()
+    try:
+        mock.schedule("Reboot")
+        ran = kit(mock.url, "--rate", "50", "--json")
+    finally:
+        mock.stop()
+    report = Verdicts.of(ran.stdout)
+    assert report.verdict("FAIL") == PROBE_FAILS | {"D7.resources"}
+    assert report.detail("D7.resources").endswith(
+        "names this VM '_FrontEnd_IN_0', not 'FrontEnd_IN_0'"
+    )

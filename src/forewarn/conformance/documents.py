@@ -191,10 +191,11 @@ def _resources(samples: list[Sample], vm: str | None) -> Iterator[str]:
         if not isinstance(value, list) or not all(isinstance(r, str) for r in value):
             yield f"{s.version}: event {_id(event)} Resources {value!r}"
             continue
-        if vm is None or _ROLE_INSTANCE.search(vm):
+        if vm is None:
             continue
         mine = [r for r in value if resource_matches(r, vm)]
-        underscored = s.api.underscore_iaas_names
+        # 2017-03-01 underscores IaaS VMs, never a cloud service's role instances
+        underscored = s.api.underscore_iaas_names and not _ROLE_INSTANCE.search(vm)
         if any(r.startswith("_") != underscored for r in mine):
             want = f"_{vm}" if underscored else vm
             yield f"{s.version}: event {_id(event)} names this VM {mine[0]!r}, not {want!r}"

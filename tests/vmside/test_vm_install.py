@@ -185,7 +185,8 @@ def test_the_emulator_and_drivers_name_their_extra(vm_bin: Path, tmp_path: Path)
     assert serve.returncode == 1
     assert unwrapped(serve.stderr) == (
         "forewarn: error: `forewarn serve` is part of the emulator, which this install lacks "
-        "(no module 'yaml'): pip install 'forewarn[server]'"
+        "(no module 'yaml'): install forewarn with its [server] extra: "
+        "pip install '<its wheel or checkout>[server]'"
     )
     agent = subprocess.run(
         [vm_bin / "forewarn", "agent", "run", "-c", str(AGENT_EXAMPLE), "--dry-run",
@@ -194,7 +195,7 @@ def test_the_emulator_and_drivers_name_their_extra(vm_bin: Path, tmp_path: Path)
     assert agent.returncode != 0
     assert unwrapped(agent.stderr).endswith(
         "forewarn agent: error: coordination backend redis needs the redis package: "
-        "pip install 'forewarn[redis]'"
+        "install forewarn with its [redis] extra: pip install '<its wheel or checkout>[redis]'"
     )
 
 
@@ -209,6 +210,7 @@ def test_pytest_loads_the_plugin_without_the_emulator(vm_bin: Path, tmp_path: Pa
     assert "1 passed, 1 error" in ran.stdout, ran.stdout + ran.stderr
     assert (
         "the forewarn fixture runs the emulator, which this install lacks (no module "
-        "'uvicorn'): pip install 'forewarn[server]'" in ran.stdout
+        "'uvicorn'): install forewarn with its [server] extra: pip install '<its wheel or "
+        "checkout>[server]'" in ran.stdout
     )
     assert "During handling" not in ran.stdout

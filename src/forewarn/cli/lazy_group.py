@@ -74,7 +74,8 @@ class LazyGroup(OneLineErrors):
                 raise
             raise click.ClickException(
                 f"`forewarn {cmd_name}` is part of the emulator, which this install lacks "
-                f"(no module {missing!r}): pip install 'forewarn[{lazy.extra}]'"
+                f"(no module {missing!r}): install forewarn with its [{lazy.extra}] extra: "
+                f"pip install '<its wheel or checkout>[{lazy.extra}]'"
             ) from None
         self.add_command(command, cmd_name)
         return command

@@ -64,7 +64,8 @@ def forewarn(request: pytest.FixtureRequest, forewarn_fleet: Fleet) -> Iterator[
     except ModuleNotFoundError as exc:  # a VM install: the client and agent, no emulator
         raise pytest.fail.Exception(
             f"the forewarn fixture runs the emulator, which this install lacks (no module "
-            f"{exc.name!r}): pip install 'forewarn[server]'",
+            f"{exc.name!r}): install forewarn with its [server] extra: "
+            "pip install '<its wheel or checkout>[server]'",
             pytrace=False,
         ) from None
 

@@ -16,7 +16,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from forewarn.contract.durations import parse_duration
+from forewarn.control.duration_text import MAX_SECONDS, NONZERO, ZERO_ALLOWED, duration_text
 from forewarn.fabric import Conflict, Fabric, InvalidOperation, NotFoundError
 from forewarn.imds.faults import FAULT_STATUSES, MAX_FAULTS, Fault, FaultBook, FaultKind
 
@@ -34,16 +34,24 @@ __all__ = [
 T = TypeVar("T")
 BodyReader = Callable[[Request, type[Any]], Awaitable[Any]]
 
-#: The longest window, and the latest start, a fault may be given (platform seconds).
-MAX_WINDOW = 30 * 86400.0
+#: The longest window, and the latest start, a fault may be given (platform seconds: as
+#: long as a duration given as text can be, ``duration_text.py``).
+MAX_WINDOW = MAX_SECONDS
 MAX_LATENCY = 300.0
 MAX_RATE = 1000.0
 
 #: A duration as a number of seconds or as text (``90s``, ``5m``, ``PT5M``: the one syntax
-#: of ``forewarn.contract.durations``), platform time; checked in ``_platform_seconds``.
-DurationText = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
-Seconds = Annotated[float, msgspec.Meta(ge=0, le=MAX_WINDOW)] | DurationText
-Window = Annotated[float, msgspec.Meta(gt=0, le=MAX_WINDOW)] | DurationText
+#: of ``forewarn.contract.durations``, digits bounded: ``duration_text.py``), platform time.
+#: The pattern is checked by ``_platform_seconds`` (whose error says what a duration is,
+#: where msgspec's would print the regular expression).
+Seconds = (
+    Annotated[float, msgspec.Meta(ge=0, le=MAX_WINDOW)]
+    | Annotated[str, msgspec.Meta(max_length=64, extra_json_schema={"pattern": ZERO_ALLOWED})]
+)
+Window = (
+    Annotated[float, msgspec.Meta(gt=0, le=MAX_WINDOW)]
+    | Annotated[str, msgspec.Meta(max_length=64, extra_json_schema={"pattern": NONZERO})]
+)
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 
 
@@ -121,17 +129,14 @@ def _json(data: Any, status: int = 200) -> Response:
     return Response(msgspec.json.encode(data), status, media_type="application/json")
 
 
-def _platform_seconds(value: float | str, name: str, *, zero: bool) -> float:
+def _platform_seconds(value: float | str, name: str, pattern: str) -> float:
     """Seconds of platform time in ``value`` (InvalidOperation, 400, naming ``name``)."""
+    if not isinstance(value, str):
+        return float(value)  # bounded by the schema
     try:
-        seconds = parse_duration(value, name)
+        return duration_text(value, pattern, name)
     except ValueError as exc:
         raise InvalidOperation(str(exc)) from None
-    if not zero and seconds <= 0:
-        raise InvalidOperation(f"{name} must be longer than 0 s")
-    if seconds > MAX_WINDOW:
-        raise InvalidOperation(f"{name} must be at most {MAX_WINDOW:.0f} s (30 days)")
-    return seconds
 
 
 def _check(body: FaultBody) -> None:
@@ -189,11 +194,9 @@ class DrillRoutes:
     async def add_fault(self, request: Request) -> Response:
         body: FaultBody = await self._read_body(request, FaultBody)
         _check(body)
-        after = _platform_seconds(body.after_seconds, "after_seconds", zero=True)
+        after = _platform_seconds(body.after_seconds, "after_seconds", ZERO_ALLOWED)
         lasts = body.duration_seconds
-        duration = (
-            None if lasts is None else _platform_seconds(lasts, "duration_seconds", zero=False)
-        )
+        duration = None if lasts is None else _platform_seconds(lasts, "duration_seconds", NONZERO)
         topology = self.fabric.topology
         vm = None if body.vm is None else topology.vm(body.vm).name  # unknown: 404
         if body.scope is not None and body.scope not in topology.scopes:

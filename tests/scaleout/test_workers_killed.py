@@ -1,7 +1,9 @@
-"""``forewarn serve --workers 2`` whose parent is SIGKILLed (the supervisor, as an
+"""``forewarn serve --workers 2`` under SIGKILL. Its parent killed (the supervisor, as an
 OOM killer or ``kill -9`` of the service's main process would): its workers go with it
 (none left serving on the ports), also when one was being restarted at that moment, and
-a restart on the same database finds every event and every approval answered 200."""
+a restart on the same database finds every event and every approval answered 200. A
+worker that follows killed: the VMs are served on by the other one meanwhile.
+(The leading worker killed mid-rollout: ``test_workers.py``.)"""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import pytest
 
 from tests.scaleout.conftest import VIRTUAL
 from tests.scaleout.pg import PgDatabase
+from tests.scaleout.rollout import PollingVm
 from tests.support.marks import SLOW
 from tests.support.serverproc import ServerProcess
 from tests.support.waiting import wait_until
@@ -188,3 +191,60 @@ def test_the_parent_killed_as_it_restarts_a_worker_leaves_no_worker_behind(
     time.sleep(0.05)  # started, still importing
     children = _kill_the_parent(workers) | replacement
     _wait_gone(children)
+
+
+def test_a_follower_worker_killed_the_vms_are_served_on_and_it_is_replaced(
+    workers: ServerProcess,
+) -> None:
+    """Six VMs poll the shared port with ETags (half on kept-alive connections, half on
+    a new one each time) while the worker that does not lead is SIGKILLed: polls fail
+    only as it dies (those it held, at most one per VM), every VM is answered again at
+    once by the other worker, nothing a VM saw goes back, and the dead worker is
+    replaced."""
+    members = _members(workers)
+    assert members is not None
+    follower = next(m for m in members if m["role"] == "follower")
+    created = _fresh(
+        workers.control_url + "/api/v1/operations", method="POST",
+        json={"kind": "user-reboot", "target": "web-0"},
+    )  # fmt: skip
+    assert created.status_code == 201, created.text
+    vms = [
+        PollingVm(
+            name, address, target=lambda _turn: (None, workers.imds_url),
+            approve_target=lambda _rng: workers.imds_url, keep_alive=i % 2 == 0,
+        )
+        for i, (name, address) in enumerate(WEB.items())
+    ]  # fmt: skip
+    stop = threading.Event()
+    threads = [threading.Thread(target=vm.run, args=(stop,), daemon=True) for vm in vms]
+    for thread in threads:
+        thread.start()
+    try:
+        wait_until(lambda: all(len(vm.polls) > 5 for vm in vms), 10, "every VM served")
+        os.kill(follower["pid"], signal.SIGKILL)
+        killed = time.monotonic()
+
+        def replaced() -> bool:
+            now = _members(workers)
+            return now is not None and all(m["id"] != follower["id"] for m in now)
+
+        wait_until(replaced, 60, "the dead worker replaced")
+        served = {vm.name: len(vm.polls) for vm in vms}
+        wait_until(
+            lambda: all(len(vm.polls) > served[vm.name] + 5 for vm in vms), 10, "polls on"
+        )  # fmt: skip
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+    failures = sorted(f for vm in vms for f in vm.failures)
+    assert all(at >= killed for at, _ in failures), f"failed before the kill: {failures}"
+    assert all(at - killed < 2.0 for at, _ in failures), f"failed long after: {failures}"
+    assert len(failures) <= len(vms), failures
+    for vm in vms:  # answered again at once: within a second of the kill
+        assert any(killed < p.at < killed + 1.0 for p in vm.polls), (vm.name, vm.failures)
+        incarnations = [p.incarnation for p in vm.polls]
+        assert incarnations == sorted(incarnations), vm.name
+    assert any("is serving again" in line for line in workers.banner)
+    print(f"\n{len(failures)} polls failed as the worker died: {failures}")

@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
 
 import click
-import httpx
 
 from forewarn.agent.config_layers import as_dict, load_config
 from forewarn.agent.config_schema import AgentConfig, ConfigError
@@ -160,6 +159,21 @@ def _when(epoch: float | None) -> str:
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _readyz(host: str, port: int) -> str | None:
+    """``/readyz`` of a running agent as "STATUS text", or None when it does not answer."""
+    import http.client  # the stdlib's: httpx would double this command's start-up
+
+    connection = http.client.HTTPConnection(host, port, timeout=2)
+    try:
+        connection.request("GET", "/readyz")
+        answer = connection.getresponse()
+        return f"{answer.status} {answer.read().decode(errors='replace').strip()}"
+    except (OSError, http.client.HTTPException):
+        return None
+    finally:
+        connection.close()
+
+
 @agent.command()
 @_config_option()
 @click.option("--state-path", default=None, help="SQLite state file.", **_NO_ENV)
@@ -179,11 +193,7 @@ def status(config_path: str | None, state_path: str | None, as_json: bool) -> No
     ready: str = "unknown (no metrics_bind)"
     if config.metrics_bind:
         host, port = parse_bind(config.metrics_bind)
-        try:
-            answer = httpx.get(f"http://{host}:{port}/readyz", timeout=2, trust_env=False)
-            ready = f"{answer.status_code} {answer.text.strip()}"
-        except httpx.HTTPError:
-            ready = "not running (no answer on " + config.metrics_bind + ")"
+        ready = _readyz(host, port) or f"not running (no answer on {config.metrics_bind})"
     events: list[dict[str, Any]] = [
         {
             "event_id": r.event_id,

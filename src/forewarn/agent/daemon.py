@@ -17,11 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import ssl
-from collections.abc import AsyncIterator, Callable, Iterable
-from typing import Any, TypeVar
-
-import httpx
+from collections.abc import AsyncIterator, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from forewarn.agent.batching import ApprovalBatcher
 from forewarn.agent.clock import AgentClock
@@ -33,7 +30,7 @@ from forewarn.agent.handler_runs import Services
 from forewarn.agent.handlers import HandlerFailed, build_handlers
 from forewarn.agent.httpserver import HealthServer
 from forewarn.agent.logs import logger
-from forewarn.agent.metrics import AgentMetrics
+from forewarn.agent.metrics import AgentMetrics, NoMetrics
 from forewarn.agent.rules import RuleBook
 from forewarn.agent.sdnotify import notify, watchdog_interval
 from forewarn.agent.state import EventRecord, State
@@ -47,6 +44,9 @@ from forewarn.client import (
     NotFoundError,
     resolve_endpoint,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["PER_TURN", "Agent", "AgentError"]
 
@@ -68,26 +68,6 @@ class AgentError(Exception):
     """The agent cannot start (bad handler target, state file, listener address)."""
 
 
-class _Observed(httpx.AsyncBaseTransport):
-    """Passes requests through and tells the agent how the endpoint answered."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport, seen: Callable[[int | None], None]):
-        self._inner = inner
-        self._seen = seen
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        try:
-            response = await self._inner.handle_async_request(request)
-        except BaseException:
-            self._seen(None)
-            raise
-        self._seen(response.status_code)
-        return response
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
 class Agent:
     """One VM's agent. ``run(stop)`` returns after ``stop`` is set and shutdown is done."""
 
@@ -100,7 +80,7 @@ class Agent:
     ) -> None:
         self.config = config
         self.clock = clock or AgentClock()
-        self.metrics = AgentMetrics()
+        self.metrics = AgentMetrics() if config.metrics_bind else NoMetrics()
         self.vm_name = ""
         self.log: Any = logger()
         self.rules = RuleBook(config)
@@ -169,17 +149,13 @@ class Agent:
             url = resolve_endpoint(self.config.endpoint or None)
         except InvalidEndpoint as exc:
             raise AgentError(str(exc)) from None
-        # The endpoint speaks plain HTTP: a TLS context without CA certificates costs
-        # nothing, where httpx's default one loads them (~0.5 s of CPU per agent).
-        tls: bool | ssl.SSLContext = (
-            True if url.startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        )
-        inner = self._transport or httpx.AsyncHTTPTransport(
-            local_address=self.config.local_address or None, verify=tls
-        )
         self.endpoint = url
         return AsyncScheduledEventsClient(
-            url, api_version=self.config.api_version, transport=_Observed(inner, self._answered)
+            url,
+            api_version=self.config.api_version,
+            transport=self._transport,
+            local_address=None if self._transport else (self.config.local_address or None),
+            observer=self._answered,
         )
 
     def _coordinator(self) -> Coordinator | None:

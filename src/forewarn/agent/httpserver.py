@@ -13,8 +13,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST
-
 __all__ = ["HealthServer", "parse_bind"]
 
 _REASONS = {
@@ -65,6 +63,8 @@ class HealthServer:
         if method not in ("GET", "HEAD"):
             return 405, "text/plain", b"method not allowed\n"
         if path == "/metrics":
+            from prometheus_client import CONTENT_TYPE_LATEST  # loaded by the metrics already
+
             return 200, CONTENT_TYPE_LATEST, self._metrics()
         if path == "/healthz":
             return 200, "text/plain", b"ok\n"

@@ -1,5 +1,7 @@
-"""``AsyncScheduledEventsClient``: the asyncio twin (httpx.AsyncClient); decisions live in
-``core`` and the httpx glue in ``exchange``, so only the awaited calls are written here."""
+"""``AsyncScheduledEventsClient``: the asyncio twin; decisions live in ``core``, so only
+the awaited calls are written here. It speaks to an http:// endpoint itself (``wire``: a
+poll costs a fraction of httpx's CPU, and httpx is never imported); a custom httpx
+transport (the test seam) or an https:// endpoint goes through httpx (``exchange``)."""
 
 from __future__ import annotations
 
@@ -9,23 +11,29 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
-import httpx
 import tenacity
 
 from forewarn.client import core
 from forewarn.client.changes import DocumentChange
-from forewarn.client.exchange import HTTPX_OPTIONS, answer_of, failure_of, request_options
 from forewarn.client.retrying import Decider
+from forewarn.client.wire import AsyncWire
 from forewarn.contract import Document, Instance
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["AsyncScheduledEventsClient"]
 
 
 class AsyncScheduledEventsClient:
     """The asyncio twin of ``ScheduledEventsClient``: same rules, same answers, same
-    keywords (``sleep`` awaits); close it with ``await client.aclose()``."""
+    keywords (``sleep`` awaits); close it with ``await client.aclose()``.
+
+    ``observer`` is told the status of every answer the endpoint gave (each attempt),
+    or None when none came (the agent's poll metrics and readiness).
+    """
 
     def __init__(
         self,
@@ -35,6 +43,7 @@ class AsyncScheduledEventsClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
         jitter: Callable[[], float] = random.random,
+        observer: Callable[[int | None], None] | None = None,
         **options: Unpack[core.ClientOptions],
     ) -> None:
         self._settings = core.Settings.create(
@@ -42,8 +51,19 @@ class AsyncScheduledEventsClient:
         )
         self._sleep = sleep
         self._decider = functools.partial(Decider, self._settings.policy, clock, jitter)
+        self._observer = observer
+        self._wire: AsyncWire | None = None
+        self._http: Any = None
+        local_address = options.get("local_address")
+        if transport is None and self._settings.base.startswith("http://"):
+            self._wire = AsyncWire(self._settings.base, local_address)
+            return
+        import httpx
+
+        from forewarn.client.exchange import HTTPX_OPTIONS
+
         if transport is None:
-            transport = httpx.AsyncHTTPTransport(local_address=options.get("local_address"))
+            transport = httpx.AsyncHTTPTransport(local_address=local_address)
         self._http = httpx.AsyncClient(transport=transport, **HTTPX_OPTIONS)
 
     @property
@@ -60,6 +80,27 @@ class AsyncScheduledEventsClient:
 
     async def _once(self, spec: core.RequestSpec) -> core.Answer:
         try:
+            answer = await self._exchange(spec)
+        except core.Transient as failure:
+            if self._observer is not None:
+                self._observer(failure.status)
+            raise
+        except BaseException:
+            if self._observer is not None:
+                self._observer(None)
+            raise
+        if self._observer is not None:
+            self._observer(answer.status)
+        return answer
+
+    async def _exchange(self, spec: core.RequestSpec) -> core.Answer:
+        if self._wire is not None:
+            return await self._wire.request(spec, self._settings)
+        import httpx
+
+        from forewarn.client.exchange import answer_of, failure_of, request_options
+
+        try:
             response = await self._http.request(**request_options(spec, self._settings))
         except httpx.TransportError as exc:
             raise failure_of(spec, exc) from None
@@ -67,6 +108,13 @@ class AsyncScheduledEventsClient:
 
     async def _send(self, spec: core.RequestSpec) -> core.Answer:
         decider = self._decider()
+        try:
+            return await self._once(spec)  # nearly always: no retry machinery at all
+        except core.Transient as failure:
+            delay = decider.after_first(failure)
+            if delay is None:
+                raise failure.cause from None
+        await self._sleep(delay)
         try:
             async for attempt in tenacity.AsyncRetrying(sleep=self._sleep, **decider.options()):
                 with attempt:
@@ -117,7 +165,10 @@ class AsyncScheduledEventsClient:
 
     async def aclose(self) -> None:
         """Close the connection pool."""
-        await self._http.aclose()
+        if self._wire is not None:
+            self._wire.close()
+        else:
+            await self._http.aclose()
 
     async def __aenter__(self) -> AsyncScheduledEventsClient:
         return self

@@ -14,8 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-import httpx
+from urllib.parse import urlsplit
 
 from forewarn.client.errors import InvalidEndpoint
 
@@ -55,12 +54,17 @@ def _as_url(value: str, origin: str) -> str:
     if "://" not in text:
         text = "http://" + text
     try:
-        url = httpx.URL(text)
-    except (httpx.InvalidURL, ValueError) as exc:
+        url = urlsplit(text)
+        port = url.port  # a port that is not a number raises here
+    except ValueError as exc:
         raise InvalidEndpoint(f"{origin} {value!r} is not a URL: {exc}") from None
-    if url.scheme not in ("http", "https") or not url.host:
+    scheme = url.scheme.lower()
+    if scheme not in ("http", "https") or not url.hostname:
         raise InvalidEndpoint(f"{origin} {value!r} must be an http:// URL with a host")
-    return str(url).rstrip("/")
+    host = url.hostname.lower()
+    host = f"[{host}]" if ":" in host else host
+    netloc = host if port is None else f"{host}:{port}"
+    return f"{scheme}://{netloc}{url.path}".rstrip("/")
 
 
 def resolve_endpoint(url: str | None = None, *, environ: Mapping[str, str] | None = None) -> str:

@@ -8,16 +8,17 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import Unpack
+from typing import TYPE_CHECKING, Unpack
 
-import httpx
 import tenacity
 
 from forewarn.client import core
 from forewarn.client.changes import DocumentChange
-from forewarn.client.exchange import HTTPX_OPTIONS, answer_of, failure_of, request_options
 from forewarn.client.retrying import Decider
 from forewarn.contract import Document, Instance
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["ScheduledEventsClient"]
 
@@ -48,6 +49,10 @@ class ScheduledEventsClient:
         )
         self._sleep = sleep
         self._decider = functools.partial(Decider, self._settings.policy, clock, jitter)
+        import httpx  # here, not at the top: the agent, whose twin needs none, imports this
+
+        from forewarn.client.exchange import HTTPX_OPTIONS
+
         if transport is None:
             transport = httpx.HTTPTransport(local_address=options.get("local_address"))
         self._http = httpx.Client(transport=transport, **HTTPX_OPTIONS)
@@ -65,6 +70,10 @@ class ScheduledEventsClient:
     # ------------------------------------------------------------------ I/O only
 
     def _once(self, spec: core.RequestSpec) -> core.Answer:
+        import httpx
+
+        from forewarn.client.exchange import answer_of, failure_of, request_options
+
         try:
             response = self._http.request(**request_options(spec, self._settings))
         except httpx.TransportError as exc:
@@ -73,6 +82,13 @@ class ScheduledEventsClient:
 
     def _send(self, spec: core.RequestSpec) -> core.Answer:
         decider = self._decider()
+        try:
+            return self._once(spec)  # nearly always: no retry machinery at all
+        except core.Transient as failure:
+            delay = decider.after_first(failure)
+            if delay is None:
+                raise failure.cause from None
+        self._sleep(delay)
         try:
             for attempt in tenacity.Retrying(sleep=self._sleep, **decider.options()):
                 with attempt:

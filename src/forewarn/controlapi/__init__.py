@@ -9,14 +9,8 @@ control commands (import-linter holds it to that). Synchronous only: every user 
 (the scenario engine plays on a thread of its own), so there is no async twin to drift.
 """
 
-from forewarn.controlapi.client import (
-    DEFAULT_TIMEOUT,
-    ControlClient,
-    TriggerOptions,
-    check_base_url,
-    read_answer,
-    segment,
-)
+from typing import TYPE_CHECKING
+
 from forewarn.controlapi.errors import (
     ControlError,
     ControlRefused,
@@ -24,6 +18,30 @@ from forewarn.controlapi.errors import (
     ControlUnreachable,
     NotControlApi,
 )
+
+if TYPE_CHECKING:
+    from forewarn.controlapi.client import (
+        DEFAULT_TIMEOUT,
+        ControlClient,
+        TriggerOptions,
+        check_base_url,
+        read_answer,
+        segment,
+    )
+
+_CLIENT = ("DEFAULT_TIMEOUT", "ControlClient", "TriggerOptions", "check_base_url",
+           "read_answer", "segment")  # fmt: skip
+
+
+def __getattr__(name: str) -> object:
+    # The client (and httpx) load on first use: the CLI's error funnel names the errors
+    # in every command, the VM's included, which must not pay for httpx to start.
+    if name in _CLIENT:
+        from forewarn.controlapi import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_TIMEOUT",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from forewarn.agent.config_schema import (
     AgentConfig,
     ExecSpec,
@@ -12,9 +14,11 @@ from forewarn.agent.config_schema import (
 )
 from forewarn.agent.handlers.base import Handler, HandlerContext, HandlerFailed
 from forewarn.agent.handlers.command import ExecHandler
-from forewarn.agent.handlers.kubernetes import KubernetesHandler
 from forewarn.agent.handlers.pycall import PythonHandler
-from forewarn.agent.handlers.webhook import WebhookHandler
+
+if TYPE_CHECKING:
+    from forewarn.agent.handlers.kubernetes import KubernetesHandler
+    from forewarn.agent.handlers.webhook import WebhookHandler
 
 __all__ = [
     "ExecHandler",
@@ -29,15 +33,33 @@ __all__ = [
 ]
 
 
+def __getattr__(name: str) -> object:
+    # The kubernetes and webhook handlers are imported when a config names them: an
+    # agent that runs none does not hold their modules (or httpx) in memory.
+    if name == "KubernetesHandler":
+        from forewarn.agent.handlers.kubernetes import KubernetesHandler
+
+        return KubernetesHandler
+    if name == "WebhookHandler":
+        from forewarn.agent.handlers.webhook import WebhookHandler
+
+        return WebhookHandler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def build_handler(name: str, spec: HandlerSpec) -> Handler:
     """The handler a spec describes."""
     if isinstance(spec, ExecSpec):
         return ExecHandler(name, spec)
     if isinstance(spec, WebhookSpec):
+        from forewarn.agent.handlers.webhook import WebhookHandler
+
         return WebhookHandler(name, spec)
     if isinstance(spec, PythonSpec):
         return PythonHandler(name, spec)
     if isinstance(spec, KubernetesSpec):
+        from forewarn.agent.handlers.kubernetes import KubernetesHandler
+
         return KubernetesHandler(name, spec)
     raise TypeError(f"no handler for {spec!r}")  # pragma: no cover - the union is closed
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import httpx
-
 from forewarn.agent.config_schema import WebhookSpec
 from forewarn.agent.handlers.base import Handler, HandlerContext, HandlerFailed
 from forewarn.agent.template import DEFAULT_BODY, render
@@ -50,6 +48,8 @@ class WebhookHandler(Handler):
         spec = self.spec
         delay = spec.backoff
         last = ""
+        import httpx  # here: an agent without webhooks never loads httpx (~10 MB)
+
         async with httpx.AsyncClient(timeout=spec.timeout, trust_env=spec.use_proxy_env) as http:
             for attempt in range(spec.retries + 1):
                 if attempt:

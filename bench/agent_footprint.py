@@ -1,0 +1,528 @@
+"""The agent's footprint on every VM (issue 31): CPU per unchanged poll, memory, start-up.
+
+    .venv/bin/python bench/agent_footprint.py [--seconds 60] [--interval 0.1]
+        [--events 10000] [--soak-polls 86400] [--runs 15] [--vm-venv DIR] [--only NAME,...]
+
+Every figure is printed with the baseline measured in the same run and the ratio (or
+difference) to it; absolute times follow the machine's load, ratios much less so.
+
+1. ``poll``: ``forewarn agent run`` (one rule, an exec handler, the default structured
+   logs) and a bare stdlib loop (``http.client``, one kept-alive connection, a plain GET
+   of the same document, body read, no parsing) poll one endpoint side by side at the same
+   interval for ``--seconds``; each one's CPU (user + system, /proc) over that window,
+   divided by the GETs the endpoint counted from its address. Twice: the default
+   configuration, then with coordination (redis), metrics and Kubernetes on. The endpoint
+   is a stdlib server in this process (not measured) that answers as the contract says:
+   an ETag on every 200, 304 to a matching If-None-Match. Goal: agent <= 1.5 x baseline.
+2. ``memory``: that default agent's RSS and private memory (smaps_rollup) after the
+   window, beside the baseline loop's and an idle interpreter that imported only what an
+   asyncio agent cannot do without (asyncio, sqlite3): the floor. Goal: RSS <= 25 MB,
+   private <= 15 MB.
+3. ``events``: the agent's RSS once it approved every event of a document of 1,000, then
+   ``--events`` events (a rule that approves with no handler; the events stay live);
+   growth per event between the two. Every event approved exactly once. Goal: a few KB.
+4. ``soak``: one agent in a child process whose poll sleeps take no time (a day of polls
+   at one a second is ``--soak-polls 86400``), against the same unchanged document; its
+   RSS after the first tenth of the polls and at the end. Goal: no growth (<= 256 KB).
+5. ``startup``: each VM command in a VM-only install (``--vm-venv``, or one built from
+   this checkout by pip, as the README's "Install on a VM" does) beside ``python -c pass``
+   of the same interpreter, interleaved, ``--runs`` each: median wall time, the
+   difference. Goal: <= 0.1 s more than ``python -c pass``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+FAKE_KUBECTL = REPO / "tests" / "agent" / "fake_kubectl"
+AGENT_ADDRESS = "127.0.0.2"
+BASELINE_ADDRESS = "127.0.0.3"
+GOAL_POLL_RATIO = 1.5
+GOAL_RSS_MB, GOAL_PRIVATE_MB = 25.0, 15.0
+GOAL_STARTUP_S = 0.1
+GOAL_SOAK_KB = 256
+SECTIONS = ("poll", "memory", "events", "soak", "startup")
+
+#: The bare loop every poll figure is compared with.
+BASELINE = """
+import http.client, sys, time
+host, port, source, interval = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+conn = http.client.HTTPConnection(host, port, source_address=(source, 0))
+while True:
+    conn.request("GET", "/metadata/scheduledevents?api-version=2020-07-01",
+                 headers={"Metadata": "true"})
+    conn.getresponse().read()
+    time.sleep(interval)
+"""
+
+#: An idle interpreter holding only what an asyncio agent with a state file must import.
+FLOOR = "import asyncio, sqlite3, sys, time; print('ready', flush=True); time.sleep(3600)"
+
+
+# ------------------------------------------------------------------ measuring processes
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def memory_mb(pid: int) -> tuple[float, float]:
+    """(RSS, private) of ``pid`` in MB, from smaps_rollup."""
+    values = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+        key, _, rest = line.partition(":")
+        values[key] = int(rest.split()[0])
+    return values["Rss"] / 1024, (values["Private_Clean"] + values["Private_Dirty"]) / 1024
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# ------------------------------------------------------------------ the endpoint
+
+
+class Endpoint:
+    """One unchanging document, as the contract serves it; counts GETs by source address
+    and the event ids of each approval."""
+
+    def __init__(self, events: list[dict[str, Any]] | None = None) -> None:
+        body = json.dumps({"DocumentIncarnation": 2, "Events": events or []}).encode()
+        self.gets: Counter[str] = Counter()
+        self.posts: list[list[str]] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _reply(self, status: int, payload: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("ETag", '"2"')
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:
+                if not self.path.startswith("/metadata/scheduledevents"):
+                    self._reply(404, b'{"error": "not found"}')
+                    return
+                owner.gets[self.client_address[0]] += 1
+                tag = (self.headers.get("If-None-Match") or "").removeprefix("W/").strip('"')
+                fresh = tag != "2"
+                self._reply(200 if fresh else 304, body if fresh else b"")
+
+            def do_POST(self) -> None:
+                sent = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                owner.posts.append([r["EventId"] for r in sent["StartRequests"]])
+                self._reply(200, b"")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a poller stopped mid-answer
+
+        self._server = Server(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.port = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def approved(self) -> list[str]:
+        return [i for post in list(self.posts) for i in post]
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@contextmanager
+def endpoint(events: list[dict[str, Any]] | None = None) -> Iterator[Endpoint]:
+    running = Endpoint(events)
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+# ------------------------------------------------------------------ agents
+
+
+def agent_config(workdir: Path, interval: float, full: bool = False) -> Path:
+    """One rule and an exec handler, default logs; ``full``: coordination, metrics, Kubernetes."""
+    lines = [
+        'vm_name = "web-0"',
+        f'local_address = "{AGENT_ADDRESS}"',
+        f"poll_interval = {interval}",
+        f'state_path = "{workdir / "state.db"}"',
+        "",
+        "[handlers.prep]",
+        'type = "exec"',
+        'argv = ["true"]',
+        "",
+        "[[rules]]",
+        'event_types = ["Reboot"]',
+        "this_vm = true",
+        'handlers = ["prep"]',
+        f'approval = "{"coordinated" if full else "after-handlers"}"',
+    ]
+    if full:
+        lines[4:4] = [
+            f'metrics_bind = "127.0.0.1:{free_port()}"',
+            "",
+            "[coordination]",
+            'backend = "redis"',
+            'url = "redis://127.0.0.1:6379/0"',
+            f'namespace = "footprint-{os.getpid()}"',
+            "",
+            "[kubernetes]",
+            'node = "node-0"',
+            'approval = "coordinated"',
+            "",
+        ]
+    path = workdir / ("full.toml" if full else "agent.toml")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def start_agent(config: Path, url: str, workdir: Path) -> subprocess.Popen[bytes]:
+    bin_dir = workdir / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "kubectl").write_bytes(FAKE_KUBECTL.read_bytes())
+    (bin_dir / "kubectl").chmod(0o755)
+    env = {**os.environ, "FOREWARN_IMDS_URL": url, "PATH": f"{bin_dir}:{os.environ['PATH']}",
+           "FAKE_KUBECTL_LOG": str(workdir / "kubectl.log")}  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "forewarn", "agent", "run", "-c", str(config)],
+        env=env, stderr=(workdir / f"{config.stem}.log").open("w"),
+    )  # fmt: skip
+
+
+def wait_for_gets(ep: Endpoint, address: str, proc: subprocess.Popen[Any], count: int = 1) -> None:
+    deadline = time.monotonic() + 120
+    while ep.gets[address] < count:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the poller at {address} did not poll (exit {proc.poll()})")
+        time.sleep(0.01)
+
+
+# ------------------------------------------------------------------ 1 + 2: poll CPU, memory
+
+
+def side_by_side(root: Path, seconds: float, interval: float, full: bool) -> dict[str, Any]:
+    workdir = root / ("poll-full" if full else "poll-default")
+    workdir.mkdir()
+    with endpoint() as ep:
+        agent = start_agent(agent_config(workdir, interval, full), ep.url, workdir)
+        base = subprocess.Popen([sys.executable, "-c", BASELINE, "127.0.0.1", str(ep.port),
+                                 BASELINE_ADDRESS, str(interval)])  # fmt: skip
+        try:
+            wait_for_gets(ep, AGENT_ADDRESS, agent, 3)
+            wait_for_gets(ep, BASELINE_ADDRESS, base, 3)
+            time.sleep(2 * interval + 1)  # start-up done, the first document taken
+            before = {p: (cpu_seconds(p.pid), ep.gets[a])
+                      for p, a in ((agent, AGENT_ADDRESS), (base, BASELINE_ADDRESS))}  # fmt: skip
+            load = os.getloadavg()[0]
+            time.sleep(seconds)
+            figures = {}
+            for proc, address, name in ((agent, AGENT_ADDRESS, "agent"),
+                                        (base, BASELINE_ADDRESS, "baseline")):  # fmt: skip
+                cpu0, gets0 = before[proc]
+                polls = ep.gets[address] - gets0
+                figures[name] = {"cpu": cpu_seconds(proc.pid) - cpu0, "polls": polls,
+                                 "memory": memory_mb(proc.pid)}  # fmt: skip
+            if agent.poll() is not None:
+                raise RuntimeError(f"the agent exited; see {workdir}")
+        finally:
+            stop(agent)
+            stop(base)
+    for f in figures.values():
+        f["ms_per_poll"] = f["cpu"] / max(f["polls"], 1) * 1000
+    figures["ratio"] = figures["agent"]["ms_per_poll"] / max(figures["baseline"]["ms_per_poll"],
+                                                             1e-9)  # fmt: skip
+    figures["load"] = (load, os.getloadavg()[0])
+    return figures
+
+
+def floor_memory() -> tuple[float, float]:
+    proc = subprocess.Popen([sys.executable, "-c", FLOOR], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        return memory_mb(proc.pid)
+    finally:
+        stop(proc)
+
+
+# ------------------------------------------------------------------ 3: per live event
+
+
+def reboots(count: int) -> list[dict[str, Any]]:
+    not_before = formatdate(time.time() + 3600, usegmt=True)
+    return [{"EventId": f"{n:08x}-0000-4000-8000-000000000000", "EventStatus": "Scheduled",
+             "EventType": "Reboot", "ResourceType": "VirtualMachine", "Resources": ["web-0"],
+             "NotBefore": not_before, "Description": "", "EventSource": "Platform",
+             "DurationInSeconds": -1} for n in range(count)]  # fmt: skip
+
+
+def live_events(root: Path, count: int, interval: float) -> dict[str, Any]:
+    workdir = root / f"events-{count}"
+    workdir.mkdir()
+    config = workdir / "agent.toml"
+    config.write_text(f'vm_name = "web-0"\npoll_interval = {interval}\n'
+                      f'local_address = "{AGENT_ADDRESS}"\n'
+                      f'state_path = "{workdir / "state.db"}"\n'
+                      '[[rules]]\nevent_types = ["Reboot"]\n'
+                      'approval = "after-handlers"\n')  # fmt: skip
+    with endpoint(reboots(count)) as ep:
+        agent = start_agent(config, ep.url, workdir)
+        try:
+            deadline = time.monotonic() + 900
+            while len(ep.approved()) < count:
+                if agent.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"{len(ep.approved())} of {count} approved; see {workdir}")
+                time.sleep(0.1)
+            gets = ep.gets[AGENT_ADDRESS]
+            wait_for_gets(ep, AGENT_ADDRESS, agent, gets + 3)  # settled: polls go on
+            rss, private = memory_mb(agent.pid)
+            hwm = int(Path(f"/proc/{agent.pid}/status").read_text().split("VmHWM:")[1].split()[0])
+        finally:
+            stop(agent)
+    ids = ep.approved()
+    return {"events": count, "rss": rss, "private": private, "peak": hwm / 1024,
+            "once": len(ids) == len(set(ids)) == count}  # fmt: skip
+
+
+# ------------------------------------------------------------------ 4: soak
+
+
+async def _soak_child(config_path: str) -> None:
+    """Child mode: one agent whose poll sleeps return at once, until SIGTERM."""
+    import asyncio
+
+    from forewarn.agent import Agent, load_config
+    from forewarn.agent.logs import configure_logging
+
+    async def no_wait(seconds: float) -> None:
+        await asyncio.sleep(0)
+
+    class Hurried(Agent):
+        def _client(self) -> Any:
+            client = super()._client()
+            client._sleep = no_wait  # a day of once-a-second polls in minutes
+            return client
+
+    configure_logging("json", "info")
+    stopping = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopping.set)
+    await Hurried(load_config(config_path, {}, {})).run(stopping)
+
+
+def soak(root: Path, polls: int) -> dict[str, Any]:
+    workdir = root / "soak"
+    workdir.mkdir()
+    config = agent_config(workdir, 1.0)
+    marks: list[tuple[int, float, float]] = []
+    with endpoint() as ep:
+        env = {**os.environ, "FOREWARN_IMDS_URL": ep.url}
+        child = subprocess.Popen([sys.executable, __file__, "--soak-child", str(config)],
+                                 env=env, stderr=(workdir / "agent.log").open("w"))  # fmt: skip
+        try:
+            begun = time.monotonic()
+            for step in range(1, 11):
+                wait_for_gets(ep, AGENT_ADDRESS, child, polls * step // 10)
+                marks.append((ep.gets[AGENT_ADDRESS], *memory_mb(child.pid)))
+            elapsed = time.monotonic() - begun
+            cpu = cpu_seconds(child.pid)
+        finally:
+            stop(child)
+    log = (workdir / "agent.log").read_text().splitlines()
+    return {"marks": marks, "seconds": elapsed, "cpu": cpu, "log_lines": len(log),
+            "state_bytes": (workdir / "state.db").stat().st_size}  # fmt: skip
+
+
+# ------------------------------------------------------------------ 5: start-up
+
+
+def vm_venv(root: Path) -> Path:
+    """A venv holding only the VM install, built from this checkout."""
+    venv = root / "vm-venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-input", str(REPO)],
+                   check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    return venv
+
+
+def startup(root: Path, venv: Path, runs: int) -> list[tuple[str, float, float]]:
+    python, forewarn = str(venv / "bin" / "python"), str(venv / "bin" / "forewarn")
+    workdir = root / "startup"
+    workdir.mkdir()
+    state = workdir / "state.db"
+    config = workdir / "agent.toml"
+    config.write_text(f'state_path = "{state}"\nvm_name = "web-0"\n')
+    with endpoint(reboots(1)) as ep:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("FOREWARN_", "SCHEDULEDEVENTSIP", "VIRTUAL_ENV"))}  # fmt: skip
+        env.update({"NO_COLOR": "1", "COLUMNS": "80"})
+        subprocess.run([python, "-c", f"import sqlite3; sqlite3.connect({str(state)!r}).close()"],
+                       check=True)  # fmt: skip
+        # ``agent status`` needs a state file the agent wrote: write one by a short run
+        agent = subprocess.Popen([forewarn, "agent", "run", "-c", str(config)],
+                                 env={**env, "FOREWARN_IMDS_URL": ep.url},
+                                 stderr=subprocess.DEVNULL)  # fmt: skip
+        wait_for_gets(ep, "127.0.0.1", agent, 2)
+        stop(agent)
+        event = reboots(1)[0]["EventId"]
+        cases: list[tuple[str, list[str], bool]] = [
+            ("python -c pass", [python, "-c", "pass"], False),
+            ("forewarn --version", [forewarn, "--version"], False),
+            ("forewarn events --url", [forewarn, "events", "--url", ep.url], False),
+            ("forewarn approve --url", [forewarn, "approve", "--url", ep.url, event], False),
+            ("forewarn discover", [forewarn, "discover", "--lease-file", "/nonexistent"], False),
+            ("forewarn agent status", [forewarn, "agent", "status", "-c", str(config)], False),
+            ("forewarn watch (first line)", [forewarn, "watch", "--url", ep.url], True),
+        ]
+        times: dict[str, list[float]] = {label: [] for label, _, _ in cases}
+        for lap in range(runs + 1):
+            for label, argv, first_line in cases:
+                began = time.perf_counter()
+                if first_line:
+                    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+                                            stderr=subprocess.DEVNULL)  # fmt: skip
+                    assert proc.stdout is not None
+                    proc.stdout.readline()
+                    took = time.perf_counter() - began
+                    stop(proc)
+                else:
+                    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)  # fmt: skip
+                    took = time.perf_counter() - began
+                if lap:  # the first lap warms the page cache and __pycache__
+                    times[label].append(took)
+    base = statistics.median(times["python -c pass"])
+    return [
+        (label, statistics.median(t), statistics.median(t) - base) for label, t in times.items()
+    ]
+
+
+# ------------------------------------------------------------------ report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60, help="poll window")
+    parser.add_argument("--interval", type=float, default=0.1, help="both pollers' interval")
+    parser.add_argument("--events", type=int, default=10000)
+    parser.add_argument("--soak-polls", type=int, default=86400)
+    parser.add_argument("--runs", type=int, default=15, help="start-up runs of each command")
+    parser.add_argument("--vm-venv", type=Path, help="a VM-only install (default: build one)")
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"of {','.join(SECTIONS)}")
+    parser.add_argument("--soak-child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.soak_child:
+        import asyncio
+
+        asyncio.run(_soak_child(args.soak_child))
+        return 0
+    only = set(args.only.split(","))
+    failures: list[str] = []
+    print(f"{os.cpu_count()} CPUs, load {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    with tempfile.TemporaryDirectory(prefix="agent-footprint-") as tmp:
+        root = Path(tmp)
+        if only & {"poll", "memory"}:
+            for full in (False, True):
+                r = side_by_side(root, args.seconds, args.interval, full)
+                a, b = r["agent"], r["baseline"]
+                name = "coordination+metrics+kubernetes" if full else "default config"
+                print(f"CPU per unchanged poll, {name}: agent {a['ms_per_poll']:.2f} ms "
+                      f"({a['polls']} polls), baseline http.client loop "
+                      f"{b['ms_per_poll']:.2f} ms ({b['polls']} polls): "
+                      f"{r['ratio']:.2f} x (goal <= {GOAL_POLL_RATIO} x); "
+                      f"load {r['load'][0]:.1f}-{r['load'][1]:.1f}")  # fmt: skip
+                if r["ratio"] > GOAL_POLL_RATIO:
+                    failures.append(f"poll ({name})")
+                if full:
+                    continue
+                (rss, private), (brss, bpriv) = a["memory"], b["memory"]
+                frss, fpriv = floor_memory()
+                print(f"idle memory, default config: agent RSS {rss:.1f} MB, private "
+                      f"{private:.1f} MB (goal <= {GOAL_RSS_MB:.0f} / {GOAL_PRIVATE_MB:.0f}); "
+                      f"baseline loop {brss:.1f} / {bpriv:.1f} MB; floor (import asyncio, "
+                      f"sqlite3) {frss:.1f} / {fpriv:.1f} MB; agent - floor "
+                      f"{rss - frss:+.1f} / {private - fpriv:+.1f} MB")  # fmt: skip
+                if rss > GOAL_RSS_MB or private > GOAL_PRIVATE_MB:
+                    failures.append("memory")
+        if "events" in only:
+            small, big = (live_events(root, n, args.interval) for n in (1000, args.events))
+            per_event = (big["rss"] - small["rss"]) * 1024 / (big["events"] - small["events"])
+            for r in (small, big):
+                print(f"{r['events']} live events: RSS {r['rss']:.1f} MB, private "
+                      f"{r['private']:.1f} MB, peak {r['peak']:.1f} MB; each approved "
+                      f"once: {r['once']}")  # fmt: skip
+            print(f"growth per live event: {per_event:.2f} KB (baseline: 1,000 events)")
+            if not (small["once"] and big["once"]):
+                failures.append("approved once")
+        if "soak" in only:
+            r = soak(root, args.soak_polls)
+            (p1, rss1, _), (pn, rssn, privn) = r["marks"][0], r["marks"][-1]
+            growth = (rssn - rss1) * 1024
+            print(f"soak: {pn} polls of an unchanged document in {r['seconds']:.0f} s "
+                  f"({r['cpu'] / pn * 1000:.2f} ms CPU each, start-up included): RSS "
+                  f"{rss1:.1f} MB after {p1}, {rssn:.1f} MB (private {privn:.1f}) after {pn}: "
+                  f"{growth:+.0f} KB (goal <= {GOAL_SOAK_KB} KB); {r['log_lines']} log lines, "
+                  f"state file {r['state_bytes']} bytes")  # fmt: skip
+            print("  RSS MB by polls: "
+                  + ", ".join(f"{n}: {m:.1f}" for n, m, _ in r["marks"]))  # fmt: skip
+            if growth > GOAL_SOAK_KB:
+                failures.append("soak")
+        if "startup" in only:
+            venv = args.vm_venv or vm_venv(root)
+            rows = startup(root, venv, args.runs)
+            print(f"start-up, VM-only install ({venv}), {args.runs} runs each, interleaved:")
+            for label, median, extra in rows:
+                print(f"  {label:<30} {median * 1000:6.0f} ms  {extra * 1000:+6.0f} ms")
+                if extra > GOAL_STARTUP_S:
+                    failures.append(f"startup {label}")
+    print(f"load after {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print("PASS" if not failures else f"FAIL: {', '.join(failures)}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

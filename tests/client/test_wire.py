@@ -1,0 +1,172 @@
+"""The async client's own HTTP/1.1 (``forewarn.client.wire``) against servers on real
+sockets that answer as endpoints and proxies do: one kept-alive connection for a watch,
+a 304 that keeps the document, chunks, a connection the server closed while idle,
+garbage, silence; and the agent's client never imports httpx."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+
+from forewarn.client import AsyncScheduledEventsClient, EndpointTimeout, EndpointUnreachable
+
+DOCUMENT = json.dumps({"DocumentIncarnation": 3, "Events": []}).encode()
+
+#: Answers a request head (bytes) with raw response bytes (None: close without a word).
+Answerer = Callable[[bytes], bytes | None]
+
+
+def ok(body: bytes = DOCUMENT, *extra: str) -> bytes:
+    head = ["HTTP/1.1 200 OK", 'ETag: "3"', f"Content-Length: {len(body)}", *extra]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+def conditional(request: bytes) -> bytes:
+    if b'if-none-match: "3"' in request.lower():
+        return b'HTTP/1.1 304 Not Modified\r\nETag: "3"\r\n\r\n'
+    return ok()
+
+
+class Endpoint:
+    """A raw asyncio server: its connections, the requests it read, and how it answers."""
+
+    def __init__(self, answer: Answerer) -> None:
+        self.answer = answer
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.writers: list[asyncio.StreamWriter] = []
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        self.writers.append(writer)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                self.requests.append(head)
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        await reader.readexactly(int(line.split(b":")[1]))
+                response = self.answer(head)
+                if response is None:
+                    break
+                writer.write(response)
+                await writer.drain()
+                if response.startswith(b"HTTP/1.0") or b"Connection: close" in response:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+
+@asynccontextmanager
+async def endpoint(answer: Answerer) -> AsyncIterator[tuple[Endpoint, str]]:
+    state = Endpoint(answer)
+    server = await asyncio.start_server(state.serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield state, f"http://127.0.0.1:{port}"
+    finally:
+        server.close()
+        for writer in state.writers:
+            writer.close()
+
+
+def client(url: str, **options: object) -> AsyncScheduledEventsClient:
+    return AsyncScheduledEventsClient(url, max_retries=0, **options)  # type: ignore[arg-type]
+
+
+async def test_a_watch_polls_on_one_connection_and_a_304_keeps_the_document() -> None:
+    async with endpoint(conditional) as (served, url):
+        seen: list[int | None] = []
+        async with client(url, observer=seen.append) as c:
+            first = await c.get()
+            unchanged = await c.poll(first)
+            again = await c.poll(first)
+    assert first.incarnation == 3 and first.etag is not None
+    assert not unchanged and not again  # nothing changed
+    assert seen == [200, 304, 304]
+    assert served.connections == 1
+    assert [b'If-None-Match: "3"' in r for r in served.requests] == [False, True, True]
+    assert all(r.startswith(b"GET /metadata/scheduledevents?api-version=") for r in served.requests)
+
+
+async def test_a_chunked_document_is_read_whole() -> None:
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in (DOCUMENT[:7], DOCUMENT[7:]))
+    answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n"
+    async with endpoint(lambda _: answer) as (_, url), client(url) as c:
+        assert (await c.get()).incarnation == 3
+        assert (await c.get()).incarnation == 3  # the connection is usable after it
+
+
+async def test_a_connection_the_server_closed_while_idle_is_replaced() -> None:
+    async with endpoint(conditional) as (served, url), client(url) as c:
+        await c.get()
+        for writer in served.writers:  # the server's keep-alive time-out
+            writer.close()
+        await asyncio.sleep(0.05)
+        assert (await c.get()).incarnation == 3
+    assert served.connections == 2
+
+
+async def test_connection_close_and_a_body_to_the_close_are_understood() -> None:
+    closing = ok(DOCUMENT, "Connection: close")
+    async with endpoint(lambda _: closing) as (served, url), client(url) as c:
+        assert (await c.get()).incarnation == 3
+        assert (await c.get()).incarnation == 3
+    assert served.connections == 2
+    unframed = b"HTTP/1.0 200 OK\r\n\r\n" + DOCUMENT
+    async with endpoint(lambda _: unframed) as (_, url), client(url) as c:
+        assert (await c.get()).incarnation == 3
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+        None,
+        b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\nConnection: close\r\n\r\n{}",
+    ],
+    ids=["not-http", "closed", "short-body"],
+)
+async def test_a_broken_answer_is_an_unreachable_endpoint(answer: bytes | None) -> None:
+    def once(_: bytes) -> bytes | None:
+        return answer
+
+    async with endpoint(once) as (_, url):
+        seen: list[int | None] = []
+        async with client(url, observer=seen.append) as c:
+            with pytest.raises(EndpointUnreachable) as caught:
+                await c.get()
+    assert "/metadata/scheduledevents" in caught.value.url
+    assert seen == [None]
+
+
+async def test_silence_is_a_timeout() -> None:
+    async def never(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1)
+        await asyncio.sleep(30)
+
+    server = await asyncio.start_server(never, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        async with client(url, timeout=0.2, first_call_timeout=0.2) as c:
+            with pytest.raises(EndpointTimeout):
+                await c.get()
+    finally:
+        server.close()
+
+
+def test_the_async_client_and_the_agent_load_no_httpx() -> None:
+    code = (
+        "import sys, forewarn.client, forewarn.agent.daemon, forewarn.agent.cli\n"
+        "print(sorted(m for m in ('httpx', 'rich', 'prometheus_client') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

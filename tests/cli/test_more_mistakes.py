@@ -72,8 +72,8 @@ def test_a_broken_config_file_is_one_error_line(runner: CliRunner) -> None:
     [
         (["advance", "-1"], "'-1' must not be negative"),
         (["advance", "5 parsecs"], "is not a duration like 90, 90s, 5m"),
-        (["advance", "nan"], "nan is not a number of seconds"),
-        (["trigger", "user-reboot", "web-0", "--notice", "inf"], "inf is not a number"),
+        (["advance", "nan"], "'nan' is not a number of seconds"),
+        (["trigger", "user-reboot", "web-0", "--notice", "inf"], "'inf' is not a number"),
         (["events", "--api-version", "2017-03-01"], "--api-version needs --as VM"),
     ],
     ids=["negative-advance", "unit-advance", "nan-advance", "inf-notice", "version-without-as"],

@@ -68,9 +68,10 @@ def test_rolling_maintenance_still_takes_a_scope(scaled: ServerProcess) -> None:
 def test_notice_help_names_the_clock() -> None:
     result = run_cli(["trigger", "--help"], None)
     help_text = " ".join(result.stdout.split())
-    assert "Notice in seconds of the server's clock, already divided by its --time-scale" in (
+    assert "Notice in the server's clock (90, 90s, 5m, PT5M), already divided by its " in (
         help_text
     )
+    assert "--time-scale" in help_text
     assert "its minimum and maximum scale alike" in help_text
     assert "in platform seconds (never scaled)" in help_text  # --duration
 

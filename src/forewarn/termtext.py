@@ -1,8 +1,8 @@
 """Lines of text that fit the terminal, for what is not a table: errors, records, notes.
 
 Output's width is the tables' (``COLUMNS``, else the terminal's, else 80 when output is
-not a terminal). An error is wrapped for a person only (``COLUMNS``, else stderr's
-terminal): in a log (systemd's journal, a CI job) it stays one line. A line too long is
+not a terminal). An error is wrapped for a person only (stderr a terminal, to ``COLUMNS``
+or its width): in a log (systemd's journal, a CI job) it stays one line. A line too long is
 wrapped at its spaces, its continuation indented; a word longer than a line (a URL, a
 path) is never cut: it gets a line of its own, whole, so it can still be copied. Only the
 standard library: the VM side imports it.
@@ -43,13 +43,17 @@ def fit(text: str, width: int | None = None, indent: str = "  ") -> str:
 
 
 def _error_width() -> int | None:
-    """``COLUMNS``, else the width of the terminal stderr is, else None (not a person)."""
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
+    """The width of the terminal stderr is (``COLUMNS`` when set), else None: an error
+    is wrapped for a person only, and stays one line in a log, a pipe or a CI job, whatever
+    ``COLUMNS`` says (readline and CI runners export it without a terminal)."""
     try:
-        return os.get_terminal_size(sys.stderr.fileno()).columns if sys.stderr.isatty() else None
-    except (OSError, ValueError):
+        if not sys.stderr.isatty():
+            return None
+        columns = os.environ.get("COLUMNS", "")
+        if columns.isdigit() and int(columns) > 0:
+            return int(columns)
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError, AttributeError):
         return None
 
 

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["IDENTITY_VARIABLES", "Cli", "Result", "cli_env", "run_cli"]
+__all__ = ["IDENTITY_VARIABLES", "Cli", "Result", "cli_env", "run_cli", "run_cli_on_a_terminal"]
 
 #: Settings from the environment that would point a command somewhere the test did not.
 IDENTITY_VARIABLES = ("FOREWARN_IMDS_URL", "SCHEDULEDEVENTSIP", "FOREWARN_CONTROL",
@@ -48,6 +48,36 @@ def cli_env(extra: Mapping[str, str] | None = None, columns: int = 200) -> dict[
         env.pop(name, None)
     env.update(extra or {})
     return env
+
+
+def run_cli_on_a_terminal(args: Sequence[str], columns: int = 80) -> Result:
+    """``python -m forewarn ARGS`` with stderr on a terminal ``columns`` wide (where a
+    person reads errors: they are wrapped there, and only there)."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "forewarn", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env=cli_env(columns=columns),
+        text=True,
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # EIO: the command is done with the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    stdout = proc.stdout.read() if proc.stdout else ""
+    code = proc.wait(timeout=60)
+    return Result(code, stdout, b"".join(chunks).decode().replace("\r\n", "\n"))
 
 
 def run_cli(

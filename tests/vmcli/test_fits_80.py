@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from forewarn.agent.state import State
-from tests.support.cli import Result, cli_env, run_cli
+from tests.support.cli import Result, cli_env, run_cli, run_cli_on_a_terminal
 from tests.support.serverproc import ServerProcess, trigger
 
 IDS = [f"{n}2345678-ABCD-4EF0-8123-456789ABCDEF" for n in (1, 2, 3)]
@@ -70,7 +70,7 @@ def test_a_check_config_error_carrying_a_url_keeps_it_whole(tmp_path: Path) -> N
     url = "ftp://hooks.example.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX"
     config = tmp_path / "agent.toml"
     config.write_text(f'[handlers.notify]\ntype = "webhook"\nurl = "{url}"\n')
-    result = run_cli(["agent", "check-config", "-c", str(config)], columns=80)
+    result = run_cli_on_a_terminal(["agent", "check-config", "-c", str(config)])
     assert result.code == 2
     lines = lines_of(result, "stderr")
     assert joined(lines) == (
@@ -97,7 +97,7 @@ def test_an_endpoint_error_carrying_a_url_fits_80_columns(server: ServerProcess)
     event_id = trigger(server, "user-reboot", "web-0")
     for command in (["events"], ["approve", event_id]):
         args = [*command, "--url", server.imds_url, "--api-version", "2015-01-01"]
-        result = run_cli(args, columns=80)
+        result = run_cli_on_a_terminal(args)
         assert result.code == 1
         lines = lines_of(result, "stderr")
         assert lines[0].startswith("forewarn: error: HTTP 400 from"), result.stderr

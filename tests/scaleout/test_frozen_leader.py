@@ -129,12 +129,14 @@ def _history(fleet: Fleet, index: int) -> list[dict[str, Any]]:
     return entries
 
 
-def _rolling_vm(fleet: Fleet, frozen: set[int], name: str, address: str) -> PollingVm:
+def _rolling_vm(fleet: Fleet, out: set[int], name: str, address: str) -> PollingVm:
     """A VM asking the front-ends in turn, as a load balancer that takes a front-end out
-    while it does not answer (the frozen one) and back as soon as it does."""
+    while it does not answer (``out``: the frozen one) and back as soon as it does; it
+    approves half a second after it sees an event (during the freeze, for the batch
+    that exists when the leader freezes)."""
 
     def serving() -> list[int]:
-        return [i for i in fleet.alive() if i not in frozen]
+        return [i for i in fleet.alive() if i not in out]
 
     def target(turn: int) -> tuple[int, str]:
         live = serving()

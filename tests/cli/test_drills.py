@@ -173,6 +173,8 @@ def test_one_duration_syntax_in_the_cli_and_the_control_api(
         assert fault["duration_seconds"] == pytest.approx(seconds)
         assert fault["ends_at"] - fault["starts_at"] == pytest.approx(seconds)
         assert cli("fault", "clear").code == 0
+    out = cli("fault", "add", "latency", "--latency", "1.5s", "--json")
+    assert out.code == 0 and json.loads(out.stdout)["latency_seconds"] == 1.5, out.stderr
     assert cli("advance", "PT1M").code == 0
     assert cli("trigger", "user-reboot", "web-0", "--notice", "20m").code == 0
 

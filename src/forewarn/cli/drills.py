@@ -92,8 +92,8 @@ def _row(f: dict[str, Any]) -> list[str]:
               help="Starts this long from now, in platform time (as --for).")  # fmt: skip
 @click.option("--share", type=float, default=1.0, callback=finite,
               help="Share of the matching requests hit, over 0 up to 1.")  # fmt: skip
-@click.option("--latency", type=float, default=None, callback=finite,
-              help="Real seconds added to each answer (latency faults).")  # fmt: skip
+@click.option("--latency", type=DURATION, default=None,
+              help="Real time added to each answer (latency faults): 2, 2s, 0.5.")  # fmt: skip
 @click.option(
     "--rate",
     type=float,

@@ -1,0 +1,259 @@
+"""MkDocs hook: the Reference pages, written from the code at every build so they cannot
+drift from it.
+
+The fleet file and the agent configuration come from the JSON Schemas of the structs that
+parse them, the control API from the OpenAPI document the server serves, the ARM routes
+from the table the ARM listener routes on, the metrics from the registries that export
+them. (The CLI page is mkdocs-click's, in ``docs/reference/cli.md``.)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from importlib.metadata import version
+from typing import Any
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
+
+#: Generated page (under docs/) -> what writes its Markdown.
+PAGES: dict[str, Callable[[], str]] = {}
+
+
+def page(path: str) -> Callable[[Callable[[], str]], Callable[[], str]]:
+    def register(write: Callable[[], str]) -> Callable[[], str]:
+        PAGES[path] = write
+        return write
+
+    return register
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    """Add each generated page, and the documents they render, to the site."""
+    for path, write in PAGES.items():
+        files.append(File.generated(config, path, content=write()))
+    for path, document in DOCUMENTS.items():
+        files.append(File.generated(config, path, content=json.dumps(document(), indent=2)))
+    return files
+
+
+# ---------------------------------------------------------------------- rendering helpers
+
+
+def cell(text: object) -> str:
+    """``text`` fit for one Markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def table(header: Iterable[str], rows: Iterable[Iterable[object]]) -> str:
+    head = list(header)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def type_of(schema: dict[str, Any]) -> str:
+    """A JSON Schema's type in a few words, with links to the definitions it names."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[1]
+        return f"[{name}](#{name.lower()})"
+    if "anyOf" in schema:
+        return " or ".join(type_of(s) for s in schema["anyOf"])
+    if "enum" in schema:
+        return "one of " + ", ".join(f"`{v}`" for v in schema["enum"])
+    kind = schema.get("type", "any")
+    if kind == "array":
+        return f"list of {type_of(schema.get('items', {}))}"
+    if kind == "object" and "additionalProperties" in schema:
+        extra = schema["additionalProperties"]
+        return f"map of {type_of(extra) if isinstance(extra, dict) else 'any'}"
+    return "`null`" if kind == "null" else str(kind)
+
+
+_LIMITS = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "minLength",
+           "maxLength", "minItems", "maxItems", "pattern")  # fmt: skip
+_LIMIT_NAMES = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=",
+                "exclusiveMaximum": "<"}  # fmt: skip
+
+
+def limits(schema: dict[str, Any]) -> str:
+    shown = []
+    for key in _LIMITS:
+        if key in schema:
+            shown.append(f"{_LIMIT_NAMES.get(key, key)} `{schema[key]}`")
+    return ", ".join(shown)
+
+
+def schema_page(title: str, intro: str, schema: dict[str, Any], download: str) -> str:
+    """Each definition of a msgspec JSON Schema as a table of its keys."""
+    defs: dict[str, Any] = schema.get("$defs", {})
+    root = schema["$ref"].rsplit("/", 1)[1] if "$ref" in schema else None
+    order = ([root] if root else []) + sorted(name for name in defs if name != root)
+    parts = [f"# {title}", intro, f"The whole schema as JSON: [{download}]({download})."]
+    for name in order:
+        definition = defs[name]
+        parts.append(f"## {name}")
+        if "description" in definition:
+            parts.append(definition["description"])
+        if "enum" in definition:
+            parts.append("One of: " + ", ".join(f"`{v}`" for v in definition["enum"]) + ".")
+            continue
+        properties: dict[str, Any] = definition.get("properties", {})
+        required = set(definition.get("required", []))
+        rows = []
+        for key, prop in properties.items():
+            default = "required" if key in required else json.dumps(prop.get("default"))
+            notes = " ".join(filter(None, [prop.get("description", ""), limits(prop)]))
+            rows.append([f"`{key}`", type_of(prop), default, notes])
+        if rows:
+            parts.append(table(["key", "type", "default", "meaning"], rows))
+    return "\n\n".join(parts) + "\n"
+
+
+# ------------------------------------------------------------------------ the documents
+
+
+def fleet_schema() -> dict[str, Any]:
+    from forewarn.fleet.spec import fleet_schema
+
+    return fleet_schema()
+
+
+def agent_schema() -> dict[str, Any]:
+    import msgspec
+
+    from forewarn.agent.config_schema import AgentConfig
+
+    return msgspec.json.schema(AgentConfig)
+
+
+def openapi() -> dict[str, Any]:
+    from forewarn.control.openapi import openapi_document
+
+    return openapi_document(version("forewarn"), report=True, eventgrid=True)
+
+
+#: Documents served beside the pages that render them.
+DOCUMENTS: dict[str, Callable[[], dict[str, Any]]] = {
+    "reference/fleet.schema.json": fleet_schema,
+    "reference/agent.schema.json": agent_schema,
+    "reference/openapi.json": openapi,
+}
+
+
+# ---------------------------------------------------------------------------- the pages
+
+
+@page("reference/fleet-file.md")
+def fleet_file_page() -> str:
+    intro = (
+        "A fleet file (YAML) describes the VMs `forewarn serve --fleet FILE` simulates. "
+        "`forewarn fleet schema` prints this schema, `forewarn fleet check FILE` checks a "
+        "file against it, and `forewarn fleet init` writes a commented example. This page "
+        "is generated from the structs that parse fleet files."
+    )
+    return schema_page("Fleet file", intro, fleet_schema(), "fleet.schema.json")
+
+
+@page("reference/agent-config.md")
+def agent_config_page() -> str:
+    intro = (
+        "The agent (`forewarn agent run -c agent.toml`) reads one TOML file; "
+        "`forewarn agent check-config -c FILE` checks it. Environment variables and flags "
+        "override the file. This page is generated from the structs that parse it; "
+        "`examples/agent/agent.toml` is a commented example."
+    )
+    return schema_page("Agent configuration", intro, agent_schema(), "agent.schema.json")
+
+
+@page("reference/control-api.md")
+def control_api_page() -> str:
+    document = openapi()
+    rows = []
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            rows.append([f"`{method.upper()}`", f"`{path}`", operation.get("summary", "")])
+    schemas = sorted(document.get("components", {}).get("schemas", {}))
+    return "\n\n".join([
+        "# Control API",
+        "The control API (`forewarn serve`, `127.0.0.1:8170` by default) serves its own "
+        "OpenAPI 3.1 document at `/openapi.json`; this page is that document, generated "
+        "with every optional part on (the rehearsal report, Event Grid). A server started "
+        "with `--token` requires `Authorization: Bearer TOKEN` on every route but "
+        "`/healthz` and the dashboard's files.",
+        "The whole document: [openapi.json](openapi.json).",
+        "## Routes",
+        table(["method", "path", "what"], rows),
+        "## Schemas",
+        ", ".join(f"`{name}`" for name in schemas) + ".",
+    ]) + "\n"  # fmt: skip
+
+
+class _Anything:
+    """Stands in for the ARM listener's handlers: the route table only names them."""
+
+    def __getattr__(self, name: str) -> _Anything:
+        return self
+
+
+@page("reference/arm-routes.md")
+def arm_routes_page() -> str:
+    from forewarn.arm.app import ArmApp
+
+    routes = ArmApp._routes(_Anything())  # type: ignore[arg-type]
+    rows = []
+    for (method, shape), row in sorted(routes.items(), key=lambda item: (item[0][1], item[0][0])):
+        versions = f"{row.versions[0]} … {row.versions[1]}" if row.versions else ""
+        rows.append([f"`{method}`", "`/" + shape.replace("{}", "{name}") + "`", versions])
+    return "\n\n".join([
+        "# ARM routes",
+        "What the ARM listener (`forewarn serve --arm-bind HOST:PORT`) answers, from the "
+        "table it routes on. Literal segments match case-insensitively, as ARM's do; "
+        "`{name}` is any name. Where an api-version range is shown, a request outside it "
+        "gets ARM's error naming the versions it accepts.",
+        table(["method", "path", "api-versions"], rows),
+    ]) + "\n"  # fmt: skip
+
+
+def _metric_rows(collectors: Iterable[Any]) -> list[list[str]]:
+    exposed = {"counter": ["_total"], "histogram": ["_bucket", "_sum", "_count"],
+               "gauge": [""], "summary": ["", "_sum", "_count"]}  # fmt: skip
+    rows = []
+    for collector in collectors:
+        describe = getattr(collector, "describe", None)
+        families = describe() if describe is not None else []
+        for family in families or collector.collect():
+            labels = getattr(collector, "_labelnames", None) or family.__dict__.get(
+                "_labelnames", ()
+            )
+            names = ", ".join(f"`{family.name}{suffix}`" for suffix in exposed[family.type])
+            rows.append([names, family.type, ", ".join(f"`{x}`" for x in labels),
+                         family.documentation])  # fmt: skip
+    return rows
+
+
+@page("reference/metrics.md")
+def metrics_page() -> str:
+    from prometheus_client import CollectorRegistry
+
+    from forewarn.agent.metrics import AgentMetrics
+    from forewarn.imds.metrics import EndpointMetrics
+    from forewarn.server.cluster.metrics import ClusterMetrics
+
+    server = CollectorRegistry()
+    EndpointMetrics(server)
+    ClusterMetrics(server)
+    agent = AgentMetrics("web-0").registry
+    header = ["series", "type", "labels", "meaning"]
+    return "\n\n".join([
+        "# Metrics",
+        "Prometheus text at `/metrics`, generated from the registries that export them.",
+        "## The server",
+        "`forewarn serve`'s control API. The `forewarn_cluster_*` and "
+        "`forewarn_replication_*` series appear only when scaled out on PostgreSQL.",
+        table(header, _metric_rows(server._collector_to_names)),
+        "## The agent",
+        "`forewarn agent run` with `metrics_bind` set (default `127.0.0.1:9465`).",
+        table(header, _metric_rows(agent._collector_to_names)),
+    ]) + "\n"  # fmt: skip

@@ -1,0 +1,136 @@
+"""The documentation site builds with ``mkdocs build --strict``, and its Reference pages
+hold what the code has: every command of the lazily loaded CLI, every key of the fleet
+file, every control route, every metric.
+
+One build for the module (a few seconds), outside the tree.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+
+from forewarn.cli import COMMANDS
+from forewarn.control.openapi import openapi_document
+from forewarn.fleet.spec import fleet_schema
+
+pytest.importorskip("mkdocs", reason="the docs extra: pip install -e '.[docs]'")
+pytest.importorskip("material", reason="the docs extra: pip install -e '.[docs]'")
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "--site-dir",
+         str(site)], capture_output=True, text=True, timeout=300, cwd=config.parent,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    site = tmp_path_factory.mktemp("site")
+    built = build(REPO / "mkdocs.yml", site)
+    assert built.returncode == 0, built.stderr
+    return site
+
+
+def text(page: Path) -> str:
+    """A page's words, tags and entities aside."""
+    words = re.sub(r"<[^>]+>", " ", page.read_text())
+    return re.sub(r"&[a-z]+;|&#\d+;", " ", words)
+
+
+def command_paths(group: click.Group, prefix: str) -> Iterator[str]:
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None
+        yield f"{prefix} {name}"
+        if isinstance(command, click.Group):
+            yield from command_paths(command, f"{prefix} {name}")
+
+
+def test_the_cli_page_has_every_command_and_subcommand(site: Path) -> None:
+    from forewarn.cli import main
+
+    page = (site / "reference" / "cli" / "index.html").read_text()
+    headings = set(re.findall(r'<h\d id="(forewarn[^"]*)"', page))
+    expected = {path.replace(" ", "-") for path in command_paths(main, "forewarn")}
+    assert {f"forewarn-{name}" for name in COMMANDS} <= expected
+    assert expected - headings == set()
+    assert "--time-scale" in page and "--source-address" in page  # options, not just names
+
+
+def test_the_fleet_page_has_every_key_of_every_struct(site: Path) -> None:
+    page = text(site / "reference" / "fleet-file" / "index.html")
+    schema = fleet_schema()
+    for name, definition in schema["$defs"].items():
+        assert name in page
+        for key in definition.get("properties", {}):
+            assert f"{key}" in page, (name, key)
+    served = (site / "reference" / "fleet.schema.json").read_text()
+    assert '"FleetSpec"' in served
+
+
+def test_the_control_api_page_lists_every_route(site: Path) -> None:
+    page = text(site / "reference" / "control-api" / "index.html")
+    document = openapi_document("0", report=True, eventgrid=True)
+    for path, operations in document["paths"].items():
+        for method in operations:
+            assert re.search(rf"{method.upper()}\s+{re.escape(path)}\s", page), (method, path)
+
+
+def test_the_metrics_and_arm_pages_name_what_is_served(site: Path) -> None:
+    metrics = text(site / "reference" / "metrics" / "index.html")
+    for name in ("forewarn_imds_responses_total", "forewarn_cluster_leader",
+                 "forewarn_agent_events_seen_total", "forewarn_agent_ready"):  # fmt: skip
+        assert name in metrics
+    arm = text(site / "reference" / "arm-routes" / "index.html")
+    assert re.search(r"POST\s+/subscriptions/\{name\}/resourcegroups/\{name\}/providers/"
+                     r"microsoft\.compute/virtualmachines/\{name\}/restart", arm)  # fmt: skip
+
+
+def test_the_home_page_leads_to_the_three_paths_in_one_click(site: Path) -> None:
+    home = (site / "index.html").read_text()
+    for path in ("rehearse-a-fleet", "test-in-ci", "drive-it-like-azure"):
+        assert f'href="paths/{path}/"' in home
+        assert (site / "paths" / path / "index.html").exists()
+
+
+def test_the_operations_pages_include_their_sources(site: Path) -> None:
+    reliability = text(site / "operations" / "reliability" / "index.html")
+    first = (REPO / "RELIABILITY.md").read_text().splitlines()[0].lstrip("# ").strip()
+    assert first in reliability
+
+
+def test_a_page_left_out_of_the_nav_fails_the_strict_build(tmp_path: Path) -> None:
+    """The check that keeps every page reachable: a stray page is an error."""
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO / "docs", copy / "docs")
+    for name in ("mkdocs.yml", "RELIABILITY.md"):
+        shutil.copy2(REPO / name, copy / name)
+    (copy / "bench").mkdir()
+    shutil.copy2(REPO / "bench" / "RESULTS.md", copy / "bench" / "RESULTS.md")
+    (copy / "docs" / "stray.md").write_text("# Nobody links here\n")
+    built = build(copy / "mkdocs.yml", tmp_path / "site")
+    assert built.returncode != 0
+    assert "stray.md" in built.stderr
+
+
+def test_the_docs_name_only_options_serve_has() -> None:
+    """A reader who copies a ``serve`` line from the site gets the server it describes."""
+    from tests.cli.test_docs_name_real_options import real_options, serve_options
+
+    named: set[str] = set()
+    for page in (REPO / "docs").rglob("*.md"):
+        named |= serve_options(page.read_text())
+    assert "--time-scale" in named and "--arm-bind" in named  # the check reads the pages
+    assert named - real_options() == set()

@@ -65,6 +65,12 @@ def test_the_dashboard_shows_the_current_drill_and_looks_back(
     created = page.evaluate(f"new Date({second['created_at']} * 1000).toISOString().slice(11, 19)")
     assert rows[0]["cells"].split("|")[1] == created
 
+    # The history strip marks where the drill began.
+    marks = page.eval_on_selector_all(
+        "#history-strip line.reset title", "ts => ts.map(t => t.textContent)"
+    )
+    assert marks == [f"{clock} fleet reset: a new drill"]
+
     # Looking back: every drill, the earlier one's operation marked as such.
     assert page.eval_on_selector("#drill-filter", "s => s.value") == "current"
     page.select_option("#drill-filter", "all")

@@ -217,6 +217,7 @@
     if (resets.length) {  // a new drill: the "current drill" view moves on to it
       state.resets.push(...resets.filter((at) => !state.resets.includes(at)));
       renderDrills();
+      renderStrip();
     }
     renderEvents();
     scheduleVerdicts();
@@ -597,7 +598,10 @@
     };
     const dots = entries.map((h) => `<circle class="k-${group(h.kind)}" cx="${x(h.at).toFixed(1)}" cy="10" r="3.5">`
       + `<title>${esc(clockText(h.at))} ${esc(h.kind)} ${esc(describe(h))}</title></circle>`);
-    svg.innerHTML = dots.join("")
+    const resets = state.resets.filter((at) => at >= first && at <= last).map((at) =>
+      `<line class="reset" x1="${x(at).toFixed(1)}" x2="${x(at).toFixed(1)}" y1="1" y2="19">`
+      + `<title>${esc(clockText(at))} fleet reset: a new drill</title></line>`);
+    svg.innerHTML = resets.join("") + dots.join("")
       + `<text x="4" y="25">${esc(clockText(first))}</text>`
       + `<text x="${width - 4}" y="25" text-anchor="end">${esc(clockText(last))}</text>`;
   }

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from forewarn.cli.output import Column, table
-from tests.support.cli import Result, run_cli
+from tests.support.cli import Result, read_terminal, run_cli
 from tests.support.serverproc import VIRTUAL, ServerProcess
 
 
@@ -158,18 +158,9 @@ def on_a_terminal(server: ServerProcess, *args: str, **env: str) -> str:
         stdout=slave, stderr=subprocess.PIPE, env={**clean, "COLUMNS": "80", **env},
     )  # fmt: skip
     os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:  # EIO: the command is done with the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
+    screen = read_terminal(master)
     assert proc.wait(timeout=60) == 0
-    return b"".join(chunks).decode()
+    return screen
 
 
 @pytest.mark.parametrize("no_color", [None, "1"], ids=["colour", "NO_COLOR"])

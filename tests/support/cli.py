@@ -9,7 +9,15 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["IDENTITY_VARIABLES", "Cli", "Result", "cli_env", "run_cli", "run_cli_on_a_terminal"]
+__all__ = [
+    "IDENTITY_VARIABLES",
+    "Cli",
+    "Result",
+    "cli_env",
+    "read_terminal",
+    "run_cli",
+    "run_cli_on_a_terminal",
+]
 
 #: Settings from the environment that would point a command somewhere the test did not.
 IDENTITY_VARIABLES = ("FOREWARN_IMDS_URL", "SCHEDULEDEVENTSIP", "FOREWARN_CONTROL",
@@ -65,6 +73,14 @@ def run_cli_on_a_terminal(args: Sequence[str], columns: int = 80) -> Result:
         text=True,
     )
     os.close(slave)
+    screen = read_terminal(master)
+    stdout = proc.stdout.read() if proc.stdout else ""
+    code = proc.wait(timeout=60)
+    return Result(code, stdout, screen.replace("\r\n", "\n"))
+
+
+def read_terminal(master: int) -> str:
+    """Everything written to a pty until its other end closes (then closes ``master``)."""
     chunks = []
     while True:
         try:
@@ -75,9 +91,7 @@ def run_cli_on_a_terminal(args: Sequence[str], columns: int = 80) -> Result:
             break
         chunks.append(data)
     os.close(master)
-    stdout = proc.stdout.read() if proc.stdout else ""
-    code = proc.wait(timeout=60)
-    return Result(code, stdout, b"".join(chunks).decode().replace("\r\n", "\n"))
+    return b"".join(chunks).decode()
 
 
 def run_cli(

@@ -6,6 +6,7 @@ Both speak to a running server's control API (``/api/v1/fleet/reset``,
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -39,6 +40,8 @@ def reset(ctx: click.Context, as_json: bool) -> None:
         f"({out['live_operations']} under way) and {out['rollouts']} rollout(s) cleared; "
         + (f"{len(restored)} VM(s) back: {', '.join(restored)}" if restored else "no VM to restore")
     )
+    since = datetime.fromtimestamp(out["at"], UTC).isoformat().replace("+00:00", "Z")
+    click.echo(f"the next drill's report: forewarn report --since {since}")
 
 
 @click.group(

@@ -9,8 +9,8 @@ operation catalogue (the operations' names, one source of truth) and its YAML re
 numbers in errors), never its engine or state; import-linter holds it to that.
 """
 
-from forewarn.scenarios.arm_calls import ArmAccess
 from forewarn.contract.durations import format_duration, parse_duration, parse_rate
+from forewarn.scenarios.arm_calls import ArmAccess
 from forewarn.scenarios.expect import Check
 from forewarn.scenarios.fleetview import FleetView
 from forewarn.scenarios.library import find_scenario, library_names, library_scenario, library_text

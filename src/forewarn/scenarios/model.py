@@ -22,9 +22,9 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from forewarn.contract.durations import parse_duration
 from forewarn.fabric.catalogue import OperationKind
 from forewarn.fleet.yamlfile import YamlError, line_of, read_yaml
-from forewarn.contract.durations import parse_duration
 from forewarn.scenarios.faultsteps import FaultSpec, FaultStepError, check_fault, fault_summary
 from forewarn.scenarios.weather import Weather, parse_weather
 

@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from forewarn.contract.durations import format_duration
 from forewarn.controlapi import ControlClient, ControlRefused
 from forewarn.fabric.catalogue import OperationKind
 from forewarn.fabric.clock import monotonic
 from forewarn.scenarios.arm_calls import ArmAccess, call_arm
-from forewarn.contract.durations import format_duration
 from forewarn.scenarios.expect import Check, OperationFacts, evaluate
 from forewarn.scenarios.faultsteps import fault_body
 from forewarn.scenarios.fleetview import FleetView

@@ -19,8 +19,8 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from forewarn.fabric.catalogue import OperationKind
 from forewarn.contract.durations import format_duration, parse_duration, parse_rate
+from forewarn.fabric.catalogue import OperationKind
 from forewarn.scenarios.fleetview import FleetView, VmInfo
 
 __all__ = ["Arrival", "Weather", "arrivals", "parse_weather"]

@@ -4,14 +4,19 @@ drift from it.
 The fleet file and the agent configuration come from the JSON Schemas of the structs that
 parse them, the control API from the OpenAPI document the server serves, the ARM routes
 from the table the ARM listener routes on, the metrics from the registries that export
-them. (The CLI page is mkdocs-click's, in ``docs/reference/cli.md``.)
+them. (The CLI page is mkdocs-click's, in ``docs/reference/cli.md``.) The Benchmarks page
+is bench/RESULTS.md with, first, whether each figure is older than the code it measures,
+as git says at build time (``bench/freshness.py``).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from collections.abc import Callable, Iterable
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
@@ -256,4 +261,35 @@ def metrics_page() -> str:
         "## The agent",
         "`forewarn agent run` with `metrics_bind` set (default `127.0.0.1:9465`).",
         table(header, _metric_rows(agent._collector_to_names)),
+    ]) + "\n"  # fmt: skip
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _freshness_module() -> Any:
+    """bench/freshness.py, loaded by path (bench/ is not an installed package)."""
+    name = "forewarn_bench_freshness"
+    spec = importlib.util.spec_from_file_location(name, REPO / "bench" / "freshness.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@page("operations/benchmarks.md")
+def benchmarks_page() -> str:
+    freshness = _freshness_module()
+    results = (REPO / "bench" / "RESULTS.md").read_text(encoding="utf-8")
+    body = results.split("\n", 1)[1]  # RESULTS.md's own title gives way to the page's
+    rows = [freshness.freshness(m, REPO) for m in freshness.read_measured(results)]
+    return "\n\n".join([
+        "# Benchmarks",
+        "## Is each figure current?",
+        "Whether the code each benchmark measures changed after the commit its figure was "
+        "measured at, as git said when this site was built (`python bench/freshness.py` "
+        "says it for a checkout).",
+        freshness.table(rows, markdown=True),
+        body.strip(),
     ]) + "\n"  # fmt: skip

@@ -6,7 +6,6 @@ configuration error is one line naming the key, exit status 2, and nothing start
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -19,10 +18,6 @@ import click
 
 from forewarn.agent.config_layers import as_dict, load_config
 from forewarn.agent.config_schema import AgentConfig, ConfigError
-from forewarn.agent.daemon import Agent, AgentError
-from forewarn.agent.handlers import HandlerFailed, build_handlers
-from forewarn.agent.httpserver import parse_bind
-from forewarn.agent.logs import configure_logging
 from forewarn.agent.programs import missing_program
 from forewarn.agent.redact import redact
 from forewarn.agent.state import EventRecord, State, StateError
@@ -96,6 +91,11 @@ def run(config_path: str | None, print_config: bool, **flags: Any) -> None:
     if print_config:
         click.echo(json.dumps(redact(as_dict(config)), indent=2))
         return
+    import asyncio  # the daemon's, loaded by ``run`` only (status and check-config need none)
+
+    from forewarn.agent.daemon import Agent, AgentError
+    from forewarn.agent.logs import configure_logging
+
     configure_logging(config.log_format, config.log_level)
     try:
         daemon = Agent(config)
@@ -125,6 +125,8 @@ def run(config_path: str | None, print_config: bool, **flags: Any) -> None:
 )
 def check_config(config_path: str, quiet: bool, skip_programs: bool) -> None:
     """Validate a configuration file (and import python handlers); exit 2 when invalid."""
+    from forewarn.agent.handlers import HandlerFailed, build_handlers
+
     config = _load(config_path, {})
     try:
         build_handlers(config)
@@ -192,6 +194,8 @@ def status(config_path: str | None, state_path: str | None, as_json: bool) -> No
         _fail(str(exc))
     ready: str = "unknown (no metrics_bind)"
     if config.metrics_bind:
+        from forewarn.agent.httpserver import parse_bind  # its module is the daemon's listener
+
         host, port = parse_bind(config.metrics_bind)
         ready = _readyz(host, port) or f"not running (no answer on {config.metrics_bind})"
     events: list[dict[str, Any]] = [

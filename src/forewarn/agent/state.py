@@ -15,13 +15,15 @@ event per step, each on the loop that answers /healthz.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["EventRecord", "RunRecord", "State", "StateError"]
 
@@ -126,7 +128,11 @@ class State:
 
     def __init__(self, path: str | Path, *, group_commit: bool = False) -> None:
         self.path = str(path)
-        self._loop = asyncio.get_running_loop() if group_commit else None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        if group_commit:  # the daemon's: ``agent status`` reads without loading asyncio
+            import asyncio
+
+            self._loop = asyncio.get_running_loop()
         #: Resolved by the commit that makes the writes so far durable (None: nothing open).
         self._commit_due: asyncio.Future[None] | None = None
         try:
@@ -187,6 +193,8 @@ class State:
     async def durable(self) -> None:
         """Return once every write so far is on disk (at once without ``group_commit``)."""
         if self._commit_due is not None:
+            import asyncio
+
             await asyncio.shield(self._commit_due)
 
     # ------------------------------------------------------------ events

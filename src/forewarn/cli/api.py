@@ -7,15 +7,20 @@ as one error line that says what to fix: ``OneLineErrors`` prints it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from forewarn.controlapi import ControlClient
+if TYPE_CHECKING:
+    from forewarn.controlapi import ControlClient
 
 __all__ = ["control_client"]
 
 
 def control_client(ctx: click.Context) -> ControlClient:
     """A client of the server the root options name (raises ControlSettingError)."""
+    from forewarn.controlapi import ControlClient  # httpx: only for commands that call it
+
     obj = ctx.find_root().obj
     return ControlClient(
         obj["control"],

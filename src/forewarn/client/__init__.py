@@ -20,7 +20,8 @@ Exceptions (each carries ``status``, ``body`` and ``url``)::
         └── ServerError          5xx still, after the retries
 """
 
-from forewarn.client.aio import AsyncScheduledEventsClient
+from typing import TYPE_CHECKING
+
 from forewarn.client.changes import DocumentChange, diff_documents
 from forewarn.client.core import (
     DEFAULT_API_VERSION,
@@ -61,6 +62,19 @@ from forewarn.contract import (
     parse_document,
     parse_instance,
 )
+
+if TYPE_CHECKING:
+    from forewarn.client.aio import AsyncScheduledEventsClient
+
+
+def __getattr__(name: str) -> object:
+    # The async twin (and asyncio) loads on first use: the VM commands are synchronous.
+    if name == "AsyncScheduledEventsClient":
+        from forewarn.client.aio import AsyncScheduledEventsClient
+
+        return AsyncScheduledEventsClient
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_API_VERSION",

@@ -13,8 +13,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Unpack
 
-import tenacity
-
 from forewarn.client import core
 from forewarn.client.changes import DocumentChange
 from forewarn.client.retrying import Decider
@@ -115,6 +113,8 @@ class AsyncScheduledEventsClient:
             if delay is None:
                 raise failure.cause from None
         await self._sleep(delay)
+        import tenacity  # loaded by the first retry: most processes never need it
+
         try:
             async for attempt in tenacity.AsyncRetrying(sleep=self._sleep, **decider.options()):
                 with attempt:

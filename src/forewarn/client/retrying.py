@@ -11,11 +11,12 @@ answered at once, and a tenacity loop per poll cost more CPU than the poll itsel
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import tenacity
+from typing import TYPE_CHECKING, Any
 
 from forewarn.client.core import RetryPolicy, Transient
+
+if TYPE_CHECKING:
+    import tenacity
 
 __all__ = ["Decider"]
 

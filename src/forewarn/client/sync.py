@@ -1,5 +1,7 @@
-"""``ScheduledEventsClient``: the blocking twin (httpx.Client); decisions live in ``core``
-and the httpx glue in ``exchange``, so only the calls themselves are written here."""
+"""``ScheduledEventsClient``: the blocking twin; decisions live in ``core``, so only the
+calls themselves are written here. An http:// endpoint is asked through the standard
+library (``syncwire``: the VM commands start without importing httpx); a custom httpx
+transport (the test seam) or an https:// endpoint goes through httpx (``exchange``)."""
 
 from __future__ import annotations
 
@@ -8,13 +10,12 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Unpack
-
-import tenacity
+from typing import TYPE_CHECKING, Any, Unpack
 
 from forewarn.client import core
 from forewarn.client.changes import DocumentChange
 from forewarn.client.retrying import Decider
+from forewarn.client.syncwire import SyncWire
 from forewarn.contract import Document, Instance
 
 if TYPE_CHECKING:
@@ -49,12 +50,18 @@ class ScheduledEventsClient:
         )
         self._sleep = sleep
         self._decider = functools.partial(Decider, self._settings.policy, clock, jitter)
-        import httpx  # here, not at the top: the agent, whose twin needs none, imports this
+        self._wire: SyncWire | None = None
+        self._http: Any = None
+        local_address = options.get("local_address")
+        if transport is None and self._settings.base.startswith("http://"):
+            self._wire = SyncWire(self._settings.base, local_address)
+            return
+        import httpx
 
         from forewarn.client.exchange import HTTPX_OPTIONS
 
         if transport is None:
-            transport = httpx.HTTPTransport(local_address=options.get("local_address"))
+            transport = httpx.HTTPTransport(local_address=local_address)
         self._http = httpx.Client(transport=transport, **HTTPX_OPTIONS)
 
     @property
@@ -70,6 +77,8 @@ class ScheduledEventsClient:
     # ------------------------------------------------------------------ I/O only
 
     def _once(self, spec: core.RequestSpec) -> core.Answer:
+        if self._wire is not None:
+            return self._wire.request(spec, self._settings)
         import httpx
 
         from forewarn.client.exchange import answer_of, failure_of, request_options
@@ -89,6 +98,8 @@ class ScheduledEventsClient:
             if delay is None:
                 raise failure.cause from None
         self._sleep(delay)
+        import tenacity  # loaded by the first retry: most processes never need it
+
         try:
             for attempt in tenacity.Retrying(sleep=self._sleep, **decider.options()):
                 with attempt:
@@ -137,7 +148,10 @@ class ScheduledEventsClient:
 
     def close(self) -> None:
         """Close the connection pool."""
-        self._http.close()
+        if self._wire is not None:
+            self._wire.close()
+        else:
+            self._http.close()
 
     def __enter__(self) -> ScheduledEventsClient:
         return self

@@ -1,0 +1,98 @@
+"""The blocking twin's HTTP/1.1 for the endpoint: the standard library's ``http.client``.
+
+The VM commands (``forewarn watch``, ``events --url``, ``approve --url``) ask a plain
+http:// endpoint a handful of times; importing httpx cost them more start-up than all
+the rest of their work. One kept-alive connection, as ``wire`` keeps for the async twin;
+a GET that finds it closed by the server meanwhile is sent once more on a new one.
+"""
+
+from __future__ import annotations
+
+import http.client
+from urllib.parse import urlencode, urlsplit
+
+from forewarn.client.core import Answer, RequestSpec, Settings, Transient, transient
+from forewarn.client.errors import EndpointTimeout, EndpointUnreachable
+
+__all__ = ["SyncWire"]
+
+USER_AGENT = "forewarn-client"
+
+
+class SyncWire:
+    """Requests to one endpoint on one kept-alive ``http.client`` connection."""
+
+    def __init__(self, base: str, local_address: str | None = None) -> None:
+        parts = urlsplit(base)
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError(f"the lean client speaks http:// only, not {base!r}")
+        self.host = parts.hostname
+        self.port = parts.port or 80
+        self.authority = parts.netloc
+        self.local_address = local_address
+        self._connection: http.client.HTTPConnection | None = None
+
+    def request(self, spec: RequestSpec, settings: Settings) -> Answer:
+        """Send ``spec``; the answer (raises ``Transient`` when it is worth another try,
+        ``EndpointTimeout`` when none came in time)."""
+        target = urlsplit(spec.url).path or "/"
+        if spec.params:
+            target += "?" + urlencode(spec.params)
+        url = f"http://{self.authority}{target}"
+        try:
+            status, headers, body = self._exchange(spec, target, settings)
+        except TimeoutError:
+            self.close()
+            raise EndpointTimeout(f"{url} did not answer in time", url=url) from None
+        except (OSError, http.client.HTTPException) as exc:
+            self.close()
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise Transient(
+                EndpointUnreachable(f"cannot reach {url}: {why or type(exc).__name__}", url=url)
+            ) from None
+        settings.answered = True
+        answer = Answer(status, headers, body, url)
+        failure = transient(answer)
+        if failure is not None:
+            raise failure
+        return answer
+
+    def _exchange(
+        self, spec: RequestSpec, target: str, settings: Settings
+    ) -> tuple[int, dict[str, str], bytes]:
+        reused = self._connection is not None
+        try:
+            return self._once(spec, target, settings)
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            if not (reused and spec.method == "GET"):
+                raise
+            self.close()  # the server closed the kept-alive connection meanwhile
+            return self._once(spec, target, settings)
+
+    def _once(
+        self, spec: RequestSpec, target: str, settings: Settings
+    ) -> tuple[int, dict[str, str], bytes]:
+        connection = self._connection
+        if connection is None:
+            source = (self.local_address, 0) if self.local_address else None
+            connection = http.client.HTTPConnection(
+                self.host, self.port, timeout=settings.timeout, source_address=source
+            )
+            connection.connect()
+            self._connection = connection
+        assert connection.sock is not None
+        connection.sock.settimeout(settings.read_timeout())
+        headers = {"Host": self.authority, "Accept": "*/*", "User-Agent": USER_AGENT,
+                   **spec.headers}  # fmt: skip
+        connection.request(spec.method, target, body=spec.content, headers=headers)
+        response = connection.getresponse()
+        body = response.read()
+        if response.will_close:
+            self.close()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, body
+
+    def close(self) -> None:
+        """Drop the connection (the next request opens another)."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None

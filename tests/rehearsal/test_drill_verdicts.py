@@ -9,10 +9,11 @@ import msgspec
 
 from forewarn.cli.junit import report_cases
 from forewarn.rehearsal import EventFacts, ReactionData, VmPolls, VmReaction, grade
-from forewarn.rehearsal.coping import FaultTally
+from forewarn.rehearsal.coping import KEPT_TIMES, FaultTally
 from forewarn.rehearsal.facts import OperationFacts
 from forewarn.rehearsal.report import render_report
 from forewarn.rehearsal.rollups import FAULTED, needs_attention
+from tests.rehearsal.conftest import Rehearsal
 
 T0 = 1_700_000_000.0
 
@@ -175,3 +176,29 @@ def test_on_a_virtual_clock_an_instant_shared_with_the_start_or_creation_is_told
     zero, two = (e.vms[0] for e in report.events)
     assert (zero.verdict, zero.approved_in_time) == ("detected", False)
     assert two.verdict == "missed" and "injected endpoint faults answered" in two.note
+
+
+def test_a_tally_keeps_a_bounded_number_of_times_and_is_exact_since_a_seal() -> None:
+    tally = FaultTally(T0, T0)
+    for i in range(1000):  # a fault for 1,000 s of polls
+        tally.add("status", T0 + i)
+    assert len(tally.times) < KEPT_TIMES and tally.kinds == {"status": 1000}
+    reset = T0 + 1000.5
+    tally.seal()  # the tracker seals at a reset
+    for i in range(300):
+        tally.add("status", reset + 1 + i)
+    after = tally.window(reset)
+    assert after is not None and after.kinds == {"status": 300} and after.first == reset + 1
+    whole = tally.window(None)
+    assert whole is not None and whole.kinds == {"status": 1300}
+    # Within sealed segments, a window counts its share of them.
+    assert 90 <= tally.answered(T0 + 100, T0 + 200)["status"] <= 110
+
+
+async def test_the_tracker_seals_every_tally_at_a_fleet_reset(rehearsal: Rehearsal) -> None:
+    tracker = rehearsal.reactions
+    tracker.faulted("web-0", "status")
+    tracker.faulted("web-0", "status")
+    rehearsal.fabric.reset()
+    tally = tracker.fault_tallies["web-0"]
+    assert len(tally.times) == 0 and [s.kinds for s in tally.sealed] == [{"status": 2}]

@@ -15,14 +15,23 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-__all__ = ["ANSWERING_KINDS", "FaultTally", "MissedEvent", "VmCoping", "coping", "kinds_text"]
+__all__ = [
+    "ANSWERING_KINDS",
+    "FaultTally",
+    "MissedEvent",
+    "Segment",
+    "VmCoping",
+    "coping",
+    "kinds_text",
+]
 
 #: Fault kinds that answer a request in the platform's stead (a latency fault only delays
 #: the right answer): a request they took never reached the platform.
 ANSWERING_KINDS = frozenset({"status", "timeout", "reset", "cotenant"})
-#: The faulted requests a tally keeps the time of, per VM; past it the older half is
-#: folded into the counts (a report since a time before the kept ones counts them all).
-KEPT_TIMES = 50_000
+#: Faulted requests a tally keeps the time of, per VM: past it they are sealed as one
+#: segment of counts (first, last, per kind), some 1 byte a request instead of 9; a
+#: reset seals them too (``ReactionTracker``), so a report since a reset is exact.
+KEPT_TIMES = 256
 _KINDS = ("status", "latency", "timeout", "reset", "cotenant")
 _CODE = {kind: i for i, kind in enumerate(_KINDS)}
 
@@ -31,17 +40,47 @@ def _times() -> array[float]:
     return array("d")
 
 
+def _counts(codes: Iterable[int]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for code in codes:
+        out[_KINDS[code]] = out.get(_KINDS[code], 0) + 1
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """Sealed faulted requests of one VM: how many of each kind, from first to last."""
+
+    first: float
+    last: float
+    kinds: dict[str, int]
+
+    def answered(self, low: float, high: float) -> dict[str, int]:
+        """Its requests a fault answered from ``low`` to ``high``, per kind (a part of
+        the segment: its share of the counts, at least one)."""
+        if self.last < low or self.first > high:
+            return {}
+        span = self.last - self.first
+        inside = min(high, self.last) - max(low, self.first)
+        share = 1.0 if span <= 0 or inside >= span else inside / span
+        return {k: max(1, round(n * share)) for k, n in self.kinds.items()
+                if k in ANSWERING_KINDS}  # fmt: skip
+
+
 @dataclass(slots=True)
 class FaultTally:
-    """The faulted requests of one VM: how many of each kind, first and last (platform),
-    and the time and kind of each (up to ``KEPT_TIMES``), so that a report since a time
-    (``forewarn report --since``: the drill after a reset) counts only its own."""
+    """The faulted requests of one VM: how many of each kind, first and last (platform);
+    the time and kind of each of the latest (``times``, ``codes``: up to ``KEPT_TIMES``)
+    and, before them, sealed segments of counts; so that a report since a time (``forewarn
+    report --since``: the drill after a reset) counts only its own. A tally made of counts
+    alone (no times, no segment) is one segment."""
 
     first: float
     last: float
     kinds: dict[str, int] = field(default_factory=dict)
     times: array[float] = field(default_factory=_times)
     codes: bytearray = field(default_factory=bytearray)
+    sealed: list[Segment] = field(default_factory=list)
 
     def add(self, kind: str, at: float) -> None:
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
@@ -49,42 +88,50 @@ class FaultTally:
         code = _CODE.get(kind)
         if code is None:
             return
-        if len(self.times) >= KEPT_TIMES:  # fold the older half: counts stay exact
-            half = KEPT_TIMES // 2
-            del self.times[:half]
-            del self.codes[:half]
         self.times.append(at)
         self.codes.append(code)
+        if len(self.times) >= KEPT_TIMES:
+            self.seal()
+
+    def seal(self) -> None:
+        """Seal the requests kept one by one into a segment (past ``KEPT_TIMES``, and at
+        a reset: a drill's requests never share a segment with the next one's)."""
+        if self.times:
+            self.sealed.append(Segment(self.times[0], self.times[-1], _counts(self.codes)))
+            self.times, self.codes = array("d"), bytearray()
+
+    def segments(self) -> list[Segment]:
+        if not self.sealed and not self.times and self.kinds:
+            return [Segment(self.first, self.last, dict(self.kinds))]
+        return self.sealed
 
     def window(self, since: float | None) -> FaultTally | None:
-        """A copy holding only the requests at or after ``since`` (None: all); None when
-        there are none. A ``since`` before the kept times counts every request."""
-        times = self.times
-        if since is None or not times or since <= times[0]:
-            if since is not None and self.last < since:
-                return None
-            return FaultTally(self.first, self.last, dict(self.kinds), array("d", times),
-                              bytearray(self.codes))  # fmt: skip
-        start = bisect_left(times, since)
-        if start == len(times):
+        """A copy holding only the requests at or after ``since`` (None: all; a sealed
+        segment across ``since`` counts whole); None when there are none."""
+        low = -float("inf") if since is None else since
+        segments = [seg for seg in self.segments() if seg.last >= low]
+        start = bisect_left(self.times, low)
+        kept, codes = array("d", self.times[start:]), self.codes[start:]
+        if not segments and not kept:
             return None
-        kept, codes = array("d", times[start:]), self.codes[start:]
-        kinds: dict[str, int] = {}
-        for code in codes:
-            kinds[_KINDS[code]] = kinds.get(_KINDS[code], 0) + 1
-        return FaultTally(kept[0], kept[-1], kinds, kept, codes)
+        kinds = _counts(codes)
+        for seg in segments:
+            for kind, n in seg.kinds.items():
+                kinds[kind] = kinds.get(kind, 0) + n
+        first = segments[0].first if segments else kept[0]
+        last = kept[-1] if kept else segments[-1].last
+        return FaultTally(first, last, kinds, kept, codes, segments)
 
     def answered(self, start: float | None, end: float | None) -> dict[str, int]:
         """Requests a fault answered (``ANSWERING_KINDS``) from ``start`` to ``end``
         (None: unbounded), per kind."""
         low = -float("inf") if start is None else start
         high = float("inf") if end is None else end
-        times = self.times
-        if not times:  # counts only: the whole tally, if it overlaps at all
-            if self.last < low or self.first > high:
-                return {}
-            return {k: n for k, n in self.kinds.items() if k in ANSWERING_KINDS}
         out: dict[str, int] = {}
+        for seg in self.segments():
+            for kind, n in seg.answered(low, high).items():
+                out[kind] = out.get(kind, 0) + n
+        times = self.times
         for code in self.codes[bisect_left(times, low) : bisect_right(times, high)]:
             kind = _KINDS[code]
             if kind in ANSWERING_KINDS:
@@ -93,12 +140,13 @@ class FaultTally:
 
     def last_answered(self) -> float | None:
         """The last request a fault answered (not just delayed); None: none."""
-        if not self.times:
-            return self.last if any(k in ANSWERING_KINDS for k in self.kinds) else None
         latency = _CODE["latency"]
         for i in range(len(self.codes) - 1, -1, -1):
             if self.codes[i] != latency:
                 return self.times[i]
+        for seg in reversed(self.segments()):
+            if any(k in ANSWERING_KINDS for k in seg.kinds):
+                return seg.last
         return None
 
 

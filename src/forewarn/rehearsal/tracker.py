@@ -62,6 +62,7 @@ __all__ = [
     "DELIVERY_KIND",
     "FLUSH_SECONDS",
     "POLL_PERSIST_SECONDS",
+    "RESET_KIND",
     "Batch",
     "ReactionTracker",
     "track_reactions",
@@ -78,6 +79,8 @@ POLL_PERSIST_SECONDS = 5.0
 #: The history kind of one Event Grid delivery attempt's outcome (the hub writes them):
 #: what a central controller was told, and when.
 DELIVERY_KIND = "eventgrid.delivery"
+#: The history kind of a fleet reset: the next drill begins.
+RESET_KIND = "fleet.reset"
 
 
 def track_reactions(
@@ -226,6 +229,9 @@ class ReactionTracker:
         for entry in changes.history:
             if entry.kind == DELIVERY_KIND and entry.event_id is not None:
                 self._record_delivery(entry.event_id, entry.at, entry.detail)
+            elif entry.kind == RESET_KIND:  # a new drill: its faulted requests apart
+                for tally in self.fault_tallies.values():
+                    tally.seal()
         if not changes.events and not changes.removed_events:
             return
         reasons: dict[str, str] = {}

@@ -14,11 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 from forewarn.fabric import HistoryEntry
+from forewarn.rehearsal.tracker import RESET_KIND
 
-__all__ = ["RESET_KIND", "ResetLog"]
+__all__ = ["ResetLog"]
 
-#: The history entry a fleet reset writes (``Fabric.reset``).
-RESET_KIND = "fleet.reset"
 #: History entries read per page.
 PAGE = 5000
 

@@ -138,3 +138,20 @@ def test_the_cloud_metadata_needs_no_token(client: TestClient) -> None:
     assert body["authentication"]["loginEndpoint"] == "https://arm.test/"
     assert body["authentication"]["audiences"][0] == "https://management.core.windows.net/"
     assert client.get("/metadata/nothing?api-version=2022-09-01").status_code == 404
+
+
+def test_a_10000_vm_fleet_is_listed_whole_through_its_next_links() -> None:
+    spec = fleet({"kind": "scale_set", "name": "big", "vms": 10_000, "placement_groups": 4})
+    fabric = make_fabric(spec)
+    try:
+        app = ArmApp(fabric, ArmFleet(fabric.topology))
+        with TestClient(app.asgi, base_url="https://arm.test") as client:
+            url: str | None = f"{COMPUTE}/virtualMachineScaleSets/big/virtualMachines{V}"
+            seen: list[str] = []
+            while url:
+                body = client.get(url, headers=AUTH).json()
+                seen += [i["instanceId"] for i in body["value"]]
+                url = body.get("nextLink")
+    finally:
+        fabric.close()
+    assert seen == [str(n) for n in range(10_000)]

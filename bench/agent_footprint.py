@@ -4,7 +4,10 @@
         [--events 10000] [--soak-polls 86400] [--runs 15] [--vm-venv DIR] [--only NAME,...]
 
 Every figure is printed with the baseline measured in the same run and the ratio (or
-difference) to it; absolute times follow the machine's load, ratios much less so.
+difference) to it; absolute times follow the machine's load, ratios much less so. Every
+process measured runs in a VM install (``--vm-venv``, or one built from this checkout by
+pip as the README's "Install on a VM" does, with the redis extra for coordination), so
+it holds what a VM's would, not the development venv's extra libraries.
 
 1. ``poll``: ``forewarn agent run`` (one rule, an exec handler, the default structured
    logs) and a bare stdlib loop (``http.client``, one kept-alive connection, a plain GET
@@ -24,10 +27,9 @@ difference) to it; absolute times follow the machine's load, ratios much less so
 4. ``soak``: one agent in a child process whose poll sleeps take no time (a day of polls
    at one a second is ``--soak-polls 86400``), against the same unchanged document; its
    RSS after the first tenth of the polls and at the end. Goal: no growth (<= 256 KB).
-5. ``startup``: each VM command in a VM-only install (``--vm-venv``, or one built from
-   this checkout by pip, as the README's "Install on a VM" does) beside ``python -c pass``
-   of the same interpreter, interleaved, ``--runs`` each: median wall time, the
-   difference. Goal: <= 0.1 s more than ``python -c pass``.
+5. ``startup``: each VM command in that install beside ``python -c pass`` of the same
+   interpreter, interleaved, ``--runs`` each: median wall time, the difference (``watch``:
+   to its first line). Goal: <= 0.1 s more than ``python -c pass``.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ GOAL_RSS_MB, GOAL_PRIVATE_MB = 25.0, 15.0
 GOAL_STARTUP_S = 0.1
 GOAL_SOAK_KB = 256
 SECTIONS = ("poll", "memory", "events", "soak", "startup")
+#: The interpreter of the VM install every measured process runs in (set by ``main``).
+PYTHON = sys.executable
 
 #: The bare loop every poll figure is compared with.
 BASELINE = """
@@ -229,7 +233,7 @@ def start_agent(config: Path, url: str, workdir: Path) -> subprocess.Popen[bytes
     env = {**os.environ, "FOREWARN_IMDS_URL": url, "PATH": f"{bin_dir}:{os.environ['PATH']}",
            "FAKE_KUBECTL_LOG": str(workdir / "kubectl.log")}  # fmt: skip
     return subprocess.Popen(
-        [sys.executable, "-m", "forewarn", "agent", "run", "-c", str(config)],
+        [PYTHON, "-m", "forewarn", "agent", "run", "-c", str(config)],
         env=env, stderr=(workdir / f"{config.stem}.log").open("w"),
     )  # fmt: skip
 
@@ -250,7 +254,7 @@ def side_by_side(root: Path, seconds: float, interval: float, full: bool) -> dic
     workdir.mkdir()
     with endpoint() as ep:
         agent = start_agent(agent_config(workdir, interval, full), ep.url, workdir)
-        base = subprocess.Popen([sys.executable, "-c", BASELINE, "127.0.0.1", str(ep.port),
+        base = subprocess.Popen([PYTHON, "-c", BASELINE, "127.0.0.1", str(ep.port),
                                  BASELINE_ADDRESS, str(interval)])  # fmt: skip
         try:
             wait_for_gets(ep, AGENT_ADDRESS, agent, 3)
@@ -281,7 +285,7 @@ def side_by_side(root: Path, seconds: float, interval: float, full: bool) -> dic
 
 
 def floor_memory() -> tuple[float, float]:
-    proc = subprocess.Popen([sys.executable, "-c", FLOOR], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([PYTHON, "-c", FLOOR], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         proc.stdout.readline()
@@ -361,7 +365,7 @@ def soak(root: Path, polls: int) -> dict[str, Any]:
     marks: list[tuple[int, float, float]] = []
     with endpoint() as ep:
         env = {**os.environ, "FOREWARN_IMDS_URL": ep.url}
-        child = subprocess.Popen([sys.executable, __file__, "--soak-child", str(config)],
+        child = subprocess.Popen([PYTHON, __file__, "--soak-child", str(config)],
                                  env=env, stderr=(workdir / "agent.log").open("w"))  # fmt: skip
         try:
             begun = time.monotonic()
@@ -381,11 +385,12 @@ def soak(root: Path, polls: int) -> dict[str, Any]:
 
 
 def vm_venv(root: Path) -> Path:
-    """A venv holding only the VM install, built from this checkout."""
+    """A venv holding only the VM install (and the redis extra, for coordination), built
+    from this checkout as the README's "Install on a VM" does."""
     venv = root / "vm-venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-input", str(REPO)],
-                   check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-input", f"{REPO}[redis]"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     return venv
 
 
@@ -451,7 +456,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=10000)
     parser.add_argument("--soak-polls", type=int, default=86400)
     parser.add_argument("--runs", type=int, default=15, help="start-up runs of each command")
-    parser.add_argument("--vm-venv", type=Path, help="a VM-only install (default: build one)")
+    parser.add_argument("--vm-venv", type=Path,
+                        help="a VM install with the redis extra (default: build one)")  # fmt: skip
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"of {','.join(SECTIONS)}")
     parser.add_argument("--soak-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -463,8 +469,12 @@ def main(argv: list[str] | None = None) -> int:
     only = set(args.only.split(","))
     failures: list[str] = []
     print(f"{os.cpu_count()} CPUs, load {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    global PYTHON
     with tempfile.TemporaryDirectory(prefix="agent-footprint-") as tmp:
         root = Path(tmp)
+        venv = args.vm_venv or vm_venv(root)
+        PYTHON = str(venv / "bin" / "python")
+        print(f"every process runs in the VM install {venv}")
         if only & {"poll", "memory"}:
             for full in (False, True):
                 r = side_by_side(root, args.seconds, args.interval, full)
@@ -512,7 +522,6 @@ def main(argv: list[str] | None = None) -> int:
             if growth > GOAL_SOAK_KB:
                 failures.append("soak")
         if "startup" in only:
-            venv = args.vm_venv or vm_venv(root)
             rows = startup(root, venv, args.runs)
             print(f"start-up, VM-only install ({venv}), {args.runs} runs each, interleaved:")
             for label, median, extra in rows:

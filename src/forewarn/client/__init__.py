@@ -50,7 +50,6 @@ from forewarn.client.errors import (
     ServerError,
 )
 from forewarn.client.recording import DocumentRecorder
-from forewarn.client.sync import ScheduledEventsClient
 from forewarn.contract import (
     Document,
     Event,
@@ -65,14 +64,20 @@ from forewarn.contract import (
 
 if TYPE_CHECKING:
     from forewarn.client.aio import AsyncScheduledEventsClient
+    from forewarn.client.sync import ScheduledEventsClient
 
 
 def __getattr__(name: str) -> object:
-    # The async twin (and asyncio) loads on first use: the VM commands are synchronous.
+    # Each twin loads on first use: the VM commands are synchronous (no asyncio), the
+    # agent asynchronous (no http.client).
     if name == "AsyncScheduledEventsClient":
         from forewarn.client.aio import AsyncScheduledEventsClient
 
         return AsyncScheduledEventsClient
+    if name == "ScheduledEventsClient":
+        from forewarn.client.sync import ScheduledEventsClient
+
+        return ScheduledEventsClient
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -202,3 +202,6 @@ async def test_the_tracker_seals_every_tally_at_a_fleet_reset(rehearsal: Rehears
     rehearsal.fabric.reset()
     tally = tracker.fault_tallies["web-0"]
     assert len(tally.times) == 0 and [s.kinds for s in tally.sealed] == [{"status": 2}]
+    (sealed,) = tally.sealed
+    assert sealed.times is not None and len(sealed.times) == 2  # exact after the reset
+    assert tally.answered(None, None) == {"status": 2}

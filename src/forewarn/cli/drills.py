@@ -6,6 +6,7 @@ Both speak to a running server's control API (``/api/v1/fleet/reset``,
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,7 +41,9 @@ def reset(ctx: click.Context, as_json: bool) -> None:
         f"({out['live_operations']} under way) and {out['rollouts']} rollout(s) cleared; "
         + (f"{len(restored)} VM(s) back: {', '.join(restored)}" if restored else "no VM to restore")
     )
-    since = datetime.fromtimestamp(out["at"], UTC).isoformat().replace("+00:00", "Z")
+    # to the microsecond below (never after the reset: what began at it is the next drill's)
+    at = datetime.fromtimestamp(math.floor(out["at"] * 1e6) / 1e6, UTC)
+    since = at.isoformat(timespec="microseconds").replace("+00:00", "Z")
     click.echo(f"the next drill's report: forewarn report --since {since}")
 
 

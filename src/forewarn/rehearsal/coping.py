@@ -47,19 +47,36 @@ def _counts(codes: Iterable[int]) -> dict[str, int]:
     return out
 
 
+def _answered(
+    times: array[float], codes: bytes | bytearray, low: float, high: float
+) -> dict[str, int]:
+    """Of requests kept one by one, those a fault answered from ``low`` to ``high``."""
+    out: dict[str, int] = {}
+    for code in codes[bisect_left(times, low) : bisect_right(times, high)]:
+        kind = _KINDS[code]
+        if kind in ANSWERING_KINDS:
+            out[kind] = out.get(kind, 0) + 1
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """Sealed faulted requests of one VM: how many of each kind, from first to last."""
+    """Sealed faulted requests of one VM: how many of each kind, from first to last; with
+    the time and kind of each when sealed at a reset (``times``, ``codes``)."""
 
     first: float
     last: float
     kinds: dict[str, int]
+    times: array[float] | None = None
+    codes: bytes | None = None
 
     def answered(self, low: float, high: float) -> dict[str, int]:
-        """Its requests a fault answered from ``low`` to ``high``, per kind (a part of
-        the segment: its share of the counts, at least one)."""
+        """Its requests a fault answered from ``low`` to ``high``, per kind (without
+        their times, a part of the segment: its share of the counts, at least one)."""
         if self.last < low or self.first > high:
             return {}
+        if self.times is not None and self.codes is not None:
+            return _answered(self.times, self.codes, low, high)
         span = self.last - self.first
         inside = min(high, self.last) - max(low, self.first)
         share = 1.0 if span <= 0 or inside >= span else inside / span
@@ -93,11 +110,15 @@ class FaultTally:
         if len(self.times) >= KEPT_TIMES:
             self.seal()
 
-    def seal(self) -> None:
-        """Seal the requests kept one by one into a segment (past ``KEPT_TIMES``, and at
-        a reset: a drill's requests never share a segment with the next one's)."""
+    def seal(self, *, keep_times: bool = False) -> None:
+        """Seal the requests kept one by one into a segment: past ``KEPT_TIMES`` as counts,
+        at a reset (``keep_times``) with their times, so that a drill's requests never
+        share a segment with the next one's and its verdict reads the same after."""
         if self.times:
-            self.sealed.append(Segment(self.times[0], self.times[-1], _counts(self.codes)))
+            times, codes = (self.times, bytes(self.codes)) if keep_times else (None, None)
+            self.sealed.append(
+                Segment(self.times[0], self.times[-1], _counts(self.codes), times, codes)
+            )
             self.times, self.codes = array("d"), bytearray()
 
     def segments(self) -> list[Segment]:
@@ -127,15 +148,10 @@ class FaultTally:
         (None: unbounded), per kind."""
         low = -float("inf") if start is None else start
         high = float("inf") if end is None else end
-        out: dict[str, int] = {}
+        out = _answered(self.times, self.codes, low, high)
         for seg in self.segments():
             for kind, n in seg.answered(low, high).items():
                 out[kind] = out.get(kind, 0) + n
-        times = self.times
-        for code in self.codes[bisect_left(times, low) : bisect_right(times, high)]:
-            kind = _KINDS[code]
-            if kind in ANSWERING_KINDS:
-                out[kind] = out.get(kind, 0) + 1
         return out
 
     def last_answered(self) -> float | None:
@@ -145,7 +161,11 @@ class FaultTally:
             if self.codes[i] != latency:
                 return self.times[i]
         for seg in reversed(self.segments()):
-            if any(k in ANSWERING_KINDS for k in seg.kinds):
+            if seg.times is not None and seg.codes is not None:
+                exact = [t for t, c in zip(seg.times, seg.codes, strict=True) if c != latency]
+                if exact:
+                    return exact[-1]
+            elif any(k in ANSWERING_KINDS for k in seg.kinds):
                 return seg.last
         return None
 

@@ -231,7 +231,7 @@ class ReactionTracker:
                 self._record_delivery(entry.event_id, entry.at, entry.detail)
             elif entry.kind == RESET_KIND:  # a new drill: its faulted requests apart
                 for tally in self.fault_tallies.values():
-                    tally.seal()
+                    tally.seal(keep_times=True)
         if not changes.events and not changes.removed_events:
             return
         reasons: dict[str, str] = {}

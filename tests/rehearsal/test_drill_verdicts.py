@@ -205,3 +205,12 @@ async def test_the_tracker_seals_every_tally_at_a_fleet_reset(rehearsal: Rehears
     (sealed,) = tally.sealed
     assert sealed.times is not None and len(sealed.times) == 2  # exact after the reset
     assert tally.answered(None, None) == {"status": 2}
+
+
+def test_a_segment_sealed_at_a_reset_is_cut_exactly_by_a_later_since() -> None:
+    tally = FaultTally(T0, T0)
+    for i in range(10):
+        tally.add("reset", T0 + i)
+    tally.seal(keep_times=True)
+    later = tally.window(T0 + 6.5)
+    assert later is not None and later.kinds == {"reset": 3} and later.first == T0 + 7

@@ -127,10 +127,21 @@ class FaultTally:
         return self.sealed
 
     def window(self, since: float | None) -> FaultTally | None:
-        """A copy holding only the requests at or after ``since`` (None: all; a sealed
-        segment across ``since`` counts whole); None when there are none."""
+        """A copy holding only the requests at or after ``since`` (None: all; a segment
+        of counts across ``since`` counts whole); None when there are none."""
         low = -float("inf") if since is None else since
-        segments = [seg for seg in self.segments() if seg.last >= low]
+        segments: list[Segment] = []
+        for seg in self.segments():
+            if seg.last < low:
+                continue
+            if seg.first >= low or seg.times is None or seg.codes is None:
+                segments.append(seg)
+                continue
+            at = bisect_left(seg.times, low)  # it has its times: cut it exactly
+            cut_times, cut_codes = array("d", seg.times[at:]), seg.codes[at:]
+            segments.append(
+                Segment(cut_times[0], cut_times[-1], _counts(cut_codes), cut_times, cut_codes)
+            )
         start = bisect_left(self.times, low)
         kept, codes = array("d", self.times[start:]), self.codes[start:]
         if not segments and not kept:

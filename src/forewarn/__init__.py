@@ -17,6 +17,17 @@ def __getattr__(name: str) -> str:
 
 @cache
 def _version() -> str:
+    # An installed wheel's metadata sits beside the package: its Version line is all
+    # ``forewarn --version`` needs, where importlib.metadata doubles the command's start-up.
+    from pathlib import Path
+
+    for metadata in Path(__file__).parent.parent.glob("forewarn-*.dist-info/METADATA"):
+        with metadata.open(encoding="utf-8") as lines:
+            for line in lines:
+                if line.startswith("Version:"):
+                    return line.partition(":")[2].strip()
+                if not line.strip():
+                    break
     from importlib.metadata import PackageNotFoundError, version
 
     try:

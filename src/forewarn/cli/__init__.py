@@ -87,7 +87,8 @@ COMMANDS: dict[str, LazyCommand] = {
     "complete": LazyCommand("forewarn.cli.control:complete", "End a Started EVENT_ID now."),
     "advance": LazyCommand(
         "forewarn.cli.control:advance",
-        "Advance a virtual clock by SECONDS, firing every timer that comes due.",
+        "Advance a virtual clock by SECONDS of its own (90, 90s, 5m, 1h, PT5M), firing every "
+        "timer that comes due.",
     ),
     "topology": LazyCommand(
         "forewarn.cli.control:topology", "Scopes and VMs of the running server."
@@ -117,12 +118,30 @@ COMMANDS: dict[str, LazyCommand] = {
 }
 
 
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``--version`` as click prints it, from the wheel's metadata file (``forewarn.
+    __version__``): click's own option asks importlib.metadata, half this command's time."""
+    if not value or ctx.resilient_parsing:
+        return
+    import forewarn
+
+    click.echo(f"forewarn, version {forewarn.__version__}")
+    ctx.exit()
+
+
 @click.group(
     cls=LazyGroup,
     lazy_commands=COMMANDS,
     context_settings={"auto_envvar_prefix": ENV_PREFIX, "show_default": True},
 )
-@click.version_option(package_name="forewarn", prog_name="forewarn")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_show_version,
+    help="Show the version and exit.",
+)
 @click.option(
     "--control",
     "control_url",

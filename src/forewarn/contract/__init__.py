@@ -5,44 +5,96 @@ model (the client hands it to its users), RFC 1123 dates, per-version rendering,
 parsing and error bodies.
 """
 
-from forewarn.contract.errors import (
-    BAD_VERSION,
-    FORWARDED_NOT_ALLOWED,
-    METADATA_HEADER_MISSING,
-    METHOD_NOT_ALLOWED,
-    MISSING_VERSION,
-    NOT_FOUND,
-    TOO_MANY_REQUESTS,
-    error_body,
-    version_error_body,
-)
-from forewarn.contract.model import (
-    EVENT_KEYS,
-    RESOURCE_TYPE,
-    Document,
-    Event,
-    EventSource,
-    EventStatus,
-    Instance,
-    ResourceType,
-    resource_matches,
-)
-from forewarn.contract.parse import (
-    DocumentFormatError,
-    StartRequestError,
-    parse_document,
-    parse_instance,
-    parse_start_requests,
-)
-from forewarn.contract.render import RenderableEvent, render_document
-from forewarn.contract.timefmt import format_rfc1123, parse_not_before
-from forewarn.contract.versions import (
-    NEWEST_VERSIONS,
-    SUPPORTED_VERSIONS,
-    ApiVersion,
-    EventType,
-    lookup_version,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from forewarn.contract.errors import (
+        BAD_VERSION,
+        FORWARDED_NOT_ALLOWED,
+        METADATA_HEADER_MISSING,
+        METHOD_NOT_ALLOWED,
+        MISSING_VERSION,
+        NOT_FOUND,
+        TOO_MANY_REQUESTS,
+        error_body,
+        version_error_body,
+    )
+    from forewarn.contract.model import (
+        EVENT_KEYS,
+        RESOURCE_TYPE,
+        Document,
+        Event,
+        EventSource,
+        EventStatus,
+        Instance,
+        ResourceType,
+        resource_matches,
+    )
+    from forewarn.contract.parse import (
+        DocumentFormatError,
+        StartRequestError,
+        parse_document,
+        parse_instance,
+        parse_start_requests,
+    )
+    from forewarn.contract.render import RenderableEvent, render_document
+    from forewarn.contract.timefmt import format_rfc1123, parse_not_before
+    from forewarn.contract.versions import (
+        NEWEST_VERSIONS,
+        SUPPORTED_VERSIONS,
+        ApiVersion,
+        EventType,
+        lookup_version,
+    )
+
+#: Where each name lives: a module is imported when one of its names is first asked for,
+#: so ``forewarn --version`` (which needs only ``addresses``) does not load msgspec and
+#: the date parsing, a third of its start-up.
+_LAZY = {
+    "BAD_VERSION": "errors",
+    "FORWARDED_NOT_ALLOWED": "errors",
+    "METADATA_HEADER_MISSING": "errors",
+    "METHOD_NOT_ALLOWED": "errors",
+    "MISSING_VERSION": "errors",
+    "NOT_FOUND": "errors",
+    "TOO_MANY_REQUESTS": "errors",
+    "error_body": "errors",
+    "version_error_body": "errors",
+    "EVENT_KEYS": "model",
+    "RESOURCE_TYPE": "model",
+    "Document": "model",
+    "Event": "model",
+    "EventSource": "model",
+    "EventStatus": "model",
+    "Instance": "model",
+    "ResourceType": "model",
+    "resource_matches": "model",
+    "DocumentFormatError": "parse",
+    "StartRequestError": "parse",
+    "parse_document": "parse",
+    "parse_instance": "parse",
+    "parse_start_requests": "parse",
+    "RenderableEvent": "render",
+    "render_document": "render",
+    "format_rfc1123": "timefmt",
+    "parse_not_before": "timefmt",
+    "NEWEST_VERSIONS": "versions",
+    "SUPPORTED_VERSIONS": "versions",
+    "ApiVersion": "versions",
+    "EventType": "versions",
+    "lookup_version": "versions",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"forewarn.contract.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BAD_VERSION",

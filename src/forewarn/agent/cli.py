@@ -17,7 +17,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from forewarn.agent.config_layers import as_dict, load_config
-from forewarn.agent.config_schema import AgentConfig, ConfigError
+from forewarn.agent.config_schema import AgentConfig, ConfigError, parse_bind
 from forewarn.agent.programs import missing_program
 from forewarn.agent.redact import redact
 from forewarn.agent.state import EventRecord, State, StateError
@@ -194,8 +194,6 @@ def status(config_path: str | None, state_path: str | None, as_json: bool) -> No
         _fail(str(exc))
     ready: str = "unknown (no metrics_bind)"
     if config.metrics_bind:
-        from forewarn.agent.httpserver import parse_bind  # its module is the daemon's listener
-
         host, port = parse_bind(config.metrics_bind)
         ready = _readyz(host, port) or f"not running (no answer on {config.metrics_bind})"
     events: list[dict[str, Any]] = [

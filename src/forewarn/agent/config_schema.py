@@ -37,6 +37,7 @@ __all__ = [
     "WebhookSpec",
     "check",
     "check_value",
+    "parse_bind",
 ]
 
 #: The longest any duration may be: past it a timedelta overflows or a wait never ends.
@@ -46,6 +47,12 @@ Positive = Annotated[float, Meta(gt=0, le=MAX_SECONDS)]
 Minutes = Annotated[float, Meta(ge=0, le=MAX_SECONDS / 60)]
 PollInterval = Annotated[float, Meta(ge=0.05, le=3600)]
 Count = Annotated[int, Meta(ge=0, le=1_000_000)]
+
+
+def parse_bind(bind: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:9465`` for IPv6) -> (host, port): ``metrics_bind``'s parts."""
+    host, _, port = bind.rpartition(":")
+    return host.strip("[]"), int(port)
 
 
 class ConfigError(ValueError):

@@ -13,6 +13,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from forewarn.agent.config_schema import parse_bind
+
 __all__ = ["HealthServer", "parse_bind"]
 
 _REASONS = {
@@ -22,12 +24,6 @@ _REASONS = {
     503: "Service Unavailable",
     400: "Bad Request",
 }
-
-
-def parse_bind(bind: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:9465`` for IPv6) -> (host, port)."""
-    host, _, port = bind.rpartition(":")
-    return host.strip("[]"), int(port)
 
 
 class HealthServer:

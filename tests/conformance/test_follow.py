@@ -121,3 +121,29 @@ def test_approve_on_a_virtual_clock(start_server: Callable[..., ServerProcess]) 
     (event,) = report.data["timeline"]
     assert event["approved"] is not None and event["removed"] is not None
     assert server.control("GET", f"/api/v1/events/{event_id}").status_code == 404
+
+
+def test_a_restart_through_arm_followed_at_time_scale_300(tmp_path: Path) -> None:
+    """As a user would on Azure: ``az vm restart`` (here the unmodified azure-mgmt-compute
+    client against forewarn's ARM listener) while the kit follows on the VM."""
+    from tests.arm.conftest import SUBSCRIPTION, start_arm_server
+
+    fleet = (
+        f"subscription: {SUBSCRIPTION}\ndefault_vm: web-0\n"
+        "scopes:\n  - kind: availability_set\n    name: web\n    vms: 2\n"
+    )
+    arm = start_arm_server(
+        tmp_path, fleet, ("--time-scale", "300", "--rate-limit", "0"), clock="real"
+    )
+    try:
+        kit = Kit(arm.server.imds_url, "--time-scale", "300")
+        kit.expect("no event yet: waiting")
+        arm.compute().virtual_machines.begin_restart("forewarn", "web-0")
+        report = kit.report()
+    finally:
+        arm.server.stop()
+    assert report.verdict("FAIL") == set()
+    assert report.verdict("PASS") >= FOLLOW_RULES - {"P3.approved", "P1.several-ids"}
+    (event,) = report.data["timeline"]
+    assert (event["type"], event["source"]) == ("Reboot", "User")
+    assert event["started"] is not None and event["removed"] is not None

@@ -19,15 +19,20 @@ def __getattr__(name: str) -> str:
 def _version() -> str:
     # An installed wheel's metadata sits beside the package: its Version line is all
     # ``forewarn --version`` needs, where importlib.metadata doubles the command's start-up.
-    from pathlib import Path
+    import os
 
-    for metadata in Path(__file__).parent.parent.glob("forewarn-*.dist-info/METADATA"):
-        with metadata.open(encoding="utf-8") as lines:
-            for line in lines:
-                if line.startswith("Version:"):
-                    return line.partition(":")[2].strip()
-                if not line.strip():
-                    break
+    site = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for entry in sorted(os.listdir(site)):
+        metadata = os.path.join(site, entry, "METADATA")
+        if not (entry.startswith("forewarn-") and entry.endswith(".dist-info")):
+            continue
+        if os.path.isfile(metadata):
+            with open(metadata, encoding="utf-8") as lines:
+                for line in lines:
+                    if line.startswith("Version:"):
+                        return line.partition(":")[2].strip()
+                    if not line.strip():
+                        break
     from importlib.metadata import PackageNotFoundError, version
 
     try:

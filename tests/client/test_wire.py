@@ -170,3 +170,29 @@ def test_the_async_client_and_the_agent_load_no_httpx() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+async def test_without_an_etag_the_same_bytes_are_no_news_and_new_bytes_are() -> None:
+    event = {"EventId": "5f1c1a1e-0000-4000-8000-000000000000", "EventStatus": "Scheduled",
+             "EventType": "Reboot", "ResourceType": "VirtualMachine", "Resources": ["web-0"],
+             "NotBefore": "Mon, 19 Sep 2033 18:29:47 GMT", "Description": "",
+             "EventSource": "Platform", "DurationInSeconds": -1}  # fmt: skip
+    changed = json.dumps({"DocumentIncarnation": 4, "Events": [event]}).encode()
+    bodies = [DOCUMENT, DOCUMENT, changed]
+
+    def plain(request: bytes) -> bytes:  # no ETag: a whole document every time
+        body = bodies.pop(0) if len(bodies) > 1 else bodies[0]
+        return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+    async with endpoint(plain) as (served, url), client(url) as c:
+        recorded: list[bytes] = []
+        changes = c.watch(0, on_document=lambda document, body: recorded.append(body))
+        first = await anext(changes)
+        second = await anext(changes)  # the same bytes were skipped; these are new
+        await changes.aclose()
+    assert first.document.incarnation == 3
+    assert second.document.incarnation == 4 and second.previous is not None
+    assert [e.event_id for e in second.added] == [event["EventId"]]
+    assert second.previous.incarnation == 3
+    assert len(served.requests) == 3 and recorded == [DOCUMENT, DOCUMENT, changed]
+    assert not any(b"If-None-Match" in r for r in served.requests)

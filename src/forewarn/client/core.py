@@ -337,6 +337,9 @@ class Watch:
         self.previous = since
         self.first = since is None
         self.on_document = on_document
+        #: The last 200's body: the same bytes again are the same document, unparsed (an
+        #: endpoint that sends no ETag answers every poll with the whole document).
+        self._body: bytes | None = None
 
     def request(self, settings: Settings) -> RequestSpec:
         """The next poll's request."""
@@ -344,7 +347,13 @@ class Watch:
 
     def take(self, answer: Answer) -> DocumentChange | None:
         """The change this answer brings (None when nothing changed after the first)."""
-        document, change = watch_step(self.previous, answer)
+        previous = self.previous
+        if answer.status == 200 and previous is not None and answer.body == self._body:
+            document, change = previous, DocumentChange(document=previous, previous=previous)
+        else:
+            document, change = watch_step(previous, answer)
+            if answer.status == 200:
+                self._body = answer.body
         if self.on_document is not None and answer.status == 200:
             self.on_document(document, answer.body)
         news = change if self.first or change else None

@@ -11,13 +11,11 @@ is ``vmss00000d``), the host name AKS takes its node names from.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from forewarn.fleet.errors import UnknownName
-
-if TYPE_CHECKING:
-    from forewarn.fleet.topology import VM, Topology
 
 __all__ = [
     "DEFAULT_RESOURCE_GROUP",
@@ -43,6 +41,32 @@ def computer_name(scale_set: str, instance: int) -> str:
     return f"{scale_set}{digits.rjust(6, '0')}"
 
 
+class _VM(Protocol):
+    """What naming a VM needs of it (``topology.VM``; no import: the topology holds us)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def scope_id(self) -> str: ...
+    @property
+    def scale_set(self) -> str: ...
+
+
+class _Scope(Protocol):
+    @property
+    def vm_names(self) -> tuple[str, ...]: ...
+
+
+class _Fleet(Protocol):
+    """What naming needs of the fleet (``topology.Topology``)."""
+
+    @property
+    def scopes(self) -> Mapping[str, _Scope]: ...
+    @property
+    def vms(self) -> Mapping[str, _VM]: ...
+    def vm(self, name: str) -> _VM: ...
+
+
 @dataclass(frozen=True, slots=True)
 class VmIdentity:
     """What Azure calls one VM: where it lives in ARM and what its OS calls itself."""
@@ -64,7 +88,7 @@ class AzureNames:
     The per-VM index is built on first use (a 100,000-VM fleet starts without it).
     """
 
-    topology: Topology
+    topology: _Fleet
     subscription: str = DEFAULT_SUBSCRIPTION
     resource_group: str = DEFAULT_RESOURCE_GROUP
     tags: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
@@ -116,7 +140,7 @@ class AzureNames:
             f"/virtualMachines/{owner[1]}"
         )
 
-    def identity(self, vm: VM) -> VmIdentity:
+    def identity(self, vm: _VM) -> VmIdentity:
         """Everything Azure calls ``vm``."""
         owner = self.instance_of(vm.name)
         return VmIdentity(

@@ -337,8 +337,9 @@ class Watch:
         self.previous = since
         self.first = since is None
         self.on_document = on_document
-        #: The last 200's body: the same bytes again are the same document, unparsed (an
-        #: endpoint that sends no ETag answers every poll with the whole document).
+        #: The last 200's body when it came with no ETag (such an endpoint answers every
+        #: poll with the whole document): the same bytes again are the same document,
+        #: unparsed. With an ETag, a 304 says so and the bytes are not kept.
         self._body: bytes | None = None
 
     def request(self, settings: Settings) -> RequestSpec:
@@ -348,12 +349,13 @@ class Watch:
     def take(self, answer: Answer) -> DocumentChange | None:
         """The change this answer brings (None when nothing changed after the first)."""
         previous = self.previous
-        if answer.status == 200 and previous is not None and answer.body == self._body:
+        same = self._body is not None and answer.status == 200 and answer.body == self._body
+        if same and previous is not None:
             document, change = previous, DocumentChange(document=previous, previous=previous)
         else:
             document, change = watch_step(previous, answer)
             if answer.status == 200:
-                self._body = answer.body
+                self._body = None if "etag" in answer.headers else answer.body
         if self.on_document is not None and answer.status == 200:
             self.on_document(document, answer.body)
         news = change if self.first or change else None

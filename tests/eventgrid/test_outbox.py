@@ -154,6 +154,9 @@ def test_every_state_change_reaches_the_webhook_across_four_sigkills(tmp_path: P
             # third event, made through ARM
             grid.action(second, "cancel")
             grid.arm.advance(3600)
+            # the kill must come with the third event's notice, not a late one of these
+            # (on a loaded machine they may still be on their way)
+            wait_until(lambda: _changes(grid) <= _received(steady), 30, "step 3's notices")
             steady.before_answer = KillOnce(grid)
             with contextlib.suppress(ServiceResponseError):  # killed before ARM answered
                 grid.arm.compute().virtual_machines.begin_restart(GROUP, "pub", polling=False)

@@ -13,6 +13,7 @@ from urllib.parse import urlencode, urlsplit
 
 from forewarn.client.core import Answer, RequestSpec, Settings, Transient, transient
 from forewarn.client.errors import EndpointTimeout, EndpointUnreachable
+from forewarn.client.origin import http_origin
 
 __all__ = ["SyncWire"]
 
@@ -23,12 +24,7 @@ class SyncWire:
     """Requests to one endpoint on one kept-alive ``http.client`` connection."""
 
     def __init__(self, base: str, local_address: str | None = None) -> None:
-        parts = urlsplit(base)
-        if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"the lean client speaks http:// only, not {base!r}")
-        self.host = parts.hostname
-        self.port = parts.port or 80
-        self.authority = parts.netloc
+        self.host, self.port, self.authority = http_origin(base)
         self.local_address = local_address
         self._connection: http.client.HTTPConnection | None = None
 

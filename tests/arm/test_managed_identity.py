@@ -7,6 +7,7 @@ through ARM is attributed to that VM."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import jwt
@@ -116,7 +117,52 @@ def test_managed_identity_credential_reaches_arm_and_acknowledges_as_its_vm(
     assert (approved["approved_by"], approved["approved_via"]) == ("jump", "arm")
     entries = [h for h in arm.history() if h["kind"] == "event.approved"]
     assert entries and entries[-1]["detail"].get("by", "jump") == "jump"
+    [entry] = [e for e in entries if e["event_id"] == event["EventId"]]
+    assert (entry["detail"]["by"], entry["detail"]["via"]) == ("jump", "arm")
+    # the rehearsal's verdict (JSON and the HTML report) says who approved, and how
+    verdict = arm.server.control("GET", "/api/v1/reactions")
+    assert verdict.status_code == 200, verdict.text
+    assert "approved by jump via arm" in verdict.text
+    assert "approved by jump via arm" in arm.server.control("GET", "/api/v1/report").text
     arm.advance(30 * 60)
+
+
+def test_a_token_and_its_acknowledge_outlast_a_sigkill(tmp_path: Path) -> None:
+    """A token minted before a SIGKILL is still accepted after the restart (every process
+    of the fleet derives the same key), and an acknowledge answered 200 is kept."""
+    (tmp_path / "one").mkdir()
+    first = start_arm_server(tmp_path / "one", FLEET, extra=("--arm-token", "op"))
+    with first.https() as client:
+        client.post(
+            f"/subscriptions/{SUB}/resourceGroups/{GROUP}/providers/Microsoft.Compute/"
+            "virtualMachines/web-0/restart?api-version=2024-07-01",
+            headers={"Authorization": "Bearer op"},
+        ).raise_for_status()
+    _, body = token_request(first, "web-0", api_version="2018-02-01", resource=ARM)
+    [event] = first.events("web-0")
+    with first.https() as client:
+        r = client.post(
+            f"/subscriptions/{SUB}/resourceGroups/{GROUP}/providers/Microsoft.Compute/"
+            f"virtualMachines/web-0/providers/Microsoft.Maintenance/scheduledevents/"
+            f"{event['id']}/acknowledge?api-version=2025-11-01",
+            headers={"Authorization": f"Bearer {body['access_token']}"},
+        )
+    assert r.status_code == 200, r.text
+    first.server.kill()
+    again = start_arm_server(tmp_path / "one", FLEET, extra=("--arm-token", "op"))
+    try:
+        [kept] = again.events("web-0")
+        assert (kept["status"], kept["approved_by"], kept["approved_via"]) == (
+            "Started", "web-0", "arm",
+        )  # fmt: skip
+        with again.https() as client:
+            r = client.get(
+                f"/subscriptions/{SUB}/resourceGroups/{GROUP}?api-version=2022-09-01",
+                headers={"Authorization": f"Bearer {body['access_token']}"},
+            )
+        assert r.status_code == 200, r.text
+    finally:
+        again.server.stop()
 
 
 def test_a_token_signed_for_another_fleet_is_refused(tmp_path_factory: pytest.TempPathFactory,

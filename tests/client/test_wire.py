@@ -1,7 +1,8 @@
-"""The async client's own HTTP/1.1 (``forewarn.client.wire``) against servers on real
-sockets that answer as endpoints and proxies do: one kept-alive connection for a watch,
-a 304 that keeps the document, chunks, a connection the server closed while idle,
-garbage, silence; and the agent's client never imports httpx."""
+"""The clients' own HTTP/1.1 (the async ``forewarn.client.wire``, the blocking
+``syncwire``) against servers on real sockets that answer as endpoints and proxies do:
+one kept-alive connection for a watch, a 304 that keeps the document, chunks, a
+connection the server closed while idle, ``Connection: close`` and HTTP/1.0 bodies to the
+close, garbage, silence; and the agent's client never imports httpx."""
 
 from __future__ import annotations
 
@@ -11,10 +12,19 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Any
 
 import pytest
 
-from forewarn.client import AsyncScheduledEventsClient, EndpointTimeout, EndpointUnreachable
+from forewarn.client import (
+    AsyncScheduledEventsClient,
+    Document,
+    DocumentChange,
+    EndpointTimeout,
+    EndpointUnreachable,
+    ScheduledEventsClient,
+)
 
 DOCUMENT = json.dumps({"DocumentIncarnation": 3, "Events": []}).encode()
 
@@ -82,31 +92,70 @@ def client(url: str, **options: object) -> AsyncScheduledEventsClient:
     return AsyncScheduledEventsClient(url, max_retries=0, **options)  # type: ignore[arg-type]
 
 
-async def test_a_watch_polls_on_one_connection_and_a_304_keeps_the_document() -> None:
+class Blocking:
+    """The blocking twin (``syncwire``) behind the async twin's calls: each call runs on a
+    thread, so the endpoint's event loop keeps serving meanwhile."""
+
+    def __init__(self, url: str, **options: Any) -> None:
+        self._client = ScheduledEventsClient(url, max_retries=0, **options)
+
+    async def get(self) -> Document:
+        return await asyncio.to_thread(self._client.get)
+
+    async def poll(self, previous: Document | None = None) -> DocumentChange:
+        return await asyncio.to_thread(self._client.poll, previous)
+
+    async def __aenter__(self) -> Blocking:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._client.close()
+
+
+#: Each twin's client of ``url``: the async one (the agent's) and the blocking one (the VM
+#: commands'), each with its own HTTP/1.1.
+TWINS = {"async": client, "blocking": Blocking}
+
+
+@pytest.fixture(params=sorted(TWINS))
+def twin(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    return TWINS[request.param]
+
+
+async def test_a_watch_polls_on_one_connection_and_a_304_keeps_the_document(
+    twin: Callable[..., Any],
+) -> None:
     async with endpoint(conditional) as (served, url):
         seen: list[int | None] = []
-        async with client(url, observer=seen.append) as c:
+        options = {"observer": seen.append} if twin is client else {}
+        async with twin(url, **options) as c:
             first = await c.get()
             unchanged = await c.poll(first)
             again = await c.poll(first)
     assert first.incarnation == 3 and first.etag is not None
     assert not unchanged and not again  # nothing changed
-    assert seen == [200, 304, 304]
+    if twin is client:
+        assert seen == [200, 304, 304]
     assert served.connections == 1
     assert [b'If-None-Match: "3"' in r for r in served.requests] == [False, True, True]
     assert all(r.startswith(b"GET /metadata/scheduledevents?api-version=") for r in served.requests)
 
 
-async def test_a_chunked_document_is_read_whole() -> None:
+async def test_a_chunked_document_is_read_whole(twin: Callable[..., Any]) -> None:
     chunks = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in (DOCUMENT[:7], DOCUMENT[7:]))
     answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n"
-    async with endpoint(lambda _: answer) as (_, url), client(url) as c:
+    async with endpoint(lambda _: answer) as (served, url), twin(url) as c:
         assert (await c.get()).incarnation == 3
         assert (await c.get()).incarnation == 3  # the connection is usable after it
+    assert served.connections == 1
 
 
-async def test_a_connection_the_server_closed_while_idle_is_replaced() -> None:
-    async with endpoint(conditional) as (served, url), client(url) as c:
+async def test_a_connection_the_server_closed_while_idle_is_replaced(
+    twin: Callable[..., Any],
+) -> None:
+    async with endpoint(conditional) as (served, url), twin(url) as c:
         await c.get()
         for writer in served.writers:  # the server's keep-alive time-out
             writer.close()
@@ -115,15 +164,19 @@ async def test_a_connection_the_server_closed_while_idle_is_replaced() -> None:
     assert served.connections == 2
 
 
-async def test_connection_close_and_a_body_to_the_close_are_understood() -> None:
+async def test_connection_close_and_a_body_to_the_close_are_understood(
+    twin: Callable[..., Any],
+) -> None:
     closing = ok(DOCUMENT, "Connection: close")
-    async with endpoint(lambda _: closing) as (served, url), client(url) as c:
+    async with endpoint(lambda _: closing) as (served, url), twin(url) as c:
         assert (await c.get()).incarnation == 3
         assert (await c.get()).incarnation == 3
     assert served.connections == 2
     unframed = b"HTTP/1.0 200 OK\r\n\r\n" + DOCUMENT
-    async with endpoint(lambda _: unframed) as (_, url), client(url) as c:
+    async with endpoint(lambda _: unframed) as (served, url), twin(url) as c:
         assert (await c.get()).incarnation == 3
+        assert (await c.get()).incarnation == 3
+    assert served.connections == 2
 
 
 @pytest.mark.parametrize(
@@ -135,20 +188,24 @@ async def test_connection_close_and_a_body_to_the_close_are_understood() -> None
     ],
     ids=["not-http", "closed", "short-body"],
 )
-async def test_a_broken_answer_is_an_unreachable_endpoint(answer: bytes | None) -> None:
+async def test_a_broken_answer_is_an_unreachable_endpoint(
+    answer: bytes | None, twin: Callable[..., Any]
+) -> None:
     def once(_: bytes) -> bytes | None:
         return answer
 
     async with endpoint(once) as (_, url):
         seen: list[int | None] = []
-        async with client(url, observer=seen.append) as c:
+        options = {"observer": seen.append} if twin is client else {}
+        async with twin(url, **options) as c:
             with pytest.raises(EndpointUnreachable) as caught:
                 await c.get()
     assert "/metadata/scheduledevents" in caught.value.url
-    assert seen == [None]
+    if twin is client:
+        assert seen == [None]
 
 
-async def test_silence_is_a_timeout() -> None:
+async def test_silence_is_a_timeout(twin: Callable[..., Any]) -> None:
     async def never(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read(1)
         await asyncio.sleep(30)
@@ -156,7 +213,7 @@ async def test_silence_is_a_timeout() -> None:
     server = await asyncio.start_server(never, "127.0.0.1", 0)
     url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
     try:
-        async with client(url, timeout=0.2, first_call_timeout=0.2) as c:
+        async with twin(url, timeout=0.2, first_call_timeout=0.2) as c:
             with pytest.raises(EndpointTimeout):
                 await c.get()
     finally:

@@ -12,11 +12,15 @@ from hypothesis import strategies as st
 
 from forewarn.arm.resourcegraph import QueryError, answer_query
 from forewarn.eventgrid import Notice
+from tests.arm.conftest import SUBSCRIPTION
 from tests.eventgrid.conftest import GridServer
 
 GRAPH = "/providers/Microsoft.ResourceGraph/resources"
 AUTH = {"Authorization": "Bearer x"}
 BIG = "9" * 5000
+SUBSCRIPTION_PUT = (
+    f"/subscriptions/{SUBSCRIPTION}/providers/Microsoft.EventGrid/eventSubscriptions/big"
+)
 TABLE = "maintenanceresources"
 
 
@@ -115,12 +119,20 @@ def test_numbers_too_big_and_overflowing_conversions_are_400s_or_nulls_on_a_real
 
 
 def test_a_body_with_a_number_of_5000_digits_is_a_400_on_a_real_server(grid: GridServer) -> None:
+    """On Resource Graph's route and on an event subscription's PUT (which is not made)."""
     body = b'{"query": "maintenanceresources", "options": {"$top": %s}}' % BIG.encode()
     with grid.arm.https() as http:
         r = http.post(GRAPH, params={"api-version": "2021-03-01"}, content=body,
                       headers={**AUTH, "content-type": "application/json"})  # fmt: skip
-    assert r.status_code == 400, r.text[:300]
-    assert r.json()["error"]["code"] == "InvalidRequestContent"
+        assert r.status_code == 400, r.text[:300]
+        assert r.json()["error"]["code"] == "InvalidRequestContent"
+        put = http.put(SUBSCRIPTION_PUT, params={"api-version": "2025-04-01"},
+                       content=b'{"properties": {"eventDeliverySchema": %s}}' % BIG.encode(),
+                       headers={**AUTH, "content-type": "application/json"})  # fmt: skip
+        assert put.status_code == 400, put.text[:300]
+        assert put.json()["error"]["code"] == "InvalidRequestContent"
+        assert http.get(SUBSCRIPTION_PUT, params={"api-version": "2025-04-01"},
+                        headers=AUTH).status_code == 404  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,6 @@ longest idle, and a VM's kept-alive connection last.
 from __future__ import annotations
 
 import asyncio
-import select
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.imds.rawhttp import Client, Served, get, serve, served
+from tests.support.crowd import Crowd
 from tests.support.serverproc import ServerProcess
 
 __all__ = ["serve", "served"]  # fixtures shared from rawhttp
@@ -28,58 +26,6 @@ __all__ = ["serve", "served"]  # fixtures shared from rawhttp
 OPEN_FILES = 128
 ATTACKERS = 200
 WEB1 = "127.1.0.2"
-
-
-def attacker_address(i: int) -> str:
-    """One of 200 loopback addresses no VM of the demo fleet has."""
-    return f"127.9.{i // 250}.{i % 250 + 1}"
-
-
-class SlowClients:
-    """One connection per address that sends ``G`` and nothing more; a connection the
-    server closes is opened again at once (an attacker repeats)."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.sockets: dict[int, socket.socket] = {}
-        self.reopened = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._keep_open, daemon=True)
-
-    def _open(self, i: int) -> None:
-        sock = socket.socket()
-        sock.settimeout(2)
-        try:
-            sock.bind((attacker_address(i), 0))
-            sock.connect(("127.0.0.1", self.port))
-            sock.send(b"G")
-        except OSError:
-            sock.close()
-            return
-        self.sockets[i] = sock
-
-    def start(self) -> None:
-        for i in range(ATTACKERS):
-            self._open(i)
-        self._thread.start()
-
-    def _keep_open(self) -> None:
-        while not self._stop.wait(0.05):
-            by_fd = {s.fileno(): i for i, s in self.sockets.items()}
-            closed, _, _ = select.select(list(by_fd), [], [], 0)
-            for fd in closed:  # readable: the server closed it (or answered 408)
-                i = by_fd[fd]
-                self.sockets.pop(i).close()
-                self._open(i)
-                self.reopened += 1
-            for i in set(range(ATTACKERS)) - set(self.sockets):
-                self._open(i)  # refused outright before: try again
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        for sock in self.sockets.values():
-            sock.close()
 
 
 @pytest.fixture
@@ -94,8 +40,7 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
 def test_200_slow_connections_from_200_addresses_leave_room_for_a_vm(
     server: ServerProcess,
 ) -> None:
-    attack = SlowClients(server.imds_port)
-    attack.start()
+    attack = Crowd(server.imds_port, 9, ATTACKERS, first=b"G", reconnect=True).start()
     try:
         time.sleep(0.5)  # the server has taken in what it will of the 200
         held = len(attack.sockets)
@@ -110,7 +55,7 @@ def test_200_slow_connections_from_200_addresses_leave_room_for_a_vm(
     assert answers == [200] * 5  # not one refused (before: every one for about 10 s)
     assert took < 8.0, took  # 5 polls and 1 s of pauses; generous for a loaded machine
     assert held >= OPEN_FILES // 2  # the attack did hold most descriptors
-    assert attack.reopened > 0  # room was made by closing slow connections
+    assert attack.closed > 0  # room was made by closing slow connections
     assert any("file descriptors run short" in line for line in server.banner)
 
 

@@ -15,7 +15,6 @@ import re
 import select
 import socket
 import ssl
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,61 +23,12 @@ import httpx
 import pytest
 
 from forewarn.admission import Budget, Pool
+from tests.support.crowd import Crowd
 from tests.support.serverproc import ServerProcess, free_port
 
 OPEN_FILES = 256
 CROWD = 300
 WEB1 = "127.1.0.2"  # a VM of the demo fleet
-
-
-class Crowd:
-    """``CROWD`` connections to ``port``, one per address of ``net`` (127.N.x.y), that say
-    nothing; with ``reconnect``, one the server closes is opened again at once (an
-    attacker repeats)."""
-
-    def __init__(self, port: int, net: int) -> None:
-        self.port = port
-        self.net = net
-        self.reconnect = False
-        self.sockets: dict[int, socket.socket] = {}
-        self.closed = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._keep_open, daemon=True)
-
-    def _open(self, i: int) -> None:
-        sock = socket.socket()
-        sock.settimeout(2)
-        try:
-            sock.bind((f"127.{self.net}.{i // 250}.{i % 250 + 1}", 0))
-            sock.connect(("127.0.0.1", self.port))
-        except OSError:
-            sock.close()
-            return
-        self.sockets[i] = sock
-
-    def start(self) -> Crowd:
-        for i in range(CROWD):
-            self._open(i)
-        self._thread.start()
-        return self
-
-    def _keep_open(self) -> None:
-        while not self._stop.wait(0.05):
-            by_fd = {s.fileno(): i for i, s in self.sockets.items()}
-            readable, _, _ = select.select(list(by_fd), [], [], 0)
-            for fd in readable:  # the server closed it
-                i = by_fd[fd]
-                self.sockets.pop(i).close()
-                self.closed += 1
-            if self.reconnect:
-                for i in set(range(CROWD)) - set(self.sockets):
-                    self._open(i)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        for sock in self.sockets.values():
-            sock.close()
 
 
 class ArmProcess(ServerProcess):
@@ -159,7 +109,10 @@ def healthz(server: ServerProcess) -> int | str:
 def test_300_idle_connections_to_arm_and_to_the_control_api_leave_the_vms_served(
     server: ArmProcess,
 ) -> None:
-    crowds = [Crowd(server.arm_port, 9).start(), Crowd(server.control_port, 10).start()]
+    crowds = [
+        Crowd(server.arm_port, 9, CROWD).start(),
+        Crowd(server.control_port, 10, CROWD).start(),
+    ]
     try:
         time.sleep(1.0)  # the server has taken in what it will of the 600
         idle = vm_polls(server), healthz(server), server.arm_get()

@@ -222,6 +222,11 @@ def test_history_is_append_only_ordered_and_filterable(open_store: Callable[[], 
     by_op = fabric.history(operation_id=second.id)
     assert by_op and all(h.operation_id == second.id for h in by_op)
     assert fabric.history(event_id=event_id, operation_id=second.id) == []
+    started = [h for h in entries if h.kind == "event.started"]
+    assert len(started) >= 2 and fabric.history(kind="event.started") == started
+    assert fabric.history(kind="event.started", after=started[0].seq) == started[1:]
+    approved = [h for h in entries if h.kind == "event.approved" and h.event_id == event_id]
+    assert approved and fabric.history(kind="event.approved", event_id=event_id) == approved
     assert fabric.history(newest=True, limit=2) == entries[-2:]
     page, after = [], 0
     while chunk := fabric.history(after=after, limit=3):

@@ -21,6 +21,7 @@ from forewarn.fabric.journal import Commit, InlineJournal, Journal, SettleCallba
 from forewarn.fabric.planner import OperationRequest
 from forewarn.fabric.ports import FabricObserver, Owing, Store
 from forewarn.fabric.records import (
+    RESET_KIND,
     Changes,
     EventRecord,
     HistoryEntry,
@@ -36,6 +37,7 @@ from forewarn.fabric.scope_view import ScopeView
 
 __all__ = [
     "CATALOGUE",
+    "RESET_KIND",
     "Changes",
     "Clock",
     "ClockError",

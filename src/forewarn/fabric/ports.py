@@ -37,10 +37,11 @@ class Store(Protocol):
         limit: int = 1000,
         event_id: str | None = None,
         operation_id: str | None = None,
+        kind: str | None = None,
         newest: bool = False,
     ) -> list[HistoryEntry]:
-        """History entries with ``seq > after``, oldest first; ``newest``: the last
-        ``limit`` of them (still oldest first)."""
+        """History entries with ``seq > after`` (of one event, operation or ``kind``),
+        oldest first; ``newest``: the last ``limit`` of them (still oldest first)."""
         ...
 
     def stored_fleet(self) -> dict[str, Any] | None:

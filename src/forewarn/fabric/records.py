@@ -15,6 +15,7 @@ from forewarn.contract import EventSource, EventStatus, EventType, RenderableEve
 from forewarn.fleet.topology import ScopePolicy
 
 __all__ = [
+    "RESET_KIND",
     "Changes",
     "EventRecord",
     "HistoryEntry",
@@ -123,6 +124,10 @@ class ScopeState(msgspec.Struct, frozen=True, kw_only=True):
     incarnation: int = 1
     last_request_at: float | None = None
     policy: ScopePolicy | None = None
+
+
+#: The history kind of a fleet reset (``Fabric.reset``): where the next drill begins.
+RESET_KIND = "fleet.reset"
 
 
 class HistoryEntry(msgspec.Struct, frozen=True, kw_only=True):

@@ -22,6 +22,7 @@ from forewarn.fabric.errors import Conflict, EventNotVisible, InvalidOperation
 from forewarn.fabric.lifecycle import EventPhase, Step, next_event_phase, next_operation_state
 from forewarn.fabric.planner import OperationRequest, Plan, group_key, plan_request
 from forewarn.fabric.records import (
+    RESET_KIND,
     Changes,
     EventRecord,
     OperationRecord,
@@ -496,7 +497,7 @@ def reset_fleet(tx: Tx) -> dict[str, Any]:
         "rollouts": len(state.rollouts),
         "restored_vms": sorted(state.deleted),
     }
-    tx.log("fleet.reset", detail=detail)
+    tx.log(RESET_KIND, detail=detail)
     return detail
 
 

@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from forewarn.contract import ApiVersion, EventStatus
 from forewarn.fabric import (
+    RESET_KIND,
     Changes,
     Clock,
     EventRecord,
@@ -62,7 +63,6 @@ __all__ = [
     "DELIVERY_KIND",
     "FLUSH_SECONDS",
     "POLL_PERSIST_SECONDS",
-    "RESET_KIND",
     "Batch",
     "ReactionTracker",
     "track_reactions",
@@ -79,8 +79,6 @@ POLL_PERSIST_SECONDS = 5.0
 #: The history kind of one Event Grid delivery attempt's outcome (the hub writes them):
 #: what a central controller was told, and when.
 DELIVERY_KIND = "eventgrid.delivery"
-#: The history kind of a fleet reset: the next drill begins.
-RESET_KIND = "fleet.reset"
 
 
 def track_reactions(

@@ -80,10 +80,12 @@ class SqlStore(ABC):
         limit: int = 1000,
         event_id: str | None = None,
         operation_id: str | None = None,
+        kind: str | None = None,
         newest: bool = False,
     ) -> list[HistoryEntry]:
-        """History entries after ``seq``, oldest first, optionally for one event/operation;
-        with ``newest``, the last ``limit`` such entries."""
+        """History entries after ``seq``, oldest first, optionally for one event, operation
+        or ``kind`` (filtered here, not by the caller); with ``newest``, the last ``limit``
+        such entries."""
         m = mark(self.dialect)
         sql = f"SELECT {_HISTORY_COLUMNS} FROM history WHERE seq > {m}"
         args: list[Any] = [after]
@@ -93,6 +95,9 @@ class SqlStore(ABC):
         if operation_id is not None:
             sql += f" AND operation_id = {m}"
             args.append(operation_id)
+        if kind is not None:
+            sql += f" AND kind = {m}"
+            args.append(kind)
         sql += f" ORDER BY seq DESC LIMIT {m}" if newest else f" ORDER BY seq LIMIT {m}"
         args.append(limit)
         entries = [

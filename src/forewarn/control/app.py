@@ -19,7 +19,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -34,6 +34,7 @@ from forewarn.control.json_views import (
     ended_out,
     event_out,
     http_error,
+    hung_up,
     json_error,
     operation_out,
     shorten,
@@ -290,7 +291,11 @@ class ControlApp:
         self.asgi = Starlette(
             routes=routes,
             middleware=[Middleware(Compression), Middleware(BodyLimit), guard, *middleware],
-            exception_handlers={HTTPException: http_error, Exception: crash},
+            exception_handlers={
+                HTTPException: http_error,
+                ClientDisconnect: hung_up,
+                Exception: crash,
+            },
         )
 
     def close(self) -> None:

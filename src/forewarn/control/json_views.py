@@ -17,6 +17,7 @@ __all__ = [
     "ended_out",
     "event_out",
     "http_error",
+    "hung_up",
     "json_error",
     "operation_out",
     "shorten",
@@ -106,6 +107,13 @@ async def http_error(request: Request, exc: Exception) -> Response:
         headers=headers,
         media_type="application/json",
     )
+
+
+async def hung_up(request: Request, exc: Exception) -> Response:
+    """A client that hung up in the middle of its request is a normal event, not a crash
+    (no traceback in the log); nobody is left to read the answer."""
+    del request, exc
+    return Response(status_code=499)
 
 
 async def crash(request: Request, exc: Exception) -> Response:

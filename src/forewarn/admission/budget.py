@@ -2,27 +2,25 @@
 
 Every connection of every listener takes a descriptor from the same table: without shares,
 300 idle connections to the ARM port took all 256 and the VMs were refused. So the limit is
-split three ways. ``headroom`` is kept for the rest of the process (the database, logs,
-pipes, a PostgreSQL pool); the API listeners (control API and ARM together) may hold
-``api_connections``, counted (``pool.py``); the metadata endpoint has the rest: it sheds its
-own connections once a new one's descriptor reaches ``endpoint_threshold``
-(``imds/shedding.py``), which lies below the other two shares. No API client can take the
-endpoint's share, and the endpoint never takes the API's.
+split three ways. The headroom the metadata endpoint has always kept for the rest of the
+process (the database, logs, pipes, a PostgreSQL pool: ``imds/shedding.py``) stays; the API
+listeners (control API and ARM together) may hold ``api_connections``, counted
+(``pool.py``); the metadata endpoint has the rest: it sheds its own connections once a new
+one's descriptor reaches ``endpoint_threshold``, which lies below the other two shares. No
+API client can take the endpoint's share, and the endpoint never takes the API's.
 """
 
 from __future__ import annotations
 
-import resource
 import sys
 from dataclasses import dataclass
 
-__all__ = ["API_SHARE", "HEADROOM_SHARE", "MIN_SHARE", "Budget"]
+from forewarn.imds.shedding import MIN_HEADROOM, fd_threshold, headroom, soft_open_files
 
-#: The rest of the process keeps an eighth of the limit, the API listeners another eighth;
-#: each at least ``MIN_SHARE`` descriptors.
-HEADROOM_SHARE = 8
+__all__ = ["API_SHARE", "Budget"]
+
+#: The API listeners may hold an eighth of the limit, at least ``MIN_HEADROOM`` connections.
 API_SHARE = 8
-MIN_SHARE = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,28 +32,24 @@ class Budget:
     @classmethod
     def of_process(cls) -> Budget:
         """The shares of the soft RLIMIT_NOFILE in force now."""
-        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft == resource.RLIM_INFINITY or soft >= sys.maxsize:
-            return cls(None)
-        return cls(soft)
+        return cls(soft_open_files())
 
     @property
     def headroom(self) -> int:
         """Descriptors kept for what is not a connection."""
-        if self.limit is None:
-            return 0
-        return max(MIN_SHARE, self.limit // HEADROOM_SHARE)
+        return 0 if self.limit is None else headroom(self.limit)
 
     @property
     def api_connections(self) -> int:
         """Connections the control API and ARM may hold together."""
         if self.limit is None:
             return sys.maxsize
-        return max(MIN_SHARE, self.limit // API_SHARE)
+        return max(MIN_HEADROOM, self.limit // API_SHARE)
 
     @property
     def endpoint_threshold(self) -> int:
-        """The first descriptor number at which the metadata endpoint sheds connections."""
+        """The first descriptor number at which the metadata endpoint sheds connections:
+        its own threshold (``fd_threshold``), lowered by the API listeners' share."""
         if self.limit is None:
             return sys.maxsize
-        return max(1, self.limit - self.headroom - self.api_connections)
+        return max(1, fd_threshold(self.limit) - self.api_connections)

@@ -11,11 +11,12 @@ Only when every connection in the way is busy is the newcomer closed.
 
 from __future__ import annotations
 
-import heapq
 import logging
 import math
 from collections.abc import Iterable
 from typing import Protocol
+
+from forewarn.imds.shedding import Ranked, lowest_ranked
 
 __all__ = ["DEFAULT_PER_ADDRESS", "LOG_INTERVAL", "Member", "Pool"]
 
@@ -27,14 +28,10 @@ LOG_INTERVAL = 60.0
 MAX_BATCH = 64
 
 
-class Member(Protocol):
-    """A connection of the pool."""
+class Member(Ranked, Protocol):
+    """A connection of the pool (ranked as the endpoint's are: ``imds/shedding.py``)."""
 
     address: str | None
-
-    def shed_rank(self) -> tuple[int, float] | None:
-        """Lowest is closed first; None: never (a request is being handled, or closing)."""
-        ...
 
     def shed(self) -> None:
         """Close now, to make room; leaves the pool at once."""
@@ -87,13 +84,8 @@ class Pool:
                 del self._by_address[member.address]
 
     def _shed(self, among: Iterable[Member], newcomer: Member, count: int) -> int:
-        ranked = (
-            (rank, i, member)
-            for i, member in enumerate(among)
-            if member is not newcomer and (rank := member.shed_rank()) is not None
-        )
-        victims = heapq.nsmallest(count, ranked, key=lambda entry: (entry[0], entry[1]))
-        for _, _, member in victims:
+        victims = lowest_ranked(among, newcomer, count)
+        for member in victims:
             member.shed()
             self.release(member)
         self.shed_count += len(victims)

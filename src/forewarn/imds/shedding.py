@@ -20,10 +20,20 @@ import logging
 import math
 import resource
 import sys
-from collections.abc import Set
-from typing import Protocol
+from collections.abc import Iterable, Set
+from typing import Protocol, TypeVar
 
-__all__ = ["HEADROOM_SHARE", "MIN_HEADROOM", "Room", "Sheddable", "fd_threshold"]
+__all__ = [
+    "HEADROOM_SHARE",
+    "MIN_HEADROOM",
+    "Ranked",
+    "Room",
+    "Sheddable",
+    "fd_threshold",
+    "headroom",
+    "lowest_ranked",
+    "soft_open_files",
+]
 
 log = logging.getLogger(__name__)
 
@@ -35,24 +45,56 @@ LOG_INTERVAL = 60.0
 MAX_BATCH = 64
 
 
-class Sheddable(Protocol):
-    """A connection the endpoint may close to make room."""
+class Ranked(Protocol):
+    """A connection that may be closed to make room (here, or on the API listeners)."""
 
     def shed_rank(self) -> tuple[int, float] | None:
-        """Lowest is closed first; None: never (a reply is held for it, or it is closing)."""
+        """Lowest is closed first; None: never (its request is being answered, or it is
+        closing)."""
         ...
 
+
+class Sheddable(Ranked, Protocol):
+    """A connection the endpoint may close to make room."""
+
     def close(self) -> None: ...
+
+
+R = TypeVar("R", bound=Ranked)
+
+
+def lowest_ranked(among: Iterable[R], newcomer: object, count: int) -> list[R]:
+    """The ``count`` connections of ``among`` to close first (lowest ``shed_rank``, the
+    first met on a tie), never ``newcomer`` nor one ranked None."""
+    ranked = (
+        (rank, i, connection)
+        for i, connection in enumerate(among)
+        if connection is not newcomer and (rank := connection.shed_rank()) is not None
+    )
+    return [c for _, _, c in heapq.nsmallest(count, ranked, key=lambda e: (e[0], e[1]))]
+
+
+def soft_open_files() -> int | None:
+    """The soft RLIMIT_NOFILE now in force (None: no limit)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= sys.maxsize:
+        return None
+    return soft
+
+
+def headroom(limit: int) -> int:
+    """Descriptors of ``limit`` kept for what is not a connection."""
+    return max(MIN_HEADROOM, limit // HEADROOM_SHARE)
 
 
 def fd_threshold(soft_limit: int | None = None) -> int:
     """The first descriptor number at which connections are shed (for the soft
     RLIMIT_NOFILE now in force unless ``soft_limit`` is given)."""
     if soft_limit is None:
-        soft_limit, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft_limit == resource.RLIM_INFINITY or soft_limit >= sys.maxsize:
+        soft_limit = soft_open_files()
+    if soft_limit is None or soft_limit >= sys.maxsize:
         return sys.maxsize
-    return max(1, soft_limit - max(MIN_HEADROOM, soft_limit // HEADROOM_SHARE))
+    return max(1, soft_limit - headroom(soft_limit))
 
 
 class Room:
@@ -75,14 +117,8 @@ class Room:
     def make(self, newcomer: Sheddable, fd: int, now: float) -> int:
         """Close connections to free ``fd - threshold + 1 + batch`` descriptors (never
         ``newcomer``); returns how many were closed."""
-        want = fd - self.threshold + 1 + self.batch
-        ranked = (
-            (rank, i, connection)
-            for i, connection in enumerate(self._live)
-            if connection is not newcomer and (rank := connection.shed_rank()) is not None
-        )
-        victims = heapq.nsmallest(want, ranked, key=lambda entry: (entry[0], entry[1]))
-        for _, _, connection in victims:
+        victims = lowest_ranked(self._live, newcomer, fd - self.threshold + 1 + self.batch)
+        for connection in victims:
             connection.close()
         self.shed += len(victims)
         if now - self._last_log >= LOG_INTERVAL:

@@ -3,6 +3,7 @@ request rules, approvals, NotBefore shifting, and recordings that cannot be repl
 
 from __future__ import annotations
 
+import asyncio
 import time
 from email.utils import parsedate_to_datetime
 from pathlib import Path
@@ -13,7 +14,13 @@ import pytest
 from click.testing import CliRunner
 
 from forewarn.cli import main
-from forewarn.client import EventStatus, EventType, ScheduledEventsClient
+from forewarn.client import (
+    AsyncScheduledEventsClient,
+    Document,
+    EventStatus,
+    EventType,
+    ScheduledEventsClient,
+)
 from forewarn.replay import (
     RecordingError,
     captured_text,
@@ -45,20 +52,45 @@ def test_the_shipped_capture_holds_the_contracts_payloads() -> None:
     assert b"EventSource" not in oldest[1].body
 
 
-def test_a_client_watches_the_capture_go_by(start_replay: Any) -> None:
-    """The capture at scale 2000 (6,060 s in 3 s), as forewarn's own client sees it."""
-    replay = start_replay("--example", "contract", "--time-scale", "2000", "--start",
-                          "first-request", "--rate-limit", "0")  # fmt: skip
-    seen: list[tuple[int, tuple[tuple[str, EventType, EventStatus], ...]]] = []
-    with ScheduledEventsClient(replay.url) as client:
+Seen = list[tuple[int, tuple[tuple[str, EventType, EventStatus], ...]]]
+
+
+def _events(doc: Document) -> tuple[int, tuple[tuple[str, EventType, EventStatus], ...]]:
+    return doc.incarnation, tuple((e.event_id, e.event_type, e.status) for e in doc.events)
+
+
+def _watch_blocking(url: str) -> Seen:
+    seen: Seen = []
+    with ScheduledEventsClient(url) as client:
         assert client.instance().compute_name == "myvm"
         for change in client.watch(interval=0.02):
-            doc = change.document
-            seen.append(
-                (doc.incarnation, tuple((e.event_id, e.event_type, e.status) for e in doc.events))
-            )
-            if doc.incarnation == 12:
+            seen.append(_events(change.document))
+            if change.document.incarnation == 12:
                 break
+    return seen
+
+
+async def _watch_async(url: str) -> Seen:
+    seen: Seen = []
+    async with AsyncScheduledEventsClient(url) as client:
+        assert (await client.instance()).compute_name == "myvm"
+        async for change in client.watch(interval=0.02):
+            seen.append(_events(change.document))
+            if change.document.incarnation == 12:
+                break
+    return seen
+
+
+@pytest.mark.parametrize("twin", ["blocking", "async"])
+def test_a_client_watches_the_capture_go_by(start_replay: Any, twin: str) -> None:
+    """The capture at scale 2000 (6,060 s in 3 s), as each of forewarn's own clients sees
+    it (the VM commands' blocking one, the agent's async one: each its own HTTP/1.1)."""
+    replay = start_replay("--example", "contract", "--time-scale", "2000", "--start",
+                          "first-request", "--rate-limit", "0")  # fmt: skip
+    if twin == "blocking":
+        seen = _watch_blocking(replay.url)
+    else:
+        seen = asyncio.run(_watch_async(replay.url))
     assert seen[0] == (6, ())
     assert seen[-1] == (12, ())
     expected = {

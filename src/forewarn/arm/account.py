@@ -19,7 +19,7 @@ from forewarn.arm.paging import page
 from forewarn.arm.paths import ArmPath, shown_name
 from forewarn.arm.render import Renderer
 from forewarn.arm.resources import ArmFleet
-from forewarn.arm.wire import Call, answer
+from forewarn.arm.wire import Call, answer, base_url
 from forewarn.fabric import Fabric
 from forewarn.imds.tokens import TENANT
 
@@ -53,7 +53,7 @@ class AccountRoutes:
         cloud's login endpoint, in ARM's shape for every api-version."""
         if path.names[0].lower() != "endpoints" or request.method != "GET":
             raise ArmError(404, "NotFound", f"No ARM route here for {path.shown()}.")
-        base = f"{request.url.scheme}://{request.url.netloc}"
+        base = base_url(request)
         body = {
             "name": "forewarn",
             "portal": base,

@@ -33,6 +33,7 @@ from forewarn.arm.wire import (
     Call,
     answer,
     authenticate,
+    base_url,
     check_api_version,
     error,
 )
@@ -78,12 +79,15 @@ class ArmApp:
         token: str | None = None,
         client_secret: str | None = None,
         eventgrid: EventGrid | None = None,
+        signer: TokenSigner | None = None,
     ) -> None:
+        """``signer``: the one the metadata endpoint mints the VMs' tokens with (default:
+        the fleet's, derived from ``token`` as every process of the fleet derives it)."""
         self.fabric = fabric
         self.eventgrid = eventgrid
         self.fleet = fleet
         self.token = token
-        self.signer = TokenSigner.for_fleet(token, fleet.subscription)
+        self.signer = signer or TokenSigner.for_fleet(token, fleet.subscription)
         self.lro = LongRunning(fabric)
         self.identity = Identity(self.signer, token=token, client_secret=client_secret)
         self.account = AccountRoutes(fabric, fleet)
@@ -180,15 +184,12 @@ class ArmApp:
         try:
             if path.shape == "metadata/{}":  # the cloud's endpoints: asked before a token
                 return self.account.cloud_metadata(request, path)
-            caller = authenticate(request, self.token, self.signer, self._login_url(request))
+            caller = authenticate(request, self.token, self.signer, base_url(request))
             return await self._dispatch(Call(request, path, caller, self.fleet.names))
         except ArmError as exc:
             return error(exc, request.method)
         except (FabricError, UnknownName) as exc:
             return error(from_fabric(exc), request.method)
-
-    def _login_url(self, request: Request) -> str:
-        return f"{request.url.scheme}://{request.url.netloc}"
 
     async def _dispatch(self, call: Call) -> Response:
         path = call.path

@@ -19,7 +19,7 @@ from forewarn.arm.paths import shown_name
 from forewarn.arm.policies import apply_settings
 from forewarn.arm.render import Renderer
 from forewarn.arm.resources import ArmFleet, ScaleSet
-from forewarn.arm.wire import Call, answer, read_json
+from forewarn.arm.wire import Call, answer, base_url, read_json
 from forewarn.contract import EventStatus
 from forewarn.fabric import Fabric, FabricError, OperationRecord, OperationRequest
 
@@ -208,8 +208,7 @@ class ComputeRoutes:
 
     def _accepted(self, call: Call, ops: list[OperationRecord]) -> Response:
         request = call.request
-        base = f"{request.url.scheme}://{request.url.netloc}"
-        url = self.fleet.operation_url(base, encode_name(ops), call.version)
+        url = self.fleet.operation_url(base_url(request), encode_name(ops), call.version)
         delay = self.lro.retry_after_ms(ops)
         headers = {
             "Azure-AsyncOperation": url,

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from forewarn.arm.paths import ArmPath
-from forewarn.arm.wire import MAX_BODY
+from forewarn.arm.wire import MAX_BODY, base_url
 from forewarn.imds.tokens import TENANT, TokenSigner
 
 __all__ = ["Identity"]
@@ -64,7 +64,7 @@ class Identity:
         # Any tenant name (a domain, "organizations") resolves to forewarn's one tenant,
         # as a domain resolves to its tenant's id in Entra ID.
         del tenant
-        base = f"{request.url.scheme}://{request.url.netloc}/{TENANT}"
+        base = f"{base_url(request)}/{TENANT}"
         return {
             "issuer": f"{base}/v2.0",
             "authorization_endpoint": f"{base}/oauth2/v2.0/authorize",

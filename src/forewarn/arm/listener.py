@@ -23,6 +23,7 @@ from forewarn.arm.resources import ArmFleet
 from forewarn.arm.tls import TlsFiles, ensure_certificates
 from forewarn.eventgrid import EventGrid
 from forewarn.fabric import Fabric
+from forewarn.imds.tokens import TokenSigner
 
 __all__ = ["ArmListener", "ArmSettings", "serve_arm"]
 
@@ -111,6 +112,7 @@ async def serve_arm(
     announce: Callable[[str], None] = print,
     eventgrid: EventGrid | None = None,
     pool: Pool | None = None,
+    signer: TokenSigner | None = None,
 ) -> ArmListener:
     """Start serving ARM for ``fabric`` (nothing when ``settings`` is None); ``announce``
     gets the line that says where, and which CA file a client must trust. ``pool``: the
@@ -126,6 +128,7 @@ async def serve_arm(
         token=settings.token,
         client_secret=settings.client_secret,
         eventgrid=eventgrid,
+        signer=signer,
     )
     sock = _listen(settings.host, settings.port)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

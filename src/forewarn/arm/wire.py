@@ -25,6 +25,7 @@ __all__ = [
     "Call",
     "answer",
     "authenticate",
+    "base_url",
     "check_api_version",
     "read_json",
 ]
@@ -63,6 +64,12 @@ class Call:
         if self.caller is None or self.caller.vm_resource_id is None:
             return None
         return self.names.vm_of_resource_id(self.caller.vm_resource_id)
+
+
+def base_url(request: Request) -> str:
+    """This listener as its client reached it (``https://host:port``): what the answers'
+    links and the cloud's endpoints name."""
+    return f"{request.url.scheme}://{request.url.netloc}"
 
 
 def error(exc: ArmError, method: str = "GET") -> Response:

@@ -265,9 +265,9 @@ class Endpoint:
         #: Injected faults (``faults.py``); while none is live, a request reads one flag.
         self.faults = faults
         names = fabric.topology.azure
-        self._identity = ManagedIdentity(
-            names, tokens or TokenSigner.for_fleet(None, names.subscription)
-        )
+        #: Signs the VMs' managed-identity tokens; ARM verifies with the same signer.
+        self.tokens = tokens or TokenSigner.for_fleet(None, names.subscription)
+        self._identity = ManagedIdentity(names, self.tokens)
 
     def _hold_deleted(self) -> None:
         """The fabric's whole state was replaced: hold its new set of deleted VMs."""

@@ -43,6 +43,7 @@ async def start_arm(runtime: Runtime, pool: Pool | None = None) -> ArmListener:
         announce=_print,
         eventgrid=runtime.eventgrid,
         pool=pool,
+        signer=runtime.endpoint.tokens,  # the VMs' tokens, as the endpoint signs them
     )
 
 

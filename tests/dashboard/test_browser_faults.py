@@ -111,4 +111,20 @@ def test_faults_are_injected_listed_and_cleared_from_the_page(
     page.wait_for_selector("#no-faults:not([hidden])", timeout=20_000)
     assert "cleared 1 fault" in page.inner_text("#message")
     assert _faults(server) == []
+
+    # A window typed as a duration is read by the server; text that is none is refused
+    # (not sent as a number it is not: no fault "until cleared" in its stead).
+    page.select_option("#fault-kind", "timeout")
+    page.fill("#fault-target", "web-2")
+    for typed in ("1.2.3", "."):
+        page.fill("#fault-for", typed)
+        page.click("#fault-add")
+        page.wait_for_selector("#message.error", timeout=20_000)
+        assert "duration_seconds" in page.inner_text("#message")
+        assert _faults(server) == []
+    page.fill("#fault-for", "1m30s")
+    page.click("#fault-add")
+    page.locator("#faults tbody tr").first.wait_for(timeout=20_000)
+    assert [f["duration_seconds"] for f in _faults(server)] == [90.0]
+    assert page.locator("#faults tbody tr").first.inner_text().split("\t")[4] == "90 s"
     assert errors == []

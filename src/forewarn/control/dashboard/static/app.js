@@ -945,8 +945,10 @@
     if (kind === "status") body.status = Number($("#fault-status").value);
     if (kind === "latency") body.latency_seconds = Number($("#fault-latency").value);
     if (kind === "cotenant") body.rate = Number($("#fault-rate").value);
-    const lasts = $("#fault-for").value.trim();  // 70, 70s, 5m, PT5M: the server reads it
-    if (lasts !== "") body.duration_seconds = /^[0-9.]+$/.test(lasts) ? Number(lasts) : lasts;
+    // 70, 70s, 5m, PT5M: the server reads it (a number only as one: "1.2" is, "1.2.3"
+    // is text the server refuses, never NaN, which JSON sends as null: until cleared)
+    const lasts = $("#fault-for").value.trim();
+    if (lasts !== "") body.duration_seconds = /^[0-9]+(\.[0-9]+)?$/.test(lasts) ? Number(lasts) : lasts;
     try {
       const f = await api("POST", "/api/v1/faults", body);
       say(`${f.id}: ${faultWhat(f)} on ${f.vm || f.scope || "the fleet"}`);

@@ -18,11 +18,18 @@ EVENT_TYPE = "microsoft.maintenance/scheduledevents"
 
 @dataclass(frozen=True, slots=True)
 class ArmNames:
-    """The fleet's subscription and resource group, and the ids built from them."""
+    """The ids of the fleet's published events, over its Azure names (``Topology.azure``:
+    the same subscription, group and resource ids ARM and the metadata endpoint give)."""
 
     topology: Topology
-    subscription: str
-    resource_group: str
+
+    @property
+    def subscription(self) -> str:
+        return self.topology.azure.subscription
+
+    @property
+    def resource_group(self) -> str:
+        return self.topology.azure.resource_group
 
     @property
     def topic(self) -> str:
@@ -33,17 +40,14 @@ class ArmNames:
         scope = self.topology.scopes.get(scope_id)
         if scope is None or not scope.vm_names:
             return None
-        base = (
-            f"/subscriptions/{self.subscription}/resourceGroups/{self.resource_group}"
-            "/providers/Microsoft.Compute"
-        )
+        names = self.topology.azure
         if scope.kind is ScopeKind.STANDALONE:
-            return f"{base}/virtualMachines/{scope.vm_names[0]}"
+            return names.resource_id("virtualMachines", scope.vm_names[0])
         if scope.kind is ScopeKind.AVAILABILITY_SET:
-            return f"{base}/availabilitySets/{scope.id}"
+            return names.resource_id("availabilitySets", scope.id)
         if scope.kind is ScopeKind.SCALE_SET:
             vm = self.topology.vms[scope.vm_names[0]]
-            return f"{base}/virtualMachineScaleSets/{vm.scale_set}"
+            return names.resource_id("virtualMachineScaleSets", vm.scale_set)
         return None
 
     def event_id(self, owner: str, event_id: str) -> str:

@@ -290,8 +290,7 @@ def _eventgrid(
     """Scheduled Events published outside the VM: a ledger told by the fabric, and the
     Event Grid hub delivering it (the ARM listener adds Resource Graph and the policy),
     to subscriptions kept in the store (``resume`` starts them again after a restart)."""
-    azure = fabric.topology.azure  # the names the endpoint and ARM give the fleet too
-    names = ArmNames(fabric.topology, azure.subscription, azure.resource_group)
+    names = ArmNames(fabric.topology)  # the names the endpoint and ARM give the fleet too
     ledger = Ledger(
         names,
         fabric.clock.now,

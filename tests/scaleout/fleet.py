@@ -84,6 +84,24 @@ class Fleet:
         body: dict[str, Any] = response.json()
         return body
 
+    def history(self, index: int) -> list[dict[str, Any]]:
+        """The whole history, as process ``index`` serves it."""
+        response = self.control(index, "GET", "/api/v1/history", params={"limit": 10000})
+        assert response.status_code == 200, response.text
+        entries: list[dict[str, Any]] = response.json()
+        return entries
+
+    def wait_for_rollout(self, index: int, rollout: str, timeout: float = 60.0) -> None:
+        """Until process ``index``'s history says ``rollout`` completed."""
+
+        def done() -> bool:
+            return any(
+                h["kind"] == "rollout.completed" and h["detail"].get("id") == rollout
+                for h in self.history(index)
+            )
+
+        wait_until(done, timeout, "the rollout to complete", interval=0.5)
+
     # ------------------------------------------------------------ the cluster
 
     def cluster(self, index: int) -> dict[str, Any]:

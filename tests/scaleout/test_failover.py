@@ -58,13 +58,6 @@ def _vm(fleet: Fleet, name: str, address: str) -> PollingVm:
     return PollingVm(name, address, target, approve_target, approves=name in APPROVERS)
 
 
-def _history(fleet: Fleet, index: int) -> list[dict[str, Any]]:
-    response = fleet.control(index, "GET", "/api/v1/history", params={"limit": 10000})
-    assert response.status_code == 200, response.text
-    entries: list[dict[str, Any]] = response.json()
-    return entries
-
-
 def test_the_leader_dies_mid_rollout_and_another_process_finishes_it(
     start_fleet: Any,
 ) -> None:
@@ -97,20 +90,14 @@ def test_the_leader_dies_mid_rollout_and_another_process_finishes_it(
         assert takeover < 10, f"took {takeover:.1f} s to elect a new leader"
         assert fleet.cluster(survivor)["epoch"] == old_epoch + 1
 
-        def rollout_done() -> bool:
-            return any(
-                h["kind"] == "rollout.completed" and h["detail"].get("id") == rollout
-                for h in _history(fleet, survivor)
-            )
-
-        wait_until(rollout_done, 60, "the rollout to complete", interval=0.5)
+        fleet.wait_for_rollout(survivor, rollout)
         time.sleep(1.0)  # the VMs see the last removal
     finally:
         stop.set()
         for thread in threads:
             thread.join(timeout=30)
 
-    history = _history(fleet, survivor)
+    history = fleet.history(survivor)
     event_op = check_history(history, rollout, WEB.keys())
     check_what_each_vm_saw(vms, event_op.keys())
     check_approvals_applied(vms, history, moot_within=MOOT)

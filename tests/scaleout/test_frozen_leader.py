@@ -122,13 +122,6 @@ MOOT = 1.5
 TAKEOVER_BOUND = 15.0
 
 
-def _history(fleet: Fleet, index: int) -> list[dict[str, Any]]:
-    response = fleet.control(index, "GET", "/api/v1/history", params={"limit": 10000})
-    assert response.status_code == 200, response.text
-    entries: list[dict[str, Any]] = response.json()
-    return entries
-
-
 def _rolling_vm(fleet: Fleet, out: set[int], name: str, address: str) -> PollingVm:
     """A VM asking the front-ends in turn, as a load balancer that takes a front-end out
     while it does not answer (``out``: the frozen one) and back as soon as it does; it
@@ -240,13 +233,7 @@ def test_a_leader_frozen_mid_rollout_is_fenced_and_nothing_is_lost_or_done_twice
             thread.join(timeout=60)
         wait_until(lambda: _role(fleet, old) == "follower", 30, "the thawed leader to follow")
 
-        def rollout_done() -> bool:
-            return any(
-                h["kind"] == "rollout.completed" and h["detail"].get("id") == rollout
-                for h in _history(fleet, new)
-            )
-
-        wait_until(rollout_done, 60, "the rollout to complete", interval=0.5)
+        fleet.wait_for_rollout(new, rollout)
         time.sleep(1.0)  # the VMs see the last removal
     finally:
         stop.set()
@@ -262,7 +249,7 @@ def test_a_leader_frozen_mid_rollout_is_fenced_and_nothing_is_lost_or_done_twice
         assert cluster.json()["role"] == "follower", cluster.json()
     else:
         assert cluster.status_code == 503, cluster.text
-    history = _history(fleet, new)
+    history = fleet.history(new)
     approval = late["approval"]
     assert isinstance(approval, httpx.Response), approval
     assert approval.status_code in (200, 400, 503), approval.text
@@ -285,4 +272,4 @@ def test_a_leader_frozen_mid_rollout_is_fenced_and_nothing_is_lost_or_done_twice
     check_approvals_applied(vms, history, moot_within=MOOT)
     thawed = [p for vm in vms for p in vm.polls if p.front_end == old and p.at > frozen_at]
     assert thawed, "no VM polled the thawed process"
-    assert _history(fleet, old) == history
+    assert fleet.history(old) == history

@@ -4,39 +4,78 @@ One line per document whose incarnation or body changed: ``t`` (POSIX seconds), 
 (when known), ``api_version``, ``incarnation`` and ``body`` (the bytes served, made one
 line). Captured on a production VM, replayed against staging. A write that fails (a full
 disk) is kept in ``error`` and the watch goes on: recording never stops the watching.
+``forewarn conformance --record`` writes its own lines between these (``JsonLines``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import msgspec
 
 from forewarn.contract import Document
 
-__all__ = ["DocumentRecorder"]
+__all__ = ["DocumentRecorder", "JsonLines"]
+
+
+class JsonLines:
+    """JSON lines written to ``path``, each flushed as written (a VM that reboots leaves
+    what it saw). A failed write is kept in ``error``, and the next one tried again."""
+
+    def __init__(self, path: str | Path, *, truncate: bool = False) -> None:
+        self.path = Path(path)
+        self.error: str | None = None
+        # OSError here: the caller says the path is bad
+        self._file = self.path.open("wb" if truncate else "ab")
+
+    def write(self, line: Mapping[str, object]) -> bool:
+        """Append ``line``; False (and ``error`` says why) when it could not be."""
+        try:
+            self._file.write(msgspec.json.encode(line) + b"\n")
+            self._file.flush()
+        except OSError as exc:
+            self.error = f"cannot write {self.path}: {exc.strerror or exc}"
+            return False
+        self.error = None
+        return True
+
+    def close(self) -> None:
+        """Close the file (what was written is flushed already)."""
+        self._file.close()
+
+
+def _one_line(body: bytes) -> bytes:
+    """``body`` as served when it is one line already (replay serves it byte for byte),
+    else made one (a line holds one document)."""
+    body = body.strip()
+    return msgspec.json.format(body, indent=0) if b"\n" in body or b"\r" in body else body
 
 
 class DocumentRecorder:
-    """The ``on_document`` hook of a watch: appends each new document to ``path``."""
+    """The ``on_document`` hook of a watch: appends each new document to ``path`` (or to
+    ``JsonLines`` another writer shares)."""
 
     def __init__(
         self,
-        path: str | Path,
+        path: str | Path | JsonLines,
         api_version: str,
         vm: str | None = None,
         now: Callable[[], float] = time.time,
     ) -> None:
-        self.path = Path(path)
+        self.lines = path if isinstance(path, JsonLines) else JsonLines(path)
+        self.path = self.lines.path
         self.api_version = api_version
         self.vm = vm
-        self.error: str | None = None
         self.written = 0
         self._now = now
         self._last: tuple[int, bytes] | None = None
-        self._file = self.path.open("ab")  # OSError here: the caller says the path is bad
+
+    @property
+    def error(self) -> str | None:
+        """Why the last write failed (a full disk), or None."""
+        return self.lines.error
 
     def __call__(self, document: Document, body: bytes) -> None:
         """Record ``body`` (as served) unless it is the document recorded last."""
@@ -47,17 +86,11 @@ class DocumentRecorder:
             line["vm"] = self.vm
         line["api_version"] = self.api_version
         line["incarnation"] = document.incarnation
-        line["body"] = msgspec.Raw(msgspec.json.format(body, indent=0))
-        try:
-            self._file.write(msgspec.json.encode(line) + b"\n")
-            self._file.flush()
-        except OSError as exc:
-            self.error = f"cannot write {self.path}: {exc.strerror or exc}"
-            return
-        self._last = (document.incarnation, body)
-        self.written += 1
-        self.error = None
+        line["body"] = msgspec.Raw(_one_line(body))
+        if self.lines.write(line):
+            self._last = (document.incarnation, body)
+            self.written += 1
 
     def close(self) -> None:
         """Close the file (what was written is flushed already)."""
-        self._file.close()
+        self.lines.close()

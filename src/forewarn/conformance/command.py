@@ -11,6 +11,7 @@ import textwrap
 
 import click
 
+from forewarn.client import ClientError, resolve_endpoint
 from forewarn.conformance.documents import check_documents
 from forewarn.conformance.follow import Follower
 from forewarn.conformance.lifecycle import judge_lifecycle, timeline
@@ -124,8 +125,6 @@ def conformance(
         return
     if (approve or skip_probes) and not follow:
         raise click.UsageError("--approve and --skip-probes need --follow")
-    from forewarn.client import ClientError, resolve_endpoint  # httpx: not for --help
-
     try:
         base = resolve_endpoint(url)
     except (ClientError, ValueError) as exc:

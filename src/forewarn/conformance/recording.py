@@ -1,27 +1,27 @@
 """``--record FILE``: every request and answer of a run, in the JSON lines ``forewarn
 replay`` plays.
 
-Two kinds of line. A document line, as ``forewarn serve --record`` writes them (``t``,
-``vm``, ``api_version``, ``incarnation``, ``body``), whenever a GET brings a Scheduled
-Events document that differs from the last one of its api-version: ``forewarn replay``
-serves these again. An exchange line for every request, whatever it was:
-``{"t", "exchange": {"rule", "request": {method, target, headers, body}, "answer":
-{status, headers, body} | "error"}}``, which replay skips and a person reads. Lines are
-flushed as they are written, so a VM that reboots mid-run leaves what it saw.
+Two kinds of line. A document line, the client's (``DocumentRecorder``: ``t``, ``vm``,
+``api_version``, ``incarnation``, ``body``), whenever a GET brings a Scheduled Events
+document that differs from the last one of its api-version: ``forewarn replay`` serves
+these again. An exchange line for every request, whatever it was: ``{"t", "exchange":
+{"rule", "request": {method, target, headers, body}, "answer": {status, headers, body} |
+"error"}}``, which replay skips and a person reads. Lines are flushed as they are
+written, so a VM that reboots mid-run leaves what it saw.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
-from urllib.parse import parse_qsl, urlsplit
+from typing import Any
 
 import msgspec
 
-from forewarn.conformance.rules import SCHEDULED
+from forewarn.client.recording import DocumentRecorder, JsonLines
+from forewarn.conformance.session import document_version
 from forewarn.conformance.wire import Exchange
-from forewarn.contract import DocumentFormatError, lookup_version, parse_document
+from forewarn.contract import DocumentFormatError, parse_document
 
 __all__ = ["Recorder"]
 
@@ -34,14 +34,12 @@ class Recorder:
     """The ``on_exchange`` hook of a run's wire: appends lines to ``path``."""
 
     def __init__(self, path: str | Path, vm: Callable[[], str | None] = lambda: None) -> None:
-        self.path = Path(path)
+        self._lines = JsonLines(path, truncate=True)  # OSError: the caller names the path
         #: The VM the endpoint took the kit for, once known (document lines name it).
         self.vm = vm
-        self.written = 0
-        #: Why writing stopped (a full disk), if it did: the run goes on.
+        #: Why a write failed (a full disk), if one did: the run goes on.
         self.error: str | None = None
-        self._last: dict[str, bytes] = {}
-        self._file: IO[bytes] = self.path.open("wb")  # OSError: the caller names the path
+        self._documents: dict[str, DocumentRecorder] = {}
 
     def __call__(self, exchange: Exchange) -> None:
         request: dict[str, Any] = {
@@ -58,48 +56,19 @@ class Recorder:
             line["answer"] = {"status": answer.status,
                               "headers": [list(h) for h in answer.headers],
                               "body": _text(answer.body)}  # fmt: skip
-        self._write({"t": round(exchange.t, 3), "exchange": line})
-        document = self._document(exchange)
-        if document is not None:
-            self._write(document)
-
-    def _document(self, exchange: Exchange) -> dict[str, Any] | None:
-        answer = exchange.answer
-        if answer is None or answer.status != 200 or exchange.method != "GET":
-            return None
-        parts = urlsplit(exchange.target)
-        if parts.path.lower().rstrip("/") != SCHEDULED:
-            return None
-        version = {k.lower(): v for k, v in parse_qsl(parts.query)}.get("api-version", "")
-        if lookup_version(version) is None or self._last.get(version) == answer.body:
-            return None
+        self._lines.write({"t": round(exchange.t, 3), "exchange": line})
+        self.error = self.error or self._lines.error
+        version = document_version(exchange)
+        if version is None or answer is None:
+            return
         try:
             document = parse_document(answer.body)
-            # one line, as served when it is one already (replay serves it byte for byte)
-            body = answer.body.strip()
-            if b"\n" in body or b"\r" in body:
-                body = msgspec.json.format(body, indent=0)
         except (DocumentFormatError, msgspec.DecodeError, RecursionError):
-            return None
-        self._last[version] = answer.body
-        line: dict[str, Any] = {"t": round(exchange.t, 3)}
-        vm = self.vm()
-        if vm:
-            line["vm"] = vm
-        line.update(api_version=version, incarnation=document.incarnation,
-                    body=msgspec.Raw(body))  # fmt: skip
-        return line
-
-    def _write(self, line: dict[str, Any]) -> None:
-        if self.error is not None:
             return
-        try:
-            self._file.write(msgspec.json.encode(line) + b"\n")
-            self._file.flush()
-        except OSError as exc:
-            self.error = f"cannot write {self.path}: {exc.strerror or exc}"
-            return
-        self.written += 1
+        recorder = self._documents.setdefault(version, DocumentRecorder(self._lines, version))
+        recorder.vm = self.vm()
+        recorder(document, answer.body)
+        self.error = self.error or self._lines.error
 
     def close(self) -> None:
-        self._file.close()
+        self._lines.close()

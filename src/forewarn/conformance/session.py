@@ -14,10 +14,23 @@ from urllib.parse import parse_qsl, urlsplit
 from forewarn.conformance.documents import Sample
 from forewarn.conformance.results import Result, failed, passed
 from forewarn.conformance.rules import SCHEDULED, UNKNOWN, Send, rule
-from forewarn.conformance.wire import NOT_JSON, Exchange, Wire
+from forewarn.conformance.wire import Exchange, Wire
 from forewarn.contract import lookup_version
 
-__all__ = ["Session"]
+__all__ = ["Session", "document_version"]
+
+
+def document_version(exchange: Exchange) -> str | None:
+    """The api-version of the Scheduled Events document ``exchange`` brought (a GET at a
+    known version, answered 200), or None."""
+    answer = exchange.answer
+    if answer is None or answer.status != 200 or exchange.method != "GET":
+        return None
+    parts = urlsplit(exchange.target)
+    if parts.path.lower().rstrip("/") != SCHEDULED:
+        return None
+    version = {k.lower(): v for k, v in parse_qsl(parts.query)}.get("api-version", "")
+    return version if lookup_version(version) is not None else None
 
 
 @dataclass
@@ -44,16 +57,11 @@ class Session:
 
     def note(self, exchange: Exchange, *, each: bool = False) -> Sample | None:
         """Keep the document ``exchange`` brought, if it brought one."""
-        answer = exchange.answer
-        if answer is None or answer.status != 200 or exchange.method != "GET":
+        version, answer = document_version(exchange), exchange.answer
+        if version is None or answer is None:
             return None
-        parts = urlsplit(exchange.target)
-        if parts.path.lower().rstrip("/") != SCHEDULED:
-            return None
-        query = {k.lower(): v for k, v in parse_qsl(parts.query)}
-        version = query.get("api-version", "")
         raw = answer.json()
-        if lookup_version(version) is None or raw is NOT_JSON or not isinstance(raw, dict):
+        if not isinstance(raw, dict):  # NOT_JSON too
             return None
         sample = Sample(version, raw, answer.body, answer.header("ETag"), each)
         self.samples.append(sample)

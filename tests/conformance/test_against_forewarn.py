@@ -11,9 +11,6 @@ newer types out.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from tests.conformance.conftest import PROBE_RULES, Verdicts, address, junit_counts, kit
-from tests.support.cli import Result, cli_env
-from tests.support.serverproc import VIRTUAL, ServerProcess, free_port, trigger
+from tests.replay.conftest import ReplayProcess
+from tests.support.cli import Result
+from tests.support.serverproc import VIRTUAL, ServerProcess, trigger
 
 
 @dataclass
@@ -92,26 +90,12 @@ def test_the_recording_holds_every_exchange_and_each_version_document(
 
 
 def test_forewarn_replay_of_the_recording_passes_too(recorded: Recorded, tmp_path: Path) -> None:
-    port = free_port()
-    replay = subprocess.Popen(
-        [sys.executable, "-m", "forewarn", "replay", str(recorded.recording), "--imds-bind",
-         f"127.0.0.1:{port}", "--rate-limit", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=cli_env(),
-    )  # fmt: skip
+    replay = ReplayProcess([str(recorded.recording), "--rate-limit", "0"]).start()
     try:
-        assert replay.stdout is not None
-        deadline = time.monotonic() + 60
-        banner = []
-        while time.monotonic() < deadline:
-            line = replay.stdout.readline()
-            banner.append(line)
-            if "metadata endpoint on" in line or not line:
-                break
-        assert "as VM 'workers_0'" in "".join(banner), banner
-        ran = kit(f"http://127.0.0.1:{port}", "--rate", "50", "--json")
+        assert "as VM 'workers_0'" in "\n".join(replay.lines), replay.lines
+        ran = kit(replay.url, "--rate", "50", "--json")
     finally:
-        replay.terminate()
-        replay.wait(timeout=30)
+        replay.stop()
     assert ran.code == 0, ran.stdout + ran.stderr
     report = Verdicts.of(ran.stdout)
     assert report.verdict("PASS") == PROBE_RULES - {"R8.rate-limit"}

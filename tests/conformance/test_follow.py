@@ -4,14 +4,17 @@ clock the test moves)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from forewarn.replay.recorded import read_recording
 from tests.conformance.conftest import FOLLOW_RULES, Verdicts, lines_fit
+from tests.replay.conftest import ReplayProcess
 from tests.support.cli import cli_env, run_cli
-from tests.support.serverproc import VIRTUAL, ServerProcess, free_port, trigger
+from tests.support.serverproc import VIRTUAL, ServerProcess, trigger
 
 WEB0 = "127.1.0.1"  # the demo fleet's web-0 speaks from this address
 DOCUMENT_RULES = {"D2.key-order", "D3.event-id", "D4.status", "D5.types", "D6.resource-type",
@@ -47,28 +50,6 @@ class Kit:
         return Verdicts.of(stdout)
 
 
-class Replay:
-    """``forewarn replay FILE`` on a free port, once it listens."""
-
-    def __init__(self, recording: Path) -> None:
-        port = free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "forewarn", "replay", str(recording), "--imds-bind",
-             f"127.0.0.1:{port}", "--rate-limit", "0"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=cli_env(),
-        )  # fmt: skip
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if "metadata endpoint on" in line:
-                return
-        raise AssertionError("forewarn replay did not start")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-
-
 def test_a_user_reboot_at_time_scale_300(
     start_server: Callable[..., ServerProcess], tmp_path: Path
 ) -> None:
@@ -92,7 +73,7 @@ def test_a_user_reboot_at_time_scale_300(
     assert event["expected"]["notice"] == "L1: >= 3 s"
     assert '"exchange"' in recording.read_text()
     # the recording replays: the kit follows the same event again, and it passes again
-    replay = Replay(recording)
+    replay = ReplayProcess([str(recording), "--rate-limit", "0"]).start()
     try:
         again = Kit(replay.url, "--time-scale", "300").report()
     finally:
@@ -147,3 +128,37 @@ def test_a_restart_through_arm_followed_at_time_scale_300(tmp_path: Path) -> Non
     (event,) = report.data["timeline"]
     assert (event["type"], event["source"]) == ("Reboot", "User")
     assert event["started"] is not None and event["removed"] is not None
+
+
+def test_a_reboot_kills_the_kit_then_a_second_run_follows_the_rest(
+    start_server: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    """What docs/conformance.md tells a user to do: the approved reboot takes the VM, and
+    the kit, down (SIGKILL: no chance to flush or close), the recording holds every line
+    up to then, and ``--follow --skip-probes`` run again sees the event to its end."""
+    server = start_server(VIRTUAL)
+    recording = tmp_path / "follow.jsonl"
+    kit = Kit(server.imds_url, "--approve", "--record", str(recording))
+    kit.expect("no event yet: waiting")
+    event_id = trigger(server, "user-reboot", "web-0")
+    assert event_id in kit.expect("approved")
+    kit.proc.kill()
+    kit.proc.communicate(timeout=30)
+    # whole lines, replay reads them: the document with the event Scheduled, the approval
+    lines = [json.loads(line) for line in recording.read_text("utf-8").splitlines()]
+    documents = read_recording(recording).frames["web-0"]
+    assert [str(e.status) for e in documents[-1].document.events] == ["Scheduled"]
+    (post,) = [x["exchange"] for x in lines if x.get("exchange", {}).get("rule") == "approve"]
+    assert (post["request"]["body"], post["answer"]["status"]) == (
+        json.dumps({"StartRequests": [{"EventId": event_id}]}), 200)  # fmt: skip
+    # the VM is back: the event is Started, then removed once its impact is over
+    after = Kit(server.imds_url, "--slack", "120", "--record", str(tmp_path / "after.jsonl"))
+    after.expect(f"{event_id} Reboot Started")
+    advanced = server.control("POST", "/api/v1/clock/advance", json={"seconds": 3600})
+    assert advanced.status_code == 200, advanced.text
+    report = after.report()
+    assert report.verdict("FAIL") == set()
+    (event,) = report.data["timeline"]
+    assert (event["event_id"], event["seen_as"], event["there_at_start"]) == (
+        event_id, "Started", True)  # fmt: skip
+    assert event["removed"] is not None

@@ -21,7 +21,14 @@ from forewarn.arm.render import Renderer
 from forewarn.arm.resources import ArmFleet, ScaleSet
 from forewarn.arm.wire import Call, answer, base_url, read_json
 from forewarn.contract import EventStatus
-from forewarn.fabric import Fabric, FabricError, OperationRecord, OperationRequest
+from forewarn.fabric import (
+    Fabric,
+    FabricError,
+    OperationRecord,
+    OperationRequest,
+    pending_maintenance,
+)
+from forewarn.fleet import VM
 
 __all__ = ["VIA", "ComputeRoutes"]
 
@@ -169,7 +176,7 @@ class ComputeRoutes:
         (its events approved, as a VM would), or a 409 when none is pending."""
         events = []
         for name in vm_names:
-            event = self.render.pending_maintenance(self.fabric.topology.vms[name])
+            event = pending_maintenance(self.fabric.events(), name)
             if event is None:
                 raise ArmError(
                     409,
@@ -314,7 +321,7 @@ class ComputeRoutes:
             return set(self.fleet.scale_set(name).scope_ids)
         return {self.fleet.availability_set(name).id}
 
-    def _vm(self, name: str) -> Any:
+    def _vm(self, name: str) -> VM:
         vm = self.fleet.vm(name)
         if self.fabric.is_deleted(vm.name):
             raise self.fleet.not_found("virtualMachines", vm.name)

@@ -8,8 +8,7 @@ from typing import Any
 
 from forewarn.arm.policies import render_policy, render_profile
 from forewarn.arm.resources import ArmFleet, ScaleSet
-from forewarn.contract import EventSource, EventStatus
-from forewarn.fabric import Fabric
+from forewarn.fabric import Fabric, pending_maintenance
 from forewarn.fleet import VM
 
 __all__ = ["Renderer"]
@@ -121,7 +120,7 @@ class Renderer:
                 {"code": f"PowerState/{code}", "level": "Info", "displayStatus": shown},
             ],
         }
-        pending = self.pending_maintenance(vm)
+        pending = pending_maintenance(self.fabric.events(), vm.name)
         if pending is not None:
             now = self.fabric.clock.now()
             view["maintenanceRedeployStatus"] = {
@@ -133,17 +132,6 @@ class Renderer:
                 "lastOperationResultCode": "None",
             }
         return view
-
-    def pending_maintenance(self, vm: VM) -> Any:
-        """The VM's Scheduled platform event (maintenance the user may start now), or None."""
-        for event in self.fabric.events():
-            if (
-                event.source is EventSource.PLATFORM
-                and event.status is EventStatus.SCHEDULED
-                and vm.name in event.resources
-            ):
-                return event
-        return None
 
     def status_only(self, vm: VM) -> dict[str, Any]:
         """``$expand=instanceView&statusOnly=true``: the instance view alone, as a VM."""

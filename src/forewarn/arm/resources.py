@@ -34,8 +34,6 @@ class ArmFleet:
     def __init__(self, topology: Topology) -> None:
         self.topology = topology
         self.names = topology.azure
-        self.subscription = self.names.subscription
-        self.resource_group = self.names.resource_group
         self.location = next(iter(topology.vms.values())).location if topology.vms else ""
         self.vms: dict[str, VM] = {}
         self.availability_sets: dict[str, Scope] = {}
@@ -57,6 +55,14 @@ class ArmFleet:
                     sset.instances[str(owner[1])] = name
         for sset in self.scale_sets.values():
             sset.instances = dict(sorted(sset.instances.items(), key=lambda kv: int(kv[0])))
+
+    @property
+    def subscription(self) -> str:
+        return self.names.subscription
+
+    @property
+    def resource_group(self) -> str:
+        return self.names.resource_group
 
     # ------------------------------------------------------------------ look-ups
 

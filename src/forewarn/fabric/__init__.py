@@ -17,6 +17,7 @@ from forewarn.fabric.errors import (
     NotFoundError,
     StoreUnavailable,
 )
+from forewarn.fabric.impact import pending_maintenance
 from forewarn.fabric.journal import Commit, InlineJournal, Journal, SettleCallback
 from forewarn.fabric.planner import OperationRequest
 from forewarn.fabric.ports import FabricObserver, Owing, Store
@@ -71,6 +72,7 @@ __all__ = [
     "Store",
     "StoreUnavailable",
     "monotonic",
+    "pending_maintenance",
     "spec_for",
     "wall_time",
 ]

@@ -1,12 +1,17 @@
 """What a VM is going through: running, deleted, or an impact under way (the dashboard's
-and the control API's VM status)."""
+and the control API's VM status, ARM's power state), and the platform maintenance still
+ahead of it (what ``performMaintenance`` may start now)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from forewarn.contract import EventSource, EventStatus
 from forewarn.fabric.catalogue import spec_for
+from forewarn.fabric.records import EventRecord
 from forewarn.fabric.state import FabricState
 
-__all__ = ["vm_status", "vm_statuses"]
+__all__ = ["pending_maintenance", "vm_status", "vm_statuses"]
 
 _IMPACT_STATUS = {
     "Freeze": "frozen",
@@ -44,3 +49,16 @@ def vm_statuses(state: FabricState, now: float) -> dict[str, str]:
             if name not in op.spared_vms:
                 out.setdefault(name, status)
     return out
+
+
+def pending_maintenance(events: Iterable[EventRecord], vm_name: str) -> EventRecord | None:
+    """The platform maintenance still ahead of a VM (its platform-initiated event still
+    Scheduled), which the user may start now (customer-initiated maintenance), or None."""
+    for event in events:
+        if (
+            event.source is EventSource.PLATFORM
+            and event.status is EventStatus.SCHEDULED
+            and vm_name in event.resources
+        ):
+            return event
+    return None

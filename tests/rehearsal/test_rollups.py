@@ -138,14 +138,19 @@ async def test_an_approved_event_of_an_operation_started_at_not_before_names_its
     assert all(e["approved_by"] is None and "approved by" not in e["summary"] for e in others)
 
 
+def _terminal(report: dict[str, Any], everything: bool, monkeypatch: pytest.MonkeyPatch) -> str:
+    """What ``forewarn report`` (``--all``: ``everything``) prints at 80 columns."""
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("NO_COLOR", "1")
+    run = CliRunner().invoke(click.command()(lambda: print_report(report, False, everything)))
+    return run.output
+
+
 def test_the_terminal_report_leads_with_the_roll_ups_at_80_columns(
     played: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     report, _ = played
-    monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.setenv("NO_COLOR", "1")
-    result = CliRunner().invoke(click.command()(lambda: print_report(report, False, False)))
-    lines = result.output.splitlines()
+    lines = _terminal(report, False, monkeypatch).splitlines()
     assert all(len(line.rstrip()) <= 80 for line in lines), max(lines, key=len)
     assert lines[0] == "3 operations: 2 no-notice, 1 fail, 0 warn, 0 pending, 0 ok, 0 info"
     assert lines[2].startswith("Hit with no notice: 56 VMs: ")  # 48 of cache, 8 by host-7
@@ -163,10 +168,7 @@ def test_report_all_names_every_vm_of_every_line(
     played: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     report, _ = played
-    monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.setenv("NO_COLOR", "1")
-    result = CliRunner().invoke(click.command()(lambda: print_report(report, False, True)))
-    body = " ".join(result.output.split())  # unwrapped
+    body = " ".join(_terminal(report, True, monkeypatch).split())  # unwrapped
     assert re.search(r"and \d+ more", body) is None, body
     assert "showing 20 of" not in body
     for vm in report["never_polled"]:

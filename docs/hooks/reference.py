@@ -3,8 +3,9 @@ drift from it.
 
 The fleet file and the agent configuration come from the JSON Schemas of the structs that
 parse them, the control API from the OpenAPI document the server serves, the ARM routes
-from the table the ARM listener routes on, the metrics from the registries that export
-them. (The CLI page is mkdocs-click's, in ``docs/reference/cli.md``.) The Benchmarks page
+from the table a real ARM app routes on (``ArmApp.route_table``), the metrics from the
+registries that export them. (The CLI page is mkdocs-click's, in ``docs/reference/cli.md``.)
+The Benchmarks page
 is bench/RESULTS.md with, first, whether each figure is older than the code it measures,
 as git says at build time (``bench/freshness.py``).
 """
@@ -195,21 +196,22 @@ def control_api_page() -> str:
     ]) + "\n"  # fmt: skip
 
 
-class _Anything:
-    """Stands in for the ARM listener's handlers: the route table only names them."""
-
-    def __getattr__(self, name: str) -> _Anything:
-        return self
-
-
 @page("reference/arm-routes.md")
 def arm_routes_page() -> str:
-    from forewarn.arm.app import ArmApp
+    from forewarn.arm import ArmApp, ArmFleet
+    from forewarn.fabric import Clock, Fabric, FabricConfig
+    from forewarn.fleet import build_topology, demo_fleet
+    from forewarn.store import SQLiteStore
 
-    routes = ArmApp._routes(_Anything())  # type: ignore[arg-type]
+    fabric = Fabric(build_topology(demo_fleet()), SQLiteStore(":memory:"), Clock.virtual(),
+                    FabricConfig())  # fmt: skip
+    try:
+        routes = ArmApp(fabric, ArmFleet(fabric.topology)).route_table()
+    finally:
+        fabric.close()
     rows = []
-    for (method, shape), row in sorted(routes.items(), key=lambda item: (item[0][1], item[0][0])):
-        versions = f"{row.versions[0]} … {row.versions[1]}" if row.versions else ""
+    for method, shape, accepted in routes:
+        versions = f"{accepted[0]} … {accepted[1]}" if accepted else ""
         rows.append([f"`{method}`", "`/" + shape.replace("{}", "{name}") + "`", versions])
     return "\n\n".join([
         "# ARM routes",

@@ -11,6 +11,7 @@ from starlette.testclient import TestClient
 
 from forewarn.arm import ArmApp, ArmFleet
 from forewarn.arm.paths import parse_path
+from forewarn.arm.wire import COMPUTE_VERSIONS
 from tests.support.fabrics import fleet, make_fabric
 
 SUB = "00000000-0000-4000-8000-00000000f0e1"
@@ -155,3 +156,26 @@ def test_a_10000_vm_fleet_is_listed_whole_through_its_next_links() -> None:
     finally:
         fabric.close()
     assert seen == [str(n) for n in range(10_000)]
+
+
+def test_every_route_the_table_lists_is_routed(app: ArmApp, client: TestClient) -> None:
+    """``route_table`` (what the site's ARM routes page lists) is what the app routes on:
+    each row, its names filled in, reaches a handler (never ARM's "no such route" 404 or a
+    405), and the page's example is among them."""
+    table = app.route_table()
+    assert ("POST", "subscriptions/{}/resourcegroups/{}/providers/microsoft.compute/"
+            "virtualmachines/{}/restart", COMPUTE_VERSIONS) in table  # fmt: skip
+    assert table == sorted(table, key=lambda row: (row[1], row[0]))
+    no_route = {"NoRegisteredProviderFound", "InvalidResourceType"}
+    for method, shape, versions in table:
+        path = "/" + shape.replace("{}", "x")
+        if shape.startswith("subscriptions/{}"):
+            path = path.replace("/subscriptions/x", f"/subscriptions/{SUB}", 1)
+        if shape.startswith("subscriptions/{}/resourcegroups/{}"):
+            path = path.replace("/resourcegroups/x", "/resourcegroups/forewarn", 1)
+        version = f"?api-version={versions[1]}" if versions else V
+        r = client.request(method, path + version, headers=AUTH, json={})
+        error = r.json()["error"] if r.status_code >= 400 and r.content else {}
+        message = error.get("message", "")
+        assert error.get("code") not in no_route, (method, path, r.text)
+        assert not message.startswith(("No ARM route here", "The requested method")), r.text

@@ -95,6 +95,12 @@ class ArmApp:
         self._table = self._routes()
         self.asgi = Starlette(routes=[Route("/{path:path}", self._endpoint, methods=_METHODS)])
 
+    def route_table(self) -> list[tuple[str, str, tuple[str, str] | None]]:
+        """Every (method, path shape, api-versions accepted or None) served, by path then
+        method: what the documentation's ARM routes page lists (``{}`` is any name)."""
+        rows = [(method, shape, row.versions) for (method, shape), row in self._table.items()]
+        return sorted(rows, key=lambda row: (row[1], row[0]))
+
     def _routes(self) -> dict[tuple[str, str], _Row]:
         """Every (method, shape) served, and its handler."""
         a, c = self.account, self.compute

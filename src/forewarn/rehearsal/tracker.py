@@ -25,8 +25,9 @@ process).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -38,6 +39,7 @@ from forewarn.fabric import (
     Clock,
     EventRecord,
     Fabric,
+    NotFoundError,
     OperationRecord,
     RolloutRecord,
     ScopeView,
@@ -86,7 +88,11 @@ def track_reactions(
 ) -> ReactionTracker:
     """A tracker of ``fabric``'s reactions, kept in ``store``, told of every change;
     ``thread_setup`` runs first on the thread that writes them (e.g. to lower its
-    priority below the event loop's)."""
+    priority below the event loop's).
+
+    The fabric's live events are noted at once (what ``store`` has is kept): a crash may
+    come between an event's write and the tracker's (every few seconds), and a fabric
+    loaded after it would otherwise have an event missing from every verdict."""
     tracker = ReactionTracker(
         fabric.topology,
         fabric.clock,
@@ -97,7 +103,17 @@ def track_reactions(
         thread_setup=thread_setup,
     )
     fabric.observe(tracker)
+    tracker.reloaded(_live_events(fabric))
     return tracker
+
+
+def _live_events(fabric: Fabric) -> Iterator[EventRecord]:
+    """The live events of the fabric's operations, read without firing the timers due
+    meanwhile (``Fabric.events`` would, and there may be no loop to write them yet)."""
+    for operation in fabric.operations():
+        for event_id in operation.event_ids:
+            with contextlib.suppress(NotFoundError):  # ended
+                yield fabric.event(event_id)
 
 
 class _Track:

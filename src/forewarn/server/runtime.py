@@ -5,10 +5,9 @@ What listens is ``listeners``; what serves until a signal is ``serving``.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,13 +23,11 @@ from forewarn.eventgrid.hub import SubscriptionKeeper
 from forewarn.fabric import (
     Changes,
     Clock,
-    EventRecord,
     Fabric,
     FabricConfig,
     HistoryEntry,
     InlineJournal,
     Journal,
-    NotFoundError,
     Store,
 )
 from forewarn.fleet import (
@@ -242,11 +239,8 @@ def build_runtime(
         journal=journal,
     )
     # who saw what when (the rehearsal report), written on a thread below the loop's
+    # (the fleet's live events noted again at once: one acknowledged just before a crash)
     reactions = track_reactions(fabric, store, thread_setup=yield_to_the_loop)
-    # a crash may come between an event's write and the tracker's (every few seconds):
-    # the fleet's live events are noted again (what the store has is kept), else one
-    # would be missing from every verdict after the restart
-    reactions.reloaded(_live_events(fabric))
     eventgrid = _eventgrid(fabric, prepared.spec, config, store)  # Event Grid, Resource Graph
     registry = CollectorRegistry()
     metrics = EndpointMetrics(registry)
@@ -307,15 +301,6 @@ def _eventgrid(
         keeper=keeper,
         destinations=Destinations(config.eventgrid_allow),
     )
-
-
-def _live_events(fabric: Fabric) -> Iterator[EventRecord]:
-    """The live events of the fleet's operations, read without firing the timers due
-    meanwhile (the scheduler's, once serving: there is no loop to write them yet)."""
-    for operation in fabric.operations():
-        for event_id in operation.event_ids:
-            with contextlib.suppress(NotFoundError):  # ended
-                yield fabric.event(event_id)
 
 
 def _cluster(

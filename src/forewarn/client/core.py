@@ -49,6 +49,7 @@ __all__ = [
     "read_approval",
     "read_document",
     "read_instance",
+    "settle",
     "transient",
     "watch_step",
 ]
@@ -178,6 +179,16 @@ def transient(answer: Answer) -> Transient | None:
             error_for_status(answer.status, answer.body, answer.url), _retry_after(answer.headers)
         )
     return None
+
+
+def settle(settings: Settings, answer: Answer) -> Answer:
+    """``answer`` came (every later call waits only ``timeout``); raises Transient when it
+    is worth another try. Each way of sending (httpx, ``wire``, ``syncwire``) ends here."""
+    settings.answered = True
+    failure = transient(answer)
+    if failure is not None:
+        raise failure
+    return answer
 
 
 @dataclass(frozen=True, slots=True)

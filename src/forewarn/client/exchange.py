@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from forewarn.client.core import Answer, RequestSpec, Settings, Transient, transient
+from forewarn.client.core import Answer, RequestSpec, Settings, Transient, settle
 from forewarn.client.errors import ClientError, EndpointTimeout, EndpointUnreachable
 
 __all__ = ["HTTPX_OPTIONS", "answer_of", "failure_of", "request_options"]
@@ -42,14 +42,10 @@ def failure_of(spec: RequestSpec, exc: httpx.TransportError) -> ClientError:
 
 def answer_of(response: httpx.Response, settings: Settings) -> Answer:
     """The core's Answer of ``response``; raises Transient when it is worth another try."""
-    settings.answered = True
     answer = Answer(
         response.status_code,
         {k.lower(): v for k, v in response.headers.items()},
         response.content,
         str(response.url),
     )
-    failure = transient(answer)
-    if failure is not None:
-        raise failure
-    return answer
+    return settle(settings, answer)

@@ -9,15 +9,12 @@ a GET that finds it closed by the server meanwhile is sent once more on a new on
 from __future__ import annotations
 
 import http.client
-from urllib.parse import urlencode, urlsplit
 
-from forewarn.client.core import Answer, RequestSpec, Settings, Transient, transient
-from forewarn.client.errors import EndpointTimeout, EndpointUnreachable
-from forewarn.client.origin import http_origin
+from forewarn.client.core import Answer, RequestSpec, Settings, settle
+from forewarn.client.errors import EndpointTimeout
+from forewarn.client.origin import USER_AGENT, http_origin, request_target, unreachable
 
 __all__ = ["SyncWire"]
-
-USER_AGENT = "forewarn-client"
 
 
 class SyncWire:
@@ -31,10 +28,7 @@ class SyncWire:
     def request(self, spec: RequestSpec, settings: Settings) -> Answer:
         """Send ``spec``; the answer (raises ``Transient`` when it is worth another try,
         ``EndpointTimeout`` when none came in time)."""
-        target = urlsplit(spec.url).path or "/"
-        if spec.params:
-            target += "?" + urlencode(spec.params)
-        url = f"http://{self.authority}{target}"
+        target, url = request_target(spec, self.authority)
         try:
             status, headers, body = self._exchange(spec, target, settings)
         except TimeoutError:
@@ -42,16 +36,8 @@ class SyncWire:
             raise EndpointTimeout(f"{url} did not answer in time", url=url) from None
         except (OSError, http.client.HTTPException) as exc:
             self.close()
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise Transient(
-                EndpointUnreachable(f"cannot reach {url}: {why or type(exc).__name__}", url=url)
-            ) from None
-        settings.answered = True
-        answer = Answer(status, headers, body, url)
-        failure = transient(answer)
-        if failure is not None:
-            raise failure
-        return answer
+            raise unreachable(url, exc) from None
+        return settle(settings, Answer(status, headers, body, url))
 
     def _exchange(
         self, spec: RequestSpec, target: str, settings: Settings

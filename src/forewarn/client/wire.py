@@ -15,16 +15,13 @@ byte of answer) is sent once more on a new one, as httpx's pool does.
 from __future__ import annotations
 
 import asyncio
-from urllib.parse import urlencode, urlsplit
 
-from forewarn.client.core import Answer, RequestSpec, Settings, Transient, transient
-from forewarn.client.errors import EndpointTimeout, EndpointUnreachable
-from forewarn.client.origin import http_origin
+from forewarn.client.core import Answer, RequestSpec, Settings, settle
+from forewarn.client.errors import EndpointTimeout
+from forewarn.client.origin import USER_AGENT, http_origin, request_target, unreachable
 
 __all__ = ["AsyncWire", "ProtocolError"]
 
-#: What identifies the client to the endpoint.
-USER_AGENT = "forewarn-client"
 #: Bounds on what the endpoint may send: a document of 10,000 events is ~3 MB.
 MAX_HEAD = 64 * 1024
 MAX_BODY = 256 * 1024 * 1024
@@ -213,11 +210,7 @@ class AsyncWire:
         return connection
 
     def _request_bytes(self, spec: RequestSpec) -> tuple[bytes, str]:
-        parts = urlsplit(spec.url)
-        target = parts.path or "/"
-        if spec.params:
-            target += "?" + urlencode(spec.params)
-        url = f"http://{self.authority}{target}"
+        target, url = request_target(spec, self.authority)
         lines = [f"{spec.method} {target} HTTP/1.1", f"Host: {self.authority}",
                  "Accept: */*", f"User-Agent: {USER_AGENT}"]  # fmt: skip
         lines += [f"{name}: {value}" for name, value in spec.headers.items()]
@@ -236,16 +229,9 @@ class AsyncWire:
         except TimeoutError:
             raise EndpointTimeout(f"{url} did not answer in time", url=url) from None
         except (OSError, ProtocolError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise Transient(
-                EndpointUnreachable(f"cannot reach {url}: {why or type(exc).__name__}", url=url)
-            ) from None
-        settings.answered = True
+            raise unreachable(url, exc) from None
         answer = Answer(response.status, response.headers, bytes(response.body), url)
-        failure = transient(answer)
-        if failure is not None:
-            raise failure
-        return answer
+        return settle(settings, answer)
 
     def _take_idle(self) -> _Connection | None:
         while self._idle:

@@ -4,17 +4,15 @@
 
 from __future__ import annotations
 
-import os
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 from click.testing import CliRunner, Result
 
 from forewarn.cli import main
 from forewarn.server import ServeConfig
+from tests.support.serveconfig import effective, serve_runner
 
 ENV_TIME_SCALE = "FOREWARN_SERVE_TIME_SCALE"
 
@@ -22,19 +20,7 @@ ENV_TIME_SCALE = "FOREWARN_SERVE_TIME_SCALE"
 @pytest.fixture
 def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     """A runner in an empty directory, with no FOREWARN_* variable from outside."""
-    monkeypatch.chdir(tmp_path)
-    for name in list(os.environ):
-        if name.startswith("FOREWARN_"):
-            monkeypatch.delenv(name)
-    return CliRunner()
-
-
-def effective(runner: CliRunner, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    result = runner.invoke(main, ["serve", *args, "--print-config"], env=env)
-    assert result.exit_code == 0, result.output
-    assert result.stderr == ""
-    config: dict[str, Any] = yaml.safe_load(result.stdout)
-    return config
+    return serve_runner(tmp_path, monkeypatch)
 
 
 def assert_one_error_line(result: Result, code: int, fragment: str) -> None:

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from click.testing import CliRunner
 
 from forewarn.cli import main
 from forewarn.server import ConfigError, ServeConfig, parse_bind
 from tests.support.liveserver import raw_request
+from tests.support.serveconfig import effective as settings
+from tests.support.serveconfig import serve_runner
 from tests.support.serverproc import ServerProcess
 
 
@@ -117,15 +116,10 @@ def test_a_control_host_that_is_not_a_name_is_refused(name: str) -> None:
 def test_control_hosts_come_from_flags_env_and_config_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    for var in [v for v in os.environ if v.startswith("FOREWARN_")]:
-        monkeypatch.delenv(var)
-    runner = CliRunner()
+    runner = serve_runner(tmp_path, monkeypatch)
 
     def effective(*args: str, env: dict[str, str] | None = None) -> Any:
-        result = runner.invoke(main, ["serve", *args, "--print-config"], env=env)
-        assert result.exit_code == 0, result.output
-        return yaml.safe_load(result.stdout)["control_hosts"]
+        return settings(runner, *args, env=env)["control_hosts"]
 
     assert effective() == []
     assert effective("--control-host", "a.example", "--control-host", "b:1") == ["a.example", "b:1"]

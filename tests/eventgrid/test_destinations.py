@@ -6,7 +6,6 @@ an address it gives is not allowed."""
 
 from __future__ import annotations
 
-import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,14 +13,14 @@ from typing import Any
 
 import httpx
 import pytest
-import yaml
-from click.testing import CliRunner
 
 from forewarn.cli import main
 from forewarn.eventgrid.destinations import DestinationRefused, Destinations, GuardedTransport
 from tests.arm.conftest import SUBSCRIPTION, start_arm_server
 from tests.eventgrid.conftest import FLEET, GridServer
 from tests.eventgrid.webhook import Behaviour, webhook
+from tests.support.serveconfig import effective as settings
+from tests.support.serveconfig import serve_runner
 
 HINT = "--eventgrid-allow"
 
@@ -163,15 +162,10 @@ async def test_the_transport_sends_nothing_to_a_refused_destination() -> None:
 def test_allow_entries_come_from_flags_env_and_config_file_and_bad_ones_are_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    for var in [v for v in os.environ if v.startswith("FOREWARN_")]:
-        monkeypatch.delenv(var)
-    runner = CliRunner()
+    runner = serve_runner(tmp_path, monkeypatch)
 
     def effective(*args: str, env: dict[str, str] | None = None) -> Any:
-        result = runner.invoke(main, ["serve", *args, "--print-config"], env=env)
-        assert result.exit_code == 0, result.output
-        return yaml.safe_load(result.stdout)["eventgrid_allow"]
+        return settings(runner, *args, env=env)["eventgrid_allow"]
 
     assert effective() == []
     assert effective("--eventgrid-allow", "10.1.0.0/16", "--eventgrid-allow", "hooks.example") == [

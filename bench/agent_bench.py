@@ -49,6 +49,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from email.utils import formatdate
@@ -321,11 +322,12 @@ def fleet(root: Path, count: int, per_process: int) -> dict[str, Any]:
 
 
 class FakeEndpoint:
-    """Serves one document (ETag, 304) and counts GETs and the ids of each POST."""
+    """Serves one unchanging document (with an ETag and 304s, unless ``etag`` is off);
+    counts GETs by source address and keeps the event ids of each approval."""
 
-    def __init__(self, events: list[dict[str, Any]]) -> None:
-        body = json.dumps({"DocumentIncarnation": 2, "Events": events}).encode()
-        self.gets = 0
+    def __init__(self, events: list[dict[str, Any]] | None = None, etag: bool = True) -> None:
+        body = json.dumps({"DocumentIncarnation": 2, "Events": events or []}).encode()
+        self.gets: Counter[str] = Counter()
         self.posts: list[list[str]] = []
         owner = self
 
@@ -334,17 +336,20 @@ class FakeEndpoint:
 
             def _reply(self, status: int, payload: bytes) -> None:
                 self.send_response(status)
-                self.send_header("ETag", '"2"')
+                self.send_header("Content-Type", "application/json; charset=utf-8")
+                if etag:
+                    self.send_header("ETag", '"2"')
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
 
             def do_GET(self) -> None:
                 if not self.path.startswith("/metadata/scheduledevents"):
-                    self._reply(404, b"{}")
+                    self._reply(404, b'{"error": "not found"}')
                     return
-                owner.gets += 1
-                fresh = self.headers.get("If-None-Match") != '"2"'
+                owner.gets[self.client_address[0]] += 1
+                tag = (self.headers.get("If-None-Match") or "").removeprefix("W/").strip('"')
+                fresh = tag != "2" or not etag
                 self._reply(200 if fresh else 304, body if fresh else b"")
 
             def do_POST(self) -> None:
@@ -355,13 +360,19 @@ class FakeEndpoint:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
 
-    def approved(self) -> int:
-        return sum(len(ids) for ids in list(self.posts))
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a poller stopped mid-answer
+
+        self._server = Server(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.port = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def approved(self) -> list[str]:
+        return [i for post in list(self.posts) for i in post]
 
     def close(self) -> None:
         self._server.shutdown()
@@ -392,21 +403,21 @@ def big_document(root: Path, count: int) -> dict[str, Any]:
     )  # fmt: skip
     health = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60, trust_env=False)
     try:
-        while endpoint.gets == 0:  # started, identity known, the document taken
+        while not endpoint.gets:  # started, identity known, the document taken
             if agent.poll() is not None:
                 raise RuntimeError(f"the agent exited; see {workdir}/agent.log")
             time.sleep(0.005)
         begun, cpu_before, worst = time.monotonic(), cpu_seconds(agent.pid), 0.0
-        while endpoint.approved() < count:
+        while len(endpoint.approved()) < count:
             asked = time.monotonic()
             health.get("/healthz").raise_for_status()
             worst = max(worst, time.monotonic() - asked)
             if asked - begun > 600:
-                raise RuntimeError(f"{endpoint.approved()} of {count} approved in 600 s")
+                raise RuntimeError(f"{len(endpoint.approved())} of {count} approved in 600 s")
             time.sleep(0.1)
         elapsed = time.monotonic() - begun
         cpu = cpu_seconds(agent.pid) - cpu_before
-        polls = endpoint.gets - 1
+        polls = endpoint.gets.total() - 1
         peak = rss_mb(agent.pid)[1]
         stopping = time.monotonic()
         agent.send_signal(signal.SIGTERM)
@@ -418,7 +429,7 @@ def big_document(root: Path, count: int) -> dict[str, Any]:
             agent.kill()
             agent.wait()
         endpoint.close()
-    ids = [i for post in endpoint.posts for i in post]
+    ids = endpoint.approved()
     return {"events": count, "seconds": elapsed, "cpu": cpu, "posts": len(endpoint.posts),
             "once": len(ids) == len(set(ids)) == count, "worst_healthz": worst,
             "polls": polls, "peak_mb": peak, "stop": stop}  # fmt: skip

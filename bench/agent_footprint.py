@@ -38,23 +38,22 @@ it holds what a VM's would, not the development venv's extra libraries.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from email.utils import formatdate
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from agent_bench import FakeEndpoint, cpu_seconds, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE_KUBECTL = REPO / "tests" / "agent" / "fake_kubectl"
@@ -87,12 +86,6 @@ FLOOR = "import asyncio, sqlite3, sys, time; print('ready', flush=True); time.sl
 # ------------------------------------------------------------------ measuring processes
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of ``pid`` (all its threads) so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def memory_mb(pid: int) -> tuple[float, float]:
     """(RSS, private) of ``pid`` in MB, from smaps_rollup."""
     values = {}
@@ -115,78 +108,15 @@ def stop(proc: subprocess.Popen[Any]) -> None:
 # ------------------------------------------------------------------ the endpoint
 
 
-class Endpoint:
-    """One unchanging document, as the contract serves it; counts GETs by source address
-    and the event ids of each approval."""
-
-    def __init__(self, events: list[dict[str, Any]] | None = None, etag: bool = True) -> None:
-        body = json.dumps({"DocumentIncarnation": 2, "Events": events or []}).encode()
-        self.gets: Counter[str] = Counter()
-        self.posts: list[list[str]] = []
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _reply(self, status: int, payload: bytes) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                if etag:
-                    self.send_header("ETag", '"2"')
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def do_GET(self) -> None:
-                if not self.path.startswith("/metadata/scheduledevents"):
-                    self._reply(404, b'{"error": "not found"}')
-                    return
-                owner.gets[self.client_address[0]] += 1
-                tag = (self.headers.get("If-None-Match") or "").removeprefix("W/").strip('"')
-                fresh = tag != "2" or not etag
-                self._reply(200 if fresh else 304, body if fresh else b"")
-
-            def do_POST(self) -> None:
-                sent = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                owner.posts.append([r["EventId"] for r in sent["StartRequests"]])
-                self._reply(200, b"")
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                pass  # a poller stopped mid-answer
-
-        self._server = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        self.port = self._server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def approved(self) -> list[str]:
-        return [i for post in list(self.posts) for i in post]
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
 @contextmanager
-def endpoint(events: list[dict[str, Any]] | None = None, etag: bool = True) -> Iterator[Endpoint]:
-    running = Endpoint(events, etag)
+def endpoint(
+    events: list[dict[str, Any]] | None = None, etag: bool = True
+) -> Iterator[FakeEndpoint]:
+    running = FakeEndpoint(events, etag)
     try:
         yield running
     finally:
         running.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 # ------------------------------------------------------------------ agents
@@ -242,7 +172,9 @@ def start_agent(config: Path, url: str, workdir: Path) -> subprocess.Popen[bytes
     )  # fmt: skip
 
 
-def wait_for_gets(ep: Endpoint, address: str, proc: subprocess.Popen[Any], count: int = 1) -> None:
+def wait_for_gets(
+    ep: FakeEndpoint, address: str, proc: subprocess.Popen[Any], count: int = 1
+) -> None:
     deadline = time.monotonic() + 120
     while ep.gets[address] < count:
         if proc.poll() is not None or time.monotonic() > deadline:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hmac
 import json
 import time
-import uuid
 from urllib.parse import parse_qs
 
 from starlette.requests import Request
@@ -23,11 +22,10 @@ from starlette.responses import Response
 
 from forewarn.arm.paths import ArmPath
 from forewarn.arm.wire import MAX_BODY, base_url
-from forewarn.imds.tokens import TENANT, TokenSigner
+from forewarn.imds.tokens import TENANT, TokenSigner, object_id
 
 __all__ = ["Identity"]
 
-_NAMESPACE = uuid.UUID("5c0e2b7a-9d1f-4a3e-8b6c-7f1e0d2c3b4a")
 #: The routes after the tenant (lower-cased segments).
 _CONFIGURATION = ("v2.0", ".well-known", "openid-configuration")
 _TOKEN = ("oauth2", "v2.0", "token")
@@ -109,7 +107,7 @@ class Identity:
         token, expires_on = self.signer.mint(
             resource=resource,
             client_id=client_id,
-            object_id=str(uuid.uuid5(_NAMESPACE, client_id)),
+            object_id=object_id(f"app:{client_id}"),
         )
         lifetime = max(0, expires_on - int(time.time()))
         return _json({

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import msgspec
@@ -13,7 +14,7 @@ from forewarn.contract import (
     error_body,
     version_error_body,
 )
-from forewarn.fleet import VM
+from forewarn.fleet import VM, Scope, ScopeKind, Topology
 from forewarn.fleet.azure import PROVIDER, AzureNames
 from forewarn.imds.messages import TEXT, Reply
 
@@ -127,10 +128,10 @@ def instance_document(
     }
 
 
+@functools.lru_cache(maxsize=64)
 def _alone(vm: VM) -> AzureNames:
-    """Names for a VM outside any fleet (a replay's): the default subscription and group."""
-    from forewarn.fleet import Scope, ScopeKind, Topology
-
+    """Names for a VM outside any fleet (a replay's): the default subscription and group
+    (built once per VM, not per request)."""
     scope = Scope(vm.scope_id, ScopeKind.STANDALONE, (vm.name,))
     return Topology([scope], [vm], vm.name).azure
 

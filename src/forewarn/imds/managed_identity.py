@@ -9,21 +9,19 @@ rest of the metadata service's.
 from __future__ import annotations
 
 import time
-import uuid
 
 import msgspec
 
 from forewarn.fleet import VM
 from forewarn.fleet.azure import AzureNames
 from forewarn.imds.messages import Reply
-from forewarn.imds.tokens import TokenSigner, identity_client_id
+from forewarn.imds.tokens import TokenSigner, identity_client_id, object_id
 
 __all__ = ["IDENTITY_TOKEN", "IDENTITY_VERSIONS", "ManagedIdentity"]
 
 IDENTITY_TOKEN = "/metadata/identity/oauth2/token"
 #: The api-versions the identity endpoint documents.
 IDENTITY_VERSIONS = frozenset({"2018-02-01", "2019-08-01", "2019-11-01", "2021-02-01"})
-_OBJECT_NAMESPACE = uuid.UUID("0b5e7a1c-2d4f-4e6a-9b8c-1d2e3f4a5b6c")
 
 
 def _error(description: str, code: str = "invalid_request", status: int = 400) -> Reply:
@@ -59,17 +57,17 @@ class ManagedIdentity:
         if len(resource) > 512:
             return _error("The resource is longer than 512 characters.")
         client_id = identity_client_id(vm.vm_id)
-        object_id = str(uuid.uuid5(_OBJECT_NAMESPACE, vm.vm_id))
+        principal = object_id(f"vm:{vm.vm_id}")
         resource_id = self.names.vm_id(vm.name)
         asked = [query.get(k) for k in ("client_id", "object_id", "msi_res_id", "mi_res_id")]
-        known = (client_id, object_id, resource_id.lower())
+        known = (client_id, principal, resource_id.lower())
         if any(a and (a.lower() if a.startswith("/") else a) not in known for a in asked):
             return _NOT_FOUND  # a user-assigned identity: none is assigned here
         now = time.time()
         token, expires_on = self.signer.mint(
             resource=resource,
             client_id=client_id,
-            object_id=object_id,
+            object_id=principal,
             vm_resource_id=resource_id,
             now=now,
         )

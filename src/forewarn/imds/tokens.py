@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import jwt
 
-__all__ = ["TENANT", "Caller", "InvalidToken", "TokenSigner", "identity_client_id"]
+__all__ = ["TENANT", "Caller", "InvalidToken", "TokenSigner", "identity_client_id", "object_id"]
 
 #: The tenant forewarn's identities belong to.
 TENANT = "72f988bf-0000-4000-8000-00000000f0e1"
@@ -41,6 +41,12 @@ class InvalidToken(Exception):
 def identity_client_id(vm_id: str) -> str:
     """The client id of a VM's system-assigned identity (stable: derived from the VM)."""
     return str(uuid.uuid5(_NAMESPACE, f"client:{vm_id}"))
+
+
+def object_id(principal: str) -> str:
+    """A principal's object id (stable: derived from ``principal``, e.g. ``vm:<vm id>``
+    for a VM's identity, ``app:<client id>`` for a service principal)."""
+    return str(uuid.uuid5(_NAMESPACE, f"object:{principal}"))
 
 
 @dataclass(frozen=True, slots=True)

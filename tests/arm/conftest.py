@@ -103,15 +103,18 @@ class ArmServer:
 
 
 def start_arm_server(
-    tmp: Path, fleet: str = FLEET, extra: tuple[str, ...] = (), clock: str = "virtual"
+    tmp: Path, fleet: str | None = FLEET, extra: tuple[str, ...] = (), clock: str = "virtual"
 ) -> ArmServer:
-    fleet_file = tmp / "fleet.yaml"
-    fleet_file.write_text(fleet)
+    """A server with ARM over ``fleet`` (None: the built-in demo fleet, as ``serve`` alone)."""
+    fleet_args: list[str] = []
+    if fleet is not None:
+        (tmp / "fleet.yaml").write_text(fleet)
+        fleet_args = ["--fleet", str(tmp / "fleet.yaml")]
     port = free_port()
     server = ServerProcess(
         tmp / "forewarn.db",
         [
-            "--fleet", str(fleet_file), "--clock", clock, "--enablement", "always",
+            *fleet_args, "--clock", clock, "--enablement", "always",
             "--rate-limit", "0", "--arm-bind", f"127.0.0.1:{port}",
             "--arm-ca-dir", str(tmp / "ca"), *extra,
         ],

@@ -10,9 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.arm.conftest import ArmServer
+from tests.arm.conftest import start_arm_server
 from tests.support.azcli import az_executable
-from tests.support.serverproc import ServerProcess, free_port
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -35,7 +34,7 @@ def test_the_readme_cli_and_managed_identity_commands_run(tmp_path: Path) -> Non
     script = "\n".join(script.splitlines()[2:])
     demo = tmp_path / "demo"
     demo.mkdir()
-    arm = _demo_server(demo)  # the demo fleet, on a virtual clock: nothing moves unasked
+    arm = start_arm_server(demo, None)  # the demo fleet, a virtual clock: nothing moves unasked
     try:
         script = (
             script.replace("https://127.0.0.1:8443", arm.url)
@@ -68,16 +67,3 @@ def test_the_readme_cli_and_managed_identity_commands_run(tmp_path: Path) -> Non
     assert '"EventStatus":"Started"' in out
     assert '"PowerState/starting"' in out
     assert '"systemAssignedIdentity"' in out  # az login --identity
-
-
-def _demo_server(tmp: Path) -> ArmServer:
-    port = free_port()
-    server = ServerProcess(
-        tmp / "forewarn.db",
-        ["--clock", "virtual", "--enablement", "always", "--rate-limit", "0",
-         "--arm-bind", f"127.0.0.1:{port}", "--arm-ca-dir", str(tmp / "ca")],
-    ).start(timeout=60)  # fmt: skip
-    line = next(line for line in server.banner if "ARM on" in line)
-    match = re.search(r"ARM on (https://\S+) .* trust (\S+) ", line)
-    assert match, line
-    return ArmServer(server, match.group(1), match.group(2))

@@ -5,9 +5,8 @@ The fleet file and the agent configuration come from the JSON Schemas of the str
 parse them, the control API from the OpenAPI document the server serves, the ARM routes
 from the table a real ARM app routes on (``ArmApp.route_table``), the metrics from the
 registries that export them. (The CLI page is mkdocs-click's, in ``docs/reference/cli.md``.)
-The Benchmarks page
-is bench/RESULTS.md with, first, whether each figure is older than the code it measures,
-as git says at build time (``bench/freshness.py``).
+The Benchmarks page is bench/RESULTS.md with, first, whether each figure is older than the
+code it measures, as git says at build time (``bench/freshness.py``).
 """
 
 from __future__ import annotations

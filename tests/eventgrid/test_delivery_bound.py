@@ -9,7 +9,6 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -18,48 +17,34 @@ import pytest
 from forewarn.eventgrid.delivery import MAX_PENDING, DeliveryLog, Pending, Subscriber
 from forewarn.eventgrid.ledger import Notice
 from forewarn.eventgrid.subscriptions import Subscription, SubscriptionSpec
+from tests.eventgrid.webhook import Behaviour, Received, webhook
 
 
-class _Hook(ThreadingHTTPServer):
-    daemon_threads = True
-    arrived: list[str]
-    release_first: threading.Event
-    release_rest: threading.Event
-
-
-class _Handler(BaseHTTPRequestHandler):
+class _Holding:
     """The first notification is held, then failed (500); the others held, then taken."""
 
-    server: _Hook
+    def __init__(self) -> None:
+        self.release_first = threading.Event()
+        self.release_rest = threading.Event()
+        self.behaviour = Behaviour(fail_first=1, before_answer=self._hold)
 
-    def log_message(self, *args: Any) -> None:
-        pass
+    def _hold(self, got: Received) -> None:
+        first = self.behaviour.notifications()[0] is got
+        (self.release_first if first else self.release_rest).wait(30)
 
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["content-length"]))
-        self.server.arrived.append(self.path)
-        first = len(self.server.arrived) == 1
-        (self.server.release_first if first else self.server.release_rest).wait(30)
-        self.send_response(500 if first else 200)
-        self.send_header("content-length", "0")
-        self.end_headers()
+    def arrived(self) -> int:
+        return len(self.behaviour.notifications())
 
 
 @contextmanager
-def holding_webhook() -> Iterator[tuple[str, _Hook]]:
-    server = _Hook(("127.0.0.1", 0), _Handler)
-    server.arrived, server.release_first, server.release_rest = (
-        [], threading.Event(), threading.Event()
-    )  # fmt: skip
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/hook", server
-    finally:
-        server.release_first.set()
-        server.release_rest.set()
-        server.shutdown()
-        server.server_close()
+def holding_webhook() -> Iterator[tuple[str, _Holding]]:
+    hook = _Holding()
+    with webhook(hook.behaviour) as (url, _):
+        try:
+            yield url, hook
+        finally:  # let the held requests go before the webhook stops
+            hook.release_first.set()
+            hook.release_rest.set()
 
 
 def _notice(i: int) -> Notice:
@@ -96,7 +81,7 @@ async def test_a_retried_notice_keeps_its_place_and_the_queue_never_holds_1001(
         subscriber.offer(_notice(0))
         subscriber.start()
         try:
-            await _until(lambda: len(hook.arrived) == 1)  # notice 0 in flight, held
+            await _until(lambda: hook.arrived() == 1)  # notice 0 in flight, held
             for i in range(1, MAX_PENDING + 1):
                 subscriber.offer(_notice(i))
             assert len(subscriber.queued()) == MAX_PENDING
@@ -106,7 +91,7 @@ async def test_a_retried_notice_keeps_its_place_and_the_queue_never_holds_1001(
 
             hook.release_first.set()  # notice 0 fails: queued again for its retry
             await _until(lambda: any(a.outcome == "retrying" for a in log.list(limit=5000)))
-            await _until(lambda: len(hook.arrived) == 2)  # the next one in flight, held
+            await _until(lambda: hook.arrived() == 2)  # the next one in flight, held
             waiting = subscriber.queued()
             assert len(waiting) == MAX_PENDING  # was 1,001
             assert "id-0" in {entry.notice.id for entry in waiting}  # the retry kept its place

@@ -6,14 +6,9 @@ of the 100 is served (listed, and delivered to)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import ssl
-import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +16,7 @@ import httpx
 
 from tests.arm.conftest import SUBSCRIPTION, ArmServer, start_arm_server
 from tests.eventgrid.conftest import FLEET, GridServer
-from tests.eventgrid.webhook import subscription_body
+from tests.eventgrid.webhook import Behaviour, subscription_body, webhook
 
 LIMIT = 100
 AT_ONCE = 150
@@ -29,45 +24,14 @@ AT_ONCE = 150
 HANDSHAKE_DELAY = 0.5
 
 
-class _Hook(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 512
-    notified: Counter[str]
-    lock: threading.Lock
+def _slow_handshakes() -> Behaviour:
+    """A webhook that takes ``HANDSHAKE_DELAY`` over each validation handshake."""
+    return Behaviour(before_validate=lambda _: time.sleep(HANDSHAKE_DELAY))
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Hook
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        if self.headers.get("aeg-event-type") == "SubscriptionValidation":
-            time.sleep(HANDSHAKE_DELAY)
-            data = json.dumps({"validationResponse": body[0]["data"]["validationCode"]}).encode()
-        else:
-            with self.server.lock:
-                self.server.notified[self.headers["aeg-subscription-name"].lower()] += 1
-            data = b""
-        self.send_response(200)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
-@contextmanager
-def slow_webhook() -> Iterator[tuple[str, _Hook]]:
-    server = _Hook(("127.0.0.1", 0), _Handler)
-    server.notified, server.lock = Counter(), threading.Lock()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/hook", server
-    finally:
-        server.shutdown()
-        server.server_close()
+def _notified(hook: Behaviour) -> set[str]:
+    """The subscriptions the webhook got a notification for."""
+    return {r.headers["aeg-subscription-name"].lower() for r in hook.notifications()}
 
 
 async def _all_at_once(
@@ -110,7 +74,7 @@ def test_150_creations_at_once_keep_exactly_the_100_acknowledged_across_a_restar
 ) -> None:
     arm = start_arm_server(tmp_path, FLEET, extra=("--time-scale", "100"))
     try:
-        with slow_webhook() as (url, hook):
+        with webhook(_slow_handshakes()) as (url, hook):
             created = _check_the_limit_held(_create_through_control(arm, url))
             listed = arm.server.control("GET", "/api/v1/eventgrid/subscriptions").json()
             assert sorted(s["name"] for s in listed) == created
@@ -123,9 +87,9 @@ def test_150_creations_at_once_keep_exactly_the_100_acknowledged_across_a_restar
             assert {s["properties"]["provisioningState"] for s in listed} == {"Succeeded"}
             grid.trigger("user-reboot", "pub")
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and len(hook.notified) < LIMIT:
+            while time.monotonic() < deadline and len(_notified(hook)) < LIMIT:
                 time.sleep(0.05)
-            assert sorted(hook.notified) == created  # every one acknowledged is delivered to
+            assert sorted(_notified(hook)) == created  # every one acknowledged is delivered to
             more = grid.subscribe("one-more", url)
             assert more.status_code == 409 and f"at most {LIMIT}" in more.text
     finally:
@@ -136,7 +100,7 @@ def test_150_puts_at_once_through_arm_create_exactly_100(tmp_path: Path) -> None
     arm = start_arm_server(tmp_path, FLEET, extra=("--time-scale", "100"))
     names = [f"arm-{i:03d}" for i in range(AT_ONCE)]
     try:
-        with slow_webhook() as (url, _):
+        with webhook(_slow_handshakes()) as (url, _):
 
             async def run() -> list[httpx.Response]:
                 context = ssl.create_default_context(cafile=arm.ca)

@@ -52,10 +52,12 @@ class Behaviour:
     allow_origin: str | None = "eventgrid.azure.net"  # CloudEvents OPTIONS answer
     fail_first: int = 0  # notifications answered 500 before the first 200
     status: int = 500
-    #: Called with each notification before it is answered 200 (a slow webhook), and
-    #: after (what a controller does once it has taken the event).
+    #: Called with each notification before it is answered, whatever the answer (a slow
+    #: webhook), and after a 200 (what a controller does once it has taken the event).
     before_answer: Callable[[Received], None] | None = None
     after_answer: Callable[[Received], None] | None = None
+    #: Called with each validation handshake before it is answered (a slow one).
+    before_validate: Callable[[Received], None] | None = None
     received: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -114,6 +116,8 @@ def _handler(behaviour: Behaviour) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             got = self._record()
             if got.headers.get("aeg-event-type") == "SubscriptionValidation":
+                if behaviour.before_validate is not None:
+                    behaviour.before_validate(got)
                 code = got.json()[0]["data"]["validationCode"]
                 if behaviour.validate == "echo":
                     self._answer(200, {"validationResponse": code})
@@ -126,16 +130,20 @@ def _handler(behaviour: Behaviour) -> type[BaseHTTPRequestHandler]:
                 return
             with behaviour.lock:
                 seen = sum(1 for r in behaviour.received if _notification(r) and r.method == "POST")
+            if behaviour.before_answer is not None:
+                behaviour.before_answer(got)
             if seen <= behaviour.fail_first:
                 self._answer(behaviour.status)
                 return
-            if behaviour.before_answer is not None:
-                behaviour.before_answer(got)
             self._answer(200)
             if behaviour.after_answer is not None:
                 behaviour.after_answer(got)
 
     return Handler
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # 150 handshakes at once are all accepted, none reset
 
 
 @contextmanager
@@ -144,7 +152,7 @@ def webhook(
 ) -> Iterator[tuple[str, Behaviour]]:
     """``(url, behaviour)`` of a webhook listening on ``host`` (loopback by default)."""
     behaviour = behaviour or Behaviour()
-    server = ThreadingHTTPServer((host, 0), _handler(behaviour))
+    server = _Server((host, 0), _handler(behaviour))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import socket
 import ssl
 from collections.abc import Callable
@@ -13,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import uvicorn
-from starlette.requests import ClientDisconnect
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from forewarn.admission import Budget, Gate, GuardedProtocol, Pool, guarded
 from forewarn.admission.guard import HEADER_TIMEOUT
@@ -26,8 +23,6 @@ from forewarn.fabric import Fabric
 from forewarn.imds.tokens import TokenSigner
 
 __all__ = ["ArmListener", "ArmSettings", "serve_arm"]
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,21 +74,6 @@ class ArmListener:
             self._sock.close()
 
 
-def _hangups_quiet(app: ASGIApp) -> ASGIApp:
-    """A client hanging up in the middle of its request is a normal event for a server:
-    one debug line for it, not uvicorn's traceback of Starlette's ``ClientDisconnect``."""
-
-    async def asgi(scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await app(scope, receive, send)
-        except ClientDisconnect:
-            where = str(scope.get("path", ""))[:200]
-            log.debug("an ARM client hung up before the end of its request: %s %s",
-                      scope.get("method"), where)  # fmt: skip
-
-    return asgi
-
-
 def _listen(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -139,7 +119,7 @@ async def serve_arm(
     # (``admission/guard.py``), not by uvicorn's server: so no ``ssl_*`` here.
     gate = Gate(pool, header_timeout=settings.header_timeout, tls=context)
     config = uvicorn.Config(
-        _hangups_quiet(app.asgi),
+        app.asgi,  # a client hanging up mid-request: ArmApp answers it, no traceback
         http=guarded(GuardedProtocol, gate),
         lifespan="off",
         access_log=False,

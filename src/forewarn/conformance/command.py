@@ -141,26 +141,24 @@ def conformance(
         except OSError as exc:
             raise click.UsageError(f"--record {record_path}: {exc.strerror or exc}") from None
         wire.on_exchange = recorder
-    report = Report(base, None, recording=record_path)
     try:
         run_probes(session, burst=burst, skip=skip_probes)
-        followed = _follow(session, follow, approve, timeout, interval, as_json)
+        follower = _follow(session, follow, approve, timeout, interval, as_json)
     except EndpointDown as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         wire.close()
         if recorder is not None:
             recorder.close()
-    report.vm = session.vm
-    report.results = list(session.results) + check_documents(session.samples, session.vm)
+    sightings = list(follower.sightings.values())
     spare = 2.0 + interval if slack is None else slack
-    sightings = list(followed.sightings.values()) if followed else []
-    report.results += judge_lifecycle(
-        sightings, followed.approvals if followed else [], followed.steps if followed else [],
-        followed.replaced if followed else [], followed=followed is not None, approve=approve,
-        time_scale=time_scale, slack=spare,
+    lifecycle = judge_lifecycle(
+        sightings, follower.approvals, follower.steps, follower.replaced, followed=follow,
+        approve=approve, time_scale=time_scale, slack=spare,
     )  # fmt: skip
-    report.timeline, report.timeline_lines = timeline(sightings, time_scale)
+    results = session.results + check_documents(session.samples, session.vm) + lifecycle
+    events, event_lines = timeline(sightings, time_scale)
+    report = Report(base, session.vm, results, events, event_lines, recording=record_path)
     if recorder is not None and recorder.error:
         click.echo(f"forewarn: warning: {recorder.error}", err=True)
     if junit_path is not None:
@@ -176,9 +174,8 @@ def conformance(
 def _follow(
     session: Session, follow: bool, approve: bool, timeout: float, interval: float,
     as_json: bool,
-) -> Follower | None:  # fmt: skip
-    if not follow:
-        return None
+) -> Follower:  # fmt: skip
+    """The follower, run when ``follow`` (else it saw nothing)."""
 
     def tell(line: str) -> None:
         for part in textwrap.wrap(line, 80, subsequent_indent="  ", break_on_hyphens=False):
@@ -186,8 +183,9 @@ def _follow(
         (sys.stderr if as_json else sys.stdout).flush()
 
     follower = Follower(session, interval=interval, timeout=timeout, approve=approve, tell=tell)
-    try:
-        follower.run()
-    except KeyboardInterrupt:
-        tell("stopped (Ctrl-C): reporting what was seen")
+    if follow:
+        try:
+            follower.run()
+        except KeyboardInterrupt:
+            tell("stopped (Ctrl-C): reporting what was seen")
     return follower

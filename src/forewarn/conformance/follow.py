@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from forewarn.conformance.documents import Sample
-from forewarn.conformance.lifecycle import Approval, Sighting
+from forewarn.conformance.lifecycle import Approval, Sighting, hms
 from forewarn.conformance.rules import Send
 from forewarn.conformance.session import Session
 from forewarn.contract import parse_not_before
@@ -27,10 +27,6 @@ from forewarn.contract.model import resource_matches
 __all__ = ["Follower"]
 
 _JSON = (("Metadata", "true"), ("Content-Type", "application/json"))
-
-
-def _hms(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S")
 
 
 def _not_before(event: dict[str, Any]) -> datetime | None:
@@ -63,7 +59,6 @@ class Follower:
         #: How long an approval gets to take effect before the kit looks again (P1).
         self.settle = max(3 * interval, 2.0)
         self.sightings: dict[str, Sighting] = {}
-        self.status: dict[str, str] = {}
         self.approvals: list[Approval] = []
         self.steps: list[str] = []
         self.replaced: list[str] = []
@@ -96,7 +91,7 @@ class Follower:
                 break
             self.sleep(self.interval)
         else:
-            self.tell(f"{_hms(time.time())} --timeout ({self.timeout:g} s) reached")
+            self.tell(f"{hms(time.time())} --timeout ({self.timeout:g} s) reached")
 
     def _live(self) -> list[Sighting]:
         return [s for s in self.sightings.values() if s.removed_at is None]
@@ -117,7 +112,7 @@ class Follower:
         return sample
 
     def _gone(self, now: float) -> None:
-        self.tell(f"{_hms(now)} the endpoint answers 404: the platform deleted this VM")
+        self.tell(f"{hms(now)} the endpoint answers 404: the platform deleted this VM")
         for s in self._live():
             s.removed_at = now
 
@@ -137,11 +132,11 @@ class Follower:
         self._last = (incarnation, key)
         current = {e["EventId"]: e for e in events}
         if first and not current:
-            self.tell(f"{_hms(now)} #{incarnation} no event yet: waiting")
+            self.tell(f"{hms(now)} #{incarnation} no event yet: waiting")
         gone = [s for s in self._live() if s.event_id not in current]
         for s in gone:
             s.removed_at = now
-            self.tell(f"{_hms(now)} #{incarnation} {s.event_id} removed")
+            self.tell(f"{hms(now)} #{incarnation} {s.event_id} removed")
         new = [e for i, e in current.items() if i not in self.sightings]
         for event in new:
             self._seen(event, now, first, incarnation)
@@ -167,22 +162,21 @@ class Follower:
             started_at=now if status == "Started" else None,
         )
         self.sightings[s.event_id] = s
-        self.status[s.event_id] = status
         when = ""
         if s.not_before is not None:
             when = f" in {s.not_before.timestamp() - now:.0f}s"
-        self.tell(f"{_hms(now)} #{incarnation} {s.event_id} {s.event_type} {status}{when}")
+        self.tell(f"{hms(now)} #{incarnation} {s.event_id} {s.event_type} {status}{when}")
 
     def _status(self, s: Sighting, status: str, now: float, incarnation: Any) -> None:
-        before = self.status[s.event_id]
+        before = s.status
         if status == before:
             return
-        self.status[s.event_id] = status
+        s.status = status
         if before == "Started" and status == "Scheduled":
             s.backwards.append(f"Started, then Scheduled again at incarnation {incarnation}")
         if status == "Started" and s.started_at is None:
             s.started_at = now
-        self.tell(f"{_hms(now)} #{incarnation} {s.event_id} {status}")
+        self.tell(f"{hms(now)} #{incarnation} {s.event_id} {status}")
 
     def _replacements(self, gone: list[Sighting], new: list[dict[str, Any]]) -> None:
         """An event removed as another appears, same type and VMs, another status: the
@@ -191,10 +185,10 @@ class Follower:
             for event in new:
                 same = (str(event.get("EventType")) == old.event_type
                         and event.get("Resources") == old.resources
-                        and str(event.get("EventStatus")) != self.status[old.event_id])  # fmt: skip
+                        and str(event.get("EventStatus")) != old.status)  # fmt: skip
                 if same:
                     self.replaced.append(
-                        f"{old.event_id} ({self.status[old.event_id]}) came back as "
+                        f"{old.event_id} ({old.status}) came back as "
                         f"{event['EventId']} ({event.get('EventStatus')})"
                     )
 
@@ -210,11 +204,11 @@ class Follower:
         answer = exchange.answer
         approval = Approval(now, ids, answer.status if answer else None,
                             answer.body if answer else b"")  # fmt: skip
-        self.tell(f"{_hms(now)} approved {', '.join(ids)}: {exchange.seen()}")
+        self.tell(f"{hms(now)} approved {', '.join(ids)}: {exchange.seen()}")
         return approval
 
     def _approve(self, now: float) -> None:
-        todo = [s for s in self._live() if self.status[s.event_id] == "Scheduled"
+        todo = [s for s in self._live() if s.status == "Scheduled"
                 and s.approved_at is None and self._mine(s)]  # fmt: skip
         if not todo:
             return
@@ -226,9 +220,8 @@ class Follower:
             self._checks.append((now + self.settle, approval, []))
 
     def _started(self, event_id: str) -> bool:
-        return self.status.get(event_id) == "Started" or (
-            self.sightings[event_id].removed_at is not None
-        )
+        s = self.sightings[event_id]
+        return s.status == "Started" or s.removed_at is not None
 
     def _check_laggards(self, now: float) -> None:
         """P1: approved together, started apart? Approve the laggards alone and see."""

@@ -15,7 +15,7 @@ from typing import Any
 from forewarn.conformance.results import Result, failed, passed, skipped
 from forewarn.conformance.rules import rule
 
-__all__ = ["MIN_NOTICE", "Approval", "Sighting", "judge_lifecycle", "timeline"]
+__all__ = ["MIN_NOTICE", "Approval", "Sighting", "hms", "judge_lifecycle", "timeline"]
 
 #: L1: the least notice of each event type, in seconds (Terminate: the least configurable).
 MIN_NOTICE = {"Freeze": 900.0, "Reboot": 900.0, "Redeploy": 600.0, "Preempt": 30.0,
@@ -44,6 +44,11 @@ class Sighting:
     approved_at: float | None = None
     #: Status changes that went backwards (Started, then Scheduled again).
     backwards: list[str] = field(default_factory=list)
+    #: The status last seen (``first_status`` until it changes).
+    status: str = ""
+
+    def __post_init__(self) -> None:
+        self.status = self.status or self.first_status
 
 
 @dataclass
@@ -60,7 +65,8 @@ class Approval:
     alone_waited: list[str] = field(default_factory=list)
 
 
-def _hms(t: float | None) -> str:
+def hms(t: float | None) -> str:
+    """``t`` (POSIX seconds) as UTC ``HH:MM:SS`` on the VM's clock, or ``-``."""
     return "-" if t is None else datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S")
 
 
@@ -227,5 +233,5 @@ def timeline(
         else:
             rows.append((None, "not removed when following ended", f"L5 {expect_removed}"))
         for t, what, expected in rows:
-            lines.append(f"  {_hms(t):8} {what[:40]:40} {expected[:27]}".rstrip())
+            lines.append(f"  {hms(t):8} {what[:40]:40} {expected[:27]}".rstrip())
     return data, lines

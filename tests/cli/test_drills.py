@@ -9,8 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import Result
 
+from forewarn.cli import main
+from tests.cli.test_local_commands import assert_one_error_line
 from tests.support.cli import Cli, run_cli
+from tests.support.serveconfig import serve_runner
 from tests.support.serverproc import VIRTUAL, ServerProcess, trigger
 
 SPOTS = ["workers_0", "workers_1", "workers_2", "workers_3"]
@@ -158,12 +162,22 @@ DURATIONS = [("90", 90.0), ("90s", 90.0), ("5m", 300.0), ("1h", 3600.0), ("1h30m
 NOT_DURATIONS = ["5 parsecs", "5y", "PT", "P1M", "m5", "nan", "-3s"]
 
 
+@pytest.fixture
+def in_process(
+    server: ServerProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Result]:
+    """The CLI run in this process against ``server`` (no interpreter start: many runs
+    in a blink), with no FOREWARN_* variable from outside."""
+    runner = serve_runner(tmp_path, monkeypatch)
+    return lambda *args: runner.invoke(main, ["--control", server.control_url, *args])
+
+
 def test_one_duration_syntax_in_the_cli_and_the_control_api(
-    cli: Cli, server: ServerProcess
+    cli: Cli, server: ServerProcess, in_process: Callable[..., Result]
 ) -> None:
     for given, seconds in DURATIONS:
-        out = cli("fault", "add", "timeout", "--vm", "web-1", "--for", given, "--json")
-        assert out.code == 0, out.stderr
+        out = in_process("fault", "add", "timeout", "--vm", "web-1", "--for", given, "--json")
+        assert out.exit_code == 0, out.output
         assert json.loads(out.stdout)["duration_seconds"] == pytest.approx(seconds)
         sent: str | float = float(given) if given.isdigit() else given  # a number as one
         body = {"kind": "reset", "duration_seconds": sent, "after_seconds": sent}
@@ -172,7 +186,7 @@ def test_one_duration_syntax_in_the_cli_and_the_control_api(
         fault = answer.json()
         assert fault["duration_seconds"] == pytest.approx(seconds)
         assert fault["ends_at"] - fault["starts_at"] == pytest.approx(seconds)
-        assert cli("fault", "clear").code == 0
+        assert in_process("fault", "clear").exit_code == 0
     out = cli("fault", "add", "latency", "--latency", "1.5s", "--json")
     assert out.code == 0 and json.loads(out.stdout)["latency_seconds"] == 1.5, out.stderr
     assert cli("advance", "PT1M").code == 0
@@ -180,17 +194,20 @@ def test_one_duration_syntax_in_the_cli_and_the_control_api(
 
 
 def test_a_bad_duration_is_a_clear_error_and_changes_nothing(
-    cli: Cli, server: ServerProcess
+    cli: Cli, server: ServerProcess, in_process: Callable[..., Result]
 ) -> None:
+    def refused(fragment: str, *args: str) -> None:
+        assert_one_error_line(in_process(*args), 2, fragment)  # a usage error: nothing sent
+
     now = server.control("GET", "/api/v1/clock").json()["now"]
     for given in NOT_DURATIONS:
-        cli("fault", "add", "timeout", "--for", given).assert_one_error_line("--for")
+        refused("--for", "fault", "add", "timeout", "--for", given)
         answer = server.control("POST", "/api/v1/faults",
                                 json={"kind": "timeout", "duration_seconds": given})  # fmt: skip
         assert answer.status_code == 400, given
         assert "duration_seconds" in answer.json()["error"]
-        cli("advance", given).assert_one_error_line("SECONDS")
-        cli("trigger", "user-reboot", "web-0", "--notice", given).assert_one_error_line("--notice")
+        refused("SECONDS", "advance", given)
+        refused("--notice", "trigger", "user-reboot", "web-0", "--notice", given)
     for given in ["0s", "PT0S", "90", "5m\n", "100d", "1e3s"]:  # the API: text with a unit
         answer = server.control("POST", "/api/v1/faults",
                                 json={"kind": "timeout", "duration_seconds": given})  # fmt: skip

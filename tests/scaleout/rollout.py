@@ -193,11 +193,9 @@ def check_approvals_applied(
     before its event started at its NotBefore, or after: a follower relays an approval
     to the leader in milliseconds (more on a loaded machine), and may show an event
     Scheduled a little past its NotBefore; one that reaches the leader once the event
-    started changes nothing. The tolerance hides a known race, not only lag: a healthy
-    leader fires a NotBefore before it applies an approval a follower recorded (and
-    answered 200) just before it, and the approval never reaches the history
-    (``test_replication.py``, the strict xfail; a fix: the leader applies the pending
-    relayed approvals, as of when they were made, before it fires a NotBefore)."""
+    started changes nothing. It covers that lag only: an approval a follower recorded
+    before the NotBefore is applied before the leader fires it
+    (``test_replication.py::test_an_approval_a_follower_recorded_before_the_not_before_is_applied_before_it``)."""
     approved_by = {h["event_id"]: h["detail"].get("by") for h in history
                    if h["kind"] == "event.approved"}  # fmt: skip
     started = {h["event_id"]: h["at"] for h in history if h["kind"] == "event.started"

@@ -197,36 +197,40 @@ async def test_approvals_that_waited_while_nobody_led_count_as_of_when_they_were
     assert [h.kind for h in p.leader.history(event_id=early.id)].count("event.approved") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known race (tests/scaleout/rollout.py, moot_within): a healthy leader fires a "
-    "NotBefore before it applies an approval a follower recorded before it",
-)
 async def test_an_approval_a_follower_recorded_before_the_not_before_is_applied_before_it(
     pair: Callable[..., Pair],
 ) -> None:
-    """The leader is healthy but its clock passes the NotBefore (its scheduler, or a VM's
-    read, fires the timer) before its request loop applied an approval a follower
-    recorded, and answered 200, before the NotBefore: the approval must still count.
-    Today it is skipped as moot and never reaches the history."""
+    """The leader is healthy but its clock passes the NotBefore before its request loop
+    applied an approval a follower recorded, and answered 200, before the NotBefore: the
+    timer waits for the approval (a reader's catch-up does not fire it), which is applied
+    as of when it was made. Before, the timer fired first and the approval was skipped
+    as moot: never in the history."""
     p = pair()
     p.start()
-    event = live(p.leader, submit(p.leader, "user-reboot", "web-0"))[0]
+    leader = p.leader
+    leader.apply_relayed_first(lambda: apply_requests(leader, p.tables))  # as a leader does
+    event = live(leader, submit(leader, "user-reboot", "web-0"))[0]
     await p.synced()
     assert event.not_before is not None
     vm = p.follower.topology.vm("web-4")
-    for clock in (p.leader.clock, p.follower.clock):
+    for clock in (leader.clock, p.follower.clock):
         clock.jump(event.not_before - clock.now() - 1)
     approved_at = p.follower.clock.now()
     p.follower.approve(vm, [event.id])
     await p.follower.durable()  # recorded: the VM is answered 200
-    for clock in (p.leader.clock, p.follower.clock):
+    for clock in (leader.clock, p.follower.clock):
         clock.jump(2)  # the NotBefore passes before the leader's request loop wakes
-    p.leader.catch_up()  # what the leader's scheduler (or a VM's read) does then
-    await apply_requests(p.leader, p.tables)
-    await p.leader.durable()
-    entries = [(h.kind, h.at) for h in p.leader.history(event_id=event.id)]
-    assert ("event.approved", approved_at) in entries, entries
+    leader.catch_up()  # a VM's read on the leader: the timer waits for the approvals
+    assert leader.event(event.id).status is EventStatus.SCHEDULED
+    await leader.relayed_first()  # the leader's scheduler: the approvals first, then
+    leader.run_due()  # the timers
+    await leader.durable()
+    entries = [(h.kind, h.at, h.detail.get("reason")) for h in leader.history(event_id=event.id)]
+    assert entries[1:3] == [
+        ("event.approved", approved_at, None),
+        ("event.started", approved_at, "approved"),
+    ], entries
+    assert p.tables.pending() == ([], [])
 
 
 async def test_an_approval_of_an_event_the_vm_does_not_see_is_refused_on_the_follower(

@@ -12,7 +12,8 @@ a scaled-out fleet's leader and writes nothing itself.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable, Sequence
+import math
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import asdict
 from typing import Any
@@ -89,6 +90,12 @@ class Fabric:
         #: The way approvals went to the leader while this process last followed: some
         #: may still be on their way after it took the lead (``durable`` waits for them).
         self._relayed: Follower | None = None
+        #: A leader of a scaled-out fleet: how it applies the approvals followers recorded
+        #: (``apply_relayed_first``), and the instant up to which it applied every one
+        #: recorded: timers fire only up to it, so that a NotBefore never passes over an
+        #: approval a follower answered 200 before it (no bound without ``apply``).
+        self._apply_relayed: Callable[[], Awaitable[object]] | None = None
+        self._relayed_until = -math.inf
         #: True in a scaled-out fleet: views may lag behind another front-end's.
         self.replicated = False
         #: Each VM's last request to this process's endpoint (``note_request``).
@@ -221,7 +228,7 @@ class Fabric:
         A follower leaves timers to the leader."""
         if self._follower is not None:
             return
-        if self._pipe.timers.any_due(self.clock.now(), self._work.active):
+        if self._pipe.timers.any_due(self._due_by(), self._work.active):
             self.run_due()
 
     # --------------------------------------------------------------- durability
@@ -454,14 +461,16 @@ class Fabric:
         self._commit(self._tx(), clock_position=self.clock.now() + seconds)
         await self.durable()
         self.clock.jump(seconds)
+        await self.relayed_first()
         self.run_due()
         await self.durable()
         return self.clock.now()
 
     def run_due(self, until: float | None = None) -> int:
-        """Fire every timer due by now (or by ``until``, if earlier), in order; timers due
-        at the same instant fire in one transition (one incarnation step). Returns how
-        many timers fired.
+        """Fire every timer due by now (or by ``until``, if earlier; by default no later
+        than the relayed approvals were applied: ``apply_relayed_first``), in order;
+        timers due at the same instant fire in one transition (one incarnation step).
+        Returns how many timers fired.
 
         A write that fails stops it (the timers stay due and are retried a moment later);
         it never raises for that, so a reader that caught up still gets its document.
@@ -469,7 +478,7 @@ class Fabric:
         if self._follower is not None or self._pipe.writes_on_hold():
             return 0
         fired = 0
-        now = self.clock.now() if until is None else min(until, self.clock.now())
+        now = self._due_by() if until is None else min(until, self.clock.now())
         timers, active = self._pipe.timers, self._work.active
         while (at := timers.next_due(active)) is not None and at <= now:
             tx = self._tx(at)
@@ -487,7 +496,33 @@ class Fabric:
                 break
         return fired
 
+    def _due_by(self) -> float:
+        """The instant up to which timers may fire now."""
+        now = self.clock.now()
+        return now if self._apply_relayed is None else min(now, self._relayed_until)
+
     # ------------------------------------------------------- leading, following
+
+    def apply_relayed_first(self, apply: Callable[[], Awaitable[object]] | None) -> None:
+        """A leader with followers: ``apply`` applies every approval they recorded (as of
+        when each was made) and then calls ``relayed_applied``; timers fire only up to
+        where it last got (``relayed_first`` calls it when one is due past that), so that
+        a NotBefore does not swallow an approval answered 200 before it. None: no bound."""
+        self._apply_relayed = apply
+        self._relayed_until = -math.inf
+
+    def relayed_applied(self, until: float) -> None:
+        """Every approval followers recorded by ``until`` (the clock) is applied."""
+        self._relayed_until = max(self._relayed_until, until)
+
+    async def relayed_first(self) -> None:
+        """Apply the relayed approvals when a timer is due past where that was last done
+        (nothing to do without followers); ``StoreUnavailable`` when they cannot be read."""
+        if self._apply_relayed is None or self._follower is not None:
+            return
+        due = self.next_due()
+        if due is not None and self._relayed_until < due <= self.clock.now():
+            await self._apply_relayed()
 
     @property
     def leading(self) -> bool:
@@ -542,8 +577,8 @@ class Fabric:
         does not swallow an approval made before it). None: now, after every due timer."""
         if at is None:
             self.catch_up()
-        else:
-            at = min(at, self.clock.now())
+        else:  # (never before the timers already fired for followers' approvals)
+            at = min(max(at, self._relayed_until), self.clock.now())
             self.run_due(until=at)
         live = rules.relayed_ids(self.topology, self._work, vm_name, event_ids)
         return self._approve(live, by=vm_name, via="endpoint", at=at) if live else []

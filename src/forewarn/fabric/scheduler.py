@@ -13,6 +13,7 @@ import math
 
 from forewarn.fabric.clock import Clock
 from forewarn.fabric.engine import Fabric
+from forewarn.fabric.errors import StoreUnavailable
 
 __all__ = ["Scheduler"]
 
@@ -37,7 +38,12 @@ class Scheduler:
         while True:
             self._wake.clear()
             try:
+                await self._fabric.relayed_first()  # a leader: followers' approvals first
                 self._fabric.run_due()
+            except StoreUnavailable as exc:  # (the relayed approvals could not be read)
+                log.warning("timers wait for the store: %s", exc)
+                await asyncio.sleep(STORE_RETRY_SECONDS)
+                continue
             except Exception:  # a bad timer must not stop every other timer
                 log.exception("a scheduled transition failed; retrying in 1 s")
                 await asyncio.sleep(1.0)

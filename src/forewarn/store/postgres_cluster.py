@@ -33,6 +33,7 @@ from forewarn.store.postgres import (
 from forewarn.store.postgres_schema import LEADER_LOCK, display_url
 
 __all__ = [
+    "PENDING_LIMIT",
     "REQUESTS_CHANNEL",
     "ApprovalRequest",
     "ChangeFeed",
@@ -52,6 +53,8 @@ REQUESTS_CHANNEL = "forewarn_requests"
 #: threads outnumber the pool's connections by two, so a burst of approvals waits in the
 #: executor, not here.)
 RELAY_WAIT = 1.0
+#: Relayed approvals the leader reads at a time (``ClusterTables.pending``).
+PENDING_LIMIT = 1000
 
 _DECODE_LOG = msgspec.msgpack.Decoder(Changes)
 
@@ -327,8 +330,8 @@ class ClusterTables:
         approvals = [
             ApprovalRequest(int(i), str(vm), tuple(ids), float(at))
             for i, vm, ids, at in self._run(
-                "SELECT id, vm, event_ids, received_at FROM approval_requests"
-                " ORDER BY id LIMIT 1000"
+                "SELECT id, vm, event_ids, received_at FROM approval_requests ORDER BY id LIMIT %s",
+                (PENDING_LIMIT,),
             )
         ]
         scopes = [

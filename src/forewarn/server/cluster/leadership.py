@@ -41,6 +41,7 @@ from forewarn.server.cluster.replication import Replicator, close_later
 from forewarn.store import StoreError, ThreadedJournal
 from forewarn.store.postgres import PostgresStore
 from forewarn.store.postgres_cluster import (
+    PENDING_LIMIT,
     REQUESTS_CHANNEL,
     ChangeFeed,
     ClusterTables,
@@ -113,6 +114,9 @@ class Cluster:
         )
         self.epoch: int | None = None
         self._scheduler = Scheduler(fabric, clock)
+        #: One pass over the followers' requests at a time (the request loop's, and the
+        #: scheduler's before a timer: ``Fabric.apply_relayed_first``).
+        self._applying = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self._leader_tasks: list[asyncio.Task[None]] = []
         self._following: asyncio.Task[None] | None = None
@@ -275,9 +279,11 @@ class Cluster:
             await self._on_lead()
         snapshot = await asyncio.to_thread(self.store.load)
         position = await asyncio.to_thread(self.store.clock_position)
+        read_at = self.clock.now()
         waiting, _ = await asyncio.to_thread(self.tables.pending)
         self._journal = ThreadedJournal(self.store, on_written=self._on_written)
         self.fabric.lead(snapshot, self._journal, clock_position=position)
+        self.fabric.apply_relayed_first(self._apply_relayed)
         self.epoch = epoch
         self.metrics.became_leader(epoch)
         log.info("leading the fleet", epoch=epoch, log_head=self.store.head, member=self.member)
@@ -285,6 +291,8 @@ class Cluster:
         # the timers that came due meanwhile: no await from ``lead`` on (a reader's
         # catch-up would fire the timers first)
         apply_in_time(self.fabric, waiting)
+        if len(waiting) < PENDING_LIMIT:
+            self.fabric.relayed_applied(read_at)
         self.fabric.run_due()
         self._leader_tasks = [
             asyncio.create_task(self._scheduler.run(), name="forewarn-scheduler"),
@@ -319,6 +327,10 @@ class Cluster:
         if was_leading:
             log.info("following the fleet's leader again", member=self.member)
 
+    async def _apply_relayed(self) -> int:
+        async with self._applying:
+            return await apply_requests(self.fabric, self.tables)
+
     async def _consume_requests(self) -> None:
         feed: ChangeFeed | None = None
         while True:
@@ -327,7 +339,7 @@ class Cluster:
                     feed = await asyncio.to_thread(
                         ChangeFeed, self.store.url, REQUESTS_CHANNEL, self.store.session_name
                     )
-                handled = await apply_requests(self.fabric, self.tables)
+                handled = await self._apply_relayed()
                 self.metrics.applied_requests.inc(handled)
                 if not handled:
                     await asyncio.to_thread(feed.wait, 1.0)

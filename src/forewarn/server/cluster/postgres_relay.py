@@ -26,6 +26,7 @@ import structlog
 from forewarn.fabric import Fabric, FabricError, StoreUnavailable
 from forewarn.fleet import UnknownName
 from forewarn.store.postgres_cluster import (
+    PENDING_LIMIT,
     ApprovalRequest,
     ClusterTables,
     ScopeRequest,
@@ -137,12 +138,16 @@ def _retrieve(future: asyncio.Future[int]) -> None:
         future.exception()
 
 
+def _made(approval: ApprovalRequest) -> tuple[float, int]:
+    return (approval.at, approval.id)
+
+
 def apply_in_time(fabric: Fabric, approvals: Sequence[ApprovalRequest]) -> None:
     """A new leader's first step, before it fires the timers that came due while nobody
     led: each approval accepted meanwhile, as of when it was accepted (the timers due
     before it fire first). ``apply_requests`` deletes them later (applying an approval
     again changes nothing)."""
-    for approval in sorted(approvals, key=lambda a: (a.at, a.id)):
+    for approval in sorted(approvals, key=_made):
         with _skipped_if_refused("a relayed approval", approval.vm):
             fabric.approve_relayed(approval.vm, approval.event_ids, at=approval.at)
 
@@ -150,17 +155,20 @@ def apply_in_time(fabric: Fabric, approvals: Sequence[ApprovalRequest]) -> None:
 async def apply_requests(fabric: Fabric, tables: ClusterTables) -> int:
     """The leader applies the pending relayed requests; returns how many it handled.
 
-    Requests are deleted only once what they changed is durable.
+    Approvals are applied as of when they were made (``apply_in_time``): the leader may
+    have read one after its NotBefore came due. Requests are deleted only once what they
+    changed is durable; then the fabric's timers may fire up to when they were read
+    (``Fabric.relayed_applied``).
     """
+    read_at = fabric.clock.now()
     approvals, scopes = await asyncio.to_thread(tables.pending)
-    if not approvals and not scopes:
-        return 0
-    async for batch in _slices(scopes):
-        _note_scopes(fabric, batch)
-    async for approvals_batch in _slices(approvals):
-        for approval in approvals_batch:
-            with _skipped_if_refused("a relayed approval", approval.vm):
-                fabric.approve_relayed(approval.vm, approval.event_ids)
-    await fabric.durable()
-    await asyncio.to_thread(tables.done, [a.id for a in approvals], scopes)
+    if approvals or scopes:
+        async for batch in _slices(scopes):
+            _note_scopes(fabric, batch)
+        async for approvals_batch in _slices(sorted(approvals, key=_made)):
+            apply_in_time(fabric, approvals_batch)
+        await fabric.durable()
+        await asyncio.to_thread(tables.done, [a.id for a in approvals], scopes)
+    if len(approvals) < PENDING_LIMIT:  # (else more wait: not all read by then)
+        fabric.relayed_applied(read_at)
     return len(approvals) + len(scopes)

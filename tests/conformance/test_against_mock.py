@@ -95,3 +95,13 @@ def test_an_underscored_role_instance_breaks_d7() -> None:
     assert report.detail("D7.resources").endswith(
         "names this VM '_FrontEnd_IN_0', not 'FrontEnd_IN_0'"
     )
+
+
+def test_a_full_disk_warns_and_the_run_goes_on(mock: MockEndpoint) -> None:
+    """``--record`` on a disk that fills up: every rule is still checked and reported, and
+    a warning says the recording is incomplete."""
+    mock.schedule("Reboot")
+    ran = kit(mock.url, "--rate", "50", "--json", "--record", "/dev/full")
+    assert ran.code == 1, ran.stderr  # the mock's own FAILs
+    assert Verdicts.of(ran.stdout).verdict("FAIL") == PROBE_FAILS
+    assert ran.stderr == "forewarn: warning: cannot write /dev/full: No space left on device\n"

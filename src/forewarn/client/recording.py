@@ -9,6 +9,8 @@ disk) is kept in ``error`` and the watch goes on: recording never stops the watc
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -21,28 +23,35 @@ __all__ = ["DocumentRecorder", "JsonLines"]
 
 
 class JsonLines:
-    """JSON lines written to ``path``, each flushed as written (a VM that reboots leaves
-    what it saw). A failed write is kept in ``error``, and the next one tried again."""
+    """JSON lines written to ``path``, each with one unbuffered write (a VM that reboots
+    leaves whole lines). A failed write is kept in ``error``, takes back what it wrote of
+    its line, and the next one is tried again."""
 
     def __init__(self, path: str | Path, *, truncate: bool = False) -> None:
         self.path = Path(path)
         self.error: str | None = None
         # OSError here: the caller says the path is bad
-        self._file = self.path.open("wb" if truncate else "ab")
+        self._file = self.path.open("wb" if truncate else "ab", buffering=0)
 
     def write(self, line: Mapping[str, object]) -> bool:
         """Append ``line``; False (and ``error`` says why) when it could not be."""
+        data = memoryview(msgspec.json.encode(line) + b"\n")
+        start, size = self._file.tell(), len(data)
         try:
-            self._file.write(msgspec.json.encode(line) + b"\n")
-            self._file.flush()
+            while data:
+                data = data[self._file.write(data) :]
         except OSError as exc:
             self.error = f"cannot write {self.path}: {exc.strerror or exc}"
+            if len(data) < size:  # half a line: the next would not parse
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._file.fileno(), start)
+                    self._file.seek(start)
             return False
         self.error = None
         return True
 
     def close(self) -> None:
-        """Close the file (what was written is flushed already)."""
+        """Close the file (nothing is held back: every line was written at once)."""
         self._file.close()
 
 

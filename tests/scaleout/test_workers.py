@@ -24,17 +24,12 @@ from tests.scaleout.rollout import (
     check_history,
     check_what_each_vm_saw,
 )
+from tests.scaleout.workers import fresh, leading_pair, listed_members
 from tests.support.marks import SLOW
 from tests.support.serverproc import ServerProcess
 from tests.support.waiting import wait_until
 
 pytestmark = SLOW
-
-
-def _fresh(url: str, **kw: Any) -> httpx.Response:
-    """One request on a new connection (the kernel picks a worker per connection)."""
-    with httpx.Client(timeout=10, trust_env=False) as client:
-        return client.request(kw.pop("method", "GET"), url, **kw)
 
 
 def _alive(pid: int) -> bool:
@@ -64,14 +59,14 @@ def test_workers_share_the_ports_and_the_fleet_and_survive_losing_the_leader(
     cluster_url = workers.control_url + "/api/v1/cluster"
 
     def members() -> list[dict[str, Any]] | None:
-        data = _fresh(cluster_url).json()
+        data = fresh(cluster_url).json()
         roles = sorted(m["role"] for m in data["members"])
         return data["members"] if roles == ["follower", "leader"] else None
 
     listed = wait_until(members, 30, "two workers, one leading")
-    answered_by = {_fresh(cluster_url).json()["member"] for _ in range(40)}
+    answered_by = {fresh(cluster_url).json()["member"] for _ in range(40)}
     assert answered_by == {m["id"] for m in listed}  # connections reach both workers
-    created = _fresh(
+    created = fresh(
         workers.control_url + "/api/v1/operations",
         method="POST",
         json={"kind": "user-reboot", "target": "web-0"},
@@ -80,14 +75,14 @@ def test_workers_share_the_ports_and_the_fleet_and_survive_losing_the_leader(
     event_id = created.json()["event_ids"][0]
     endpoint = workers.imds_url + "/metadata/scheduledevents"
     docs = [
-        _fresh(endpoint, params={"api-version": "2020-07-01"}, headers={"Metadata": "true"})
+        fresh(endpoint, params={"api-version": "2020-07-01"}, headers={"Metadata": "true"})
         for _ in range(20)
     ]
     assert all(d.status_code == 200 for d in docs)
 
     def everywhere() -> bool:
         params, headers = {"api-version": "2020-07-01"}, {"Metadata": "true"}
-        seen = [_fresh(endpoint, params=params, headers=headers).json() for _ in range(10)]
+        seen = [fresh(endpoint, params=params, headers=headers).json() for _ in range(10)]
         return all([e["EventId"] for e in doc["Events"]] == [event_id] for doc in seen)
 
     wait_until(everywhere, 10, "the event on every worker")
@@ -100,7 +95,7 @@ def test_workers_share_the_ports_and_the_fleet_and_survive_losing_the_leader(
 
     now = wait_until(healed, 60, "a new leader and the dead worker replaced")
     assert any("is serving again" in line for line in workers.banner)
-    approved = _fresh(
+    approved = fresh(
         workers.control_url + f"/api/v1/events/{event_id}/approve", method="POST", json={}
     )
     assert approved.status_code == 200 and approved.json()["status"] == "Started"
@@ -133,34 +128,13 @@ DRIFT = 200.0
 FAILURE_WINDOW = 2.0
 
 
-def _listed(workers: ServerProcess) -> list[dict[str, Any]] | None:
-    """The members ``GET /api/v1/cluster`` lists (None while it cannot be asked)."""
-    try:
-        response = _fresh(workers.control_url + "/api/v1/cluster")
-    except httpx.HTTPError:
-        return None
-    if response.status_code != 200:
-        return None
-    members: list[dict[str, Any]] = response.json()["members"]
-    return members
-
-
-def _members(workers: ServerProcess) -> list[dict[str, Any]] | None:
-    """The live workers, when one of two leads (None otherwise, or while unreachable)."""
-    members = _listed(workers)
-    if members is None:
-        return None
-    roles = sorted(m["role"] for m in members)
-    return members if roles == ["follower", "leader"] else None
-
-
 def _control(workers: ServerProcess, method: str, path: str, **kw: Any) -> Any:
     """A control call on the shared port (a new connection: either worker), repeated
     while the leadership changes (reset, or 503); the JSON answer."""
 
     def attempt() -> httpx.Response | None:
         try:
-            response = _fresh(workers.control_url + path, method=method, **kw)
+            response = fresh(workers.control_url + path, method=method, **kw)
         except httpx.HTTPError:
             return None
         return None if response.status_code == 503 else response
@@ -230,7 +204,7 @@ class _Failover:
 def _kill_mid_batch(workers: ServerProcess, vms: list[PollingVm], op: dict[str, Any]) -> _Failover:
     """With the clock moving and the VMs approving ``op``'s events: SIGKILL the leading
     worker as soon as the first approval is answered; return once the batch started."""
-    members = _members(workers)
+    members = leading_pair(workers)
     assert members is not None
     leader = next(m for m in members if m["role"] == "leader")
     events = op["event_ids"]
@@ -250,7 +224,7 @@ def _kill_mid_batch(workers: ServerProcess, vms: list[PollingVm], op: dict[str, 
 def _led_by_another(workers: ServerProcess, killed: dict[str, Any]) -> float | None:
     """When the leader row names a worker other than ``killed`` (None until then)."""
     try:
-        response = _fresh(workers.control_url + "/api/v1/cluster")
+        response = fresh(workers.control_url + "/api/v1/cluster")
     except httpx.HTTPError:
         return None
     holder = response.json()["leader"]["member"] if response.status_code == 200 else None
@@ -260,7 +234,7 @@ def _led_by_another(workers: ServerProcess, killed: dict[str, Any]) -> float | N
 def _replaced(workers: ServerProcess, killed: dict[str, Any]) -> float | None:
     """When two workers other than ``killed`` report, one of them leading (the dead one
     stays listed until its last report is 10 s old)."""
-    members = _listed(workers)
+    members = listed_members(workers)
     if members is None:
         return None
     others = [m for m in members if m["id"] != killed["id"]]
@@ -305,7 +279,7 @@ def test_the_leading_worker_dies_mid_rollout_and_the_vms_hardly_notice(
     answered, with the clock moving and more approvals due, the leading worker is
     SIGKILLed."""
     workers = rolling_workers
-    wait_until(lambda: _members(workers), 30, "two workers, one leading")
+    wait_until(lambda: leading_pair(workers), 30, "two workers, one leading")
     vms = [_vm(i, name, address, workers.imds_url) for i, (name, address) in enumerate(WEB.items())]
     stop = threading.Event()
     threads = [threading.Thread(target=vm.run, args=(stop,), daemon=True) for vm in vms]

@@ -21,6 +21,7 @@ import pytest
 from tests.scaleout.conftest import VIRTUAL
 from tests.scaleout.pg import PgDatabase
 from tests.scaleout.rollout import PollingVm
+from tests.scaleout.workers import fresh, leading_pair
 from tests.support.marks import SLOW
 from tests.support.serverproc import ServerProcess
 from tests.support.waiting import wait_until
@@ -30,25 +31,6 @@ pytestmark = SLOW
 #: The demo fleet's web VMs, each polling and approving from its own address.
 WEB = {f"web-{i}": f"127.1.0.{i + 1}" for i in range(6)}
 LATEST = {"api-version": "2020-07-01"}
-
-
-def _fresh(url: str, **kw: Any) -> httpx.Response:
-    """One request on a new connection (the kernel picks a worker per connection)."""
-    transport = httpx.HTTPTransport(local_address=kw.pop("vm")) if "vm" in kw else None
-    with httpx.Client(timeout=10, trust_env=False, transport=transport) as client:
-        return client.request(kw.pop("method", "GET"), url, **kw)
-
-
-def _members(server: ServerProcess) -> list[dict[str, Any]] | None:
-    """The workers, once two report and one of them leads."""
-    try:
-        response = _fresh(server.control_url + "/api/v1/cluster")
-    except httpx.HTTPError:
-        return None
-    if response.status_code != 200:
-        return None
-    members: list[dict[str, Any]] = response.json()["members"]
-    return members if sorted(m["role"] for m in members) == ["follower", "leader"] else None
 
 
 def _children(pid: int) -> set[int]:
@@ -91,7 +73,7 @@ def workers(pg: PgDatabase, tmp_path: Path) -> Iterator[ServerProcess]:
     server = ServerProcess(tmp_path / "unused.db", ["--store", pg.url, "--workers", "2", *VIRTUAL])
     server.start(timeout=90)
     try:
-        wait_until(lambda: _members(server), 30, "two workers, one leading")
+        wait_until(lambda: leading_pair(server), 30, "two workers, one leading")
         yield server
     finally:
         pids = _children(server.proc.pid) if server.proc and server.proc.poll() is None else set()
@@ -107,7 +89,7 @@ def test_the_parent_killed_takes_its_workers_and_a_restart_finds_every_approval(
     answered 200."""
     events: dict[str, str] = {}
     for vm in WEB:
-        created = _fresh(
+        created = fresh(
             workers.control_url + "/api/v1/operations", method="POST",
             json={"kind": "user-reboot", "target": vm},
         )  # fmt: skip
@@ -117,13 +99,13 @@ def test_the_parent_killed_takes_its_workers_and_a_restart_finds_every_approval(
 
     def approve(vm: str) -> httpx.Response:
         body = {"StartRequests": [{"EventId": events[vm]}]}
-        return _fresh(
+        return fresh(
             endpoint, method="POST", vm=WEB[vm], params=LATEST, headers={"Metadata": "true"},
             json=body,
         )  # fmt: skip
 
     def shown(vm: str) -> dict[str, Any]:
-        response = _fresh(endpoint, vm=WEB[vm], params=LATEST, headers={"Metadata": "true"})
+        response = fresh(endpoint, vm=WEB[vm], params=LATEST, headers={"Metadata": "true"})
         assert response.status_code == 200, response.text
         doc: dict[str, Any] = response.json()
         return doc
@@ -155,10 +137,10 @@ def test_the_parent_killed_takes_its_workers_and_a_restart_finds_every_approval(
         thread.join(timeout=30)
     _wait_gone(children)
     with pytest.raises(httpx.ConnectError):  # nobody serves the ports any more
-        _fresh(workers.control_url + "/api/v1/cluster")
+        fresh(workers.control_url + "/api/v1/cluster")
 
     workers.start(timeout=90)  # the same command, ports and database
-    wait_until(lambda: _members(workers), 30, "two new workers, one leading")
+    wait_until(lambda: leading_pair(workers), 30, "two new workers, one leading")
     for vm, event_id in events.items():
         doc = shown(vm)
         assert doc["DocumentIncarnation"] >= seen[vm], (vm, doc)
@@ -166,7 +148,7 @@ def test_the_parent_killed_takes_its_workers_and_a_restart_finds_every_approval(
         assert event_id in listed, (vm, doc)  # every event is there
         if vm in answered:  # every approval answered 200 too
             assert listed[event_id] == "Started", (vm, doc)
-    history = _fresh(workers.control_url + "/api/v1/history", params={"limit": 1000}).json()
+    history = fresh(workers.control_url + "/api/v1/history", params={"limit": 1000}).json()
     approved = {h["event_id"]: h["detail"]["by"] for h in history if h["kind"] == "event.approved"}
     assert {events[vm]: vm for vm in answered}.items() <= approved.items()
     print(f"\napproved before the kill: {sorted(answered)}")
@@ -177,7 +159,7 @@ def test_the_parent_killed_as_it_restarts_a_worker_leaves_no_worker_behind(
 ) -> None:
     """A worker dies; the parent starts another one a second later and is SIGKILLed
     while that one is still starting (before it could ask to die with its parent)."""
-    members = _members(workers)
+    members = leading_pair(workers)
     assert members is not None
     follower = next(m for m in members if m["role"] == "follower")
     os.kill(follower["pid"], signal.SIGKILL)
@@ -201,10 +183,10 @@ def test_a_follower_worker_killed_the_vms_are_served_on_and_it_is_replaced(
     only as it dies (those it held, at most one per VM), every VM is answered again at
     once by the other worker, nothing a VM saw goes back, and the dead worker is
     replaced."""
-    members = _members(workers)
+    members = leading_pair(workers)
     assert members is not None
     follower = next(m for m in members if m["role"] == "follower")
-    created = _fresh(
+    created = fresh(
         workers.control_url + "/api/v1/operations", method="POST",
         json={"kind": "user-reboot", "target": "web-0"},
     )  # fmt: skip
@@ -226,7 +208,7 @@ def test_a_follower_worker_killed_the_vms_are_served_on_and_it_is_replaced(
         killed = time.monotonic()
 
         def replaced() -> bool:
-            now = _members(workers)
+            now = leading_pair(workers)
             return now is not None and all(m["id"] != follower["id"] for m in now)
 
         wait_until(replaced, 60, "the dead worker replaced")

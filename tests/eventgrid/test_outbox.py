@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from azure.core.exceptions import ServiceResponseError
@@ -96,6 +97,83 @@ class KillOnce:
         del r
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
+
+
+class KillWhenTold:
+    """A webhook's hook that holds the first notice it gets until the test names the
+    server to SIGKILL (``kill``), then kills it: the test may start the server, or make
+    the change, after setting it (the notice may come before the test could name it)."""
+
+    def __init__(self) -> None:
+        self.grid: GridServer | None = None
+        self.told = threading.Event()
+        self.done = False
+
+    def kill(self, grid: GridServer) -> None:
+        """SIGKILL ``grid`` while the webhook holds a notice; wait for it to end."""
+        self.grid = grid
+        self.told.set()
+        assert grid.server.proc is not None
+        grid.server.proc.wait(timeout=30)
+
+    def __call__(self, r: Received) -> None:
+        del r
+        if not self.done and self.told.wait(30) and self.grid is not None:
+            self.done = True
+            assert self.grid.server.proc is not None
+            self.grid.server.proc.kill()
+
+
+@contextlib.contextmanager
+def _keeping_refused(tmp_path: Path) -> Iterator[None]:
+    """The hub cannot keep a notice pending: a trigger aborts every write of
+    ``eventgrid_pending``, and with it the outbox row's delete (one transaction).
+    Deliveries go on meanwhile (a refused write is logged and retried)."""
+    with contextlib.closing(sqlite3.connect(tmp_path / "forewarn.db", timeout=10)) as db:
+        db.execute(
+            "CREATE TRIGGER test_refuse BEFORE INSERT ON eventgrid_pending"
+            " BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+        )
+        db.commit()
+    try:
+        yield
+    finally:
+        with contextlib.closing(sqlite3.connect(tmp_path / "forewarn.db", timeout=10)) as db:
+            db.execute("DROP TRIGGER test_refuse")
+            db.commit()
+
+
+def test_a_notice_only_the_outbox_holds_survives_a_sigkill_after_each_takeover(
+    tmp_path: Path,
+) -> None:
+    """The hub cannot keep the notice pending, so the outbox alone holds it: SIGKILLed
+    while the webhook holds its first attempt; the next start takes the outbox over and
+    is SIGKILLed as it delivers it; the third start delivers it, with the id written
+    with the change each time, and empties the outbox."""
+    grid = _start(tmp_path)
+    try:
+        with webhook() as (url, hook):
+            assert grid.subscribe("steady", url).status_code == 201
+            with _keeping_refused(tmp_path):
+                hook.before_answer = killer = KillWhenTold()
+                (event,) = grid.trigger("user-reboot", "pub")["event_ids"]
+                killer.kill(grid)  # 1. while the webhook holds the change's notice
+                (owed,) = _outbox(tmp_path)
+
+                hook.before_answer = killer = KillWhenTold()
+                grid = _start(tmp_path)
+                killer.kill(grid)  # 2. after the takeover, as the webhook holds it again
+                assert _outbox(tmp_path) == [owed]
+            hook.before_answer = None
+
+            grid = _start(tmp_path)
+            wait_until(lambda: len(hook.notifications()) == 3, 15, "delivered a third time")
+            assert [r.json()[0]["id"] for r in hook.notifications()] == [owed] * 3
+            assert {r.properties()["EventId"] for r in hook.notifications()} == {event}
+            wait_until(lambda: _outbox(tmp_path) == [], 10, "the outbox emptied")
+            assert _changes(grid) == {(event, "Scheduled")}
+    finally:
+        grid.server.stop()
 
 
 def test_the_first_change_of_an_event_after_a_restart_reaches_the_webhook(

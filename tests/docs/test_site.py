@@ -88,11 +88,30 @@ def test_the_control_api_page_lists_every_route(site: Path) -> None:
             assert re.search(rf"{method.upper()}\s+{re.escape(path)}\s", page), (method, path)
 
 
+def served_series() -> set[str]:
+    """Every family the server's and the agent's registries export, by its public name."""
+    from prometheus_client import CollectorRegistry
+
+    from forewarn.agent.metrics import AgentMetrics
+    from forewarn.imds.metrics import EndpointMetrics
+    from forewarn.server.cluster.metrics import ClusterMetrics
+
+    server = CollectorRegistry()
+    EndpointMetrics(server)
+    ClusterMetrics(server)
+    families = [*server.collect(), *AgentMetrics("web-0").registry.collect()]
+    suffix = {"counter": "_total", "histogram": "_bucket"}
+    return {family.name + suffix.get(family.type, "") for family in families}
+
+
 def test_the_metrics_and_arm_pages_name_what_is_served(site: Path) -> None:
     metrics = text(site / "reference" / "metrics" / "index.html")
     for name in ("forewarn_imds_responses_total", "forewarn_cluster_leader",
                  "forewarn_agent_events_seen_total", "forewarn_agent_ready"):  # fmt: skip
         assert name in metrics
+    served = served_series()
+    assert len(served) > 20 and "forewarn_agent_handler_duration_seconds_bucket" in served
+    assert {name for name in served if not re.search(rf"\b{name}\b", metrics)} == set()
     arm = text(site / "reference" / "arm-routes" / "index.html")
     assert re.search(r"POST\s+/subscriptions/\{name\}/resourcegroups/\{name\}/providers/"
                      r"microsoft\.compute/virtualmachines/\{name\}/restart", arm)  # fmt: skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -23,3 +25,13 @@ def start_server(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A fresh directory with a short path (``/tmp/fw-XXXXXXXX``), for a test whose output
+    shows a path within 80 columns: ``tmp_path`` grows with the test's name and, under
+    pytest-xdist, with the worker's (``popen-gw1/``), so such a line would not fit."""
+    path = Path(tempfile.mkdtemp(prefix="fw-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -24,9 +24,9 @@ PROBE_FAILS = {"R5.required", "R5.wrong-value", "R5.instance", "R6.post-2017-08-
 FOLLOW_FAILS = {"D4.status", "D8.not-before", "D3.same-id", "P1.several-ids"}
 
 
-def test_the_probes_name_each_rule_the_mock_breaks(mock: MockEndpoint, tmp_path: Path) -> None:
+def test_the_probes_name_each_rule_the_mock_breaks(mock: MockEndpoint, short_tmp: Path) -> None:
     (event_id,) = mock.schedule("Reboot")
-    ran = kit(mock.url, "--rate", "50", "--record", str(tmp_path / "mock.jsonl"))
+    ran = kit(mock.url, "--rate", "50", "--record", str(short_tmp / "mock.jsonl"))
     assert ran.code == 1, ran.stderr
     lines_fit(ran.stdout)
     lines = ran.stdout.splitlines()
@@ -47,7 +47,7 @@ def test_the_probes_name_each_rule_the_mock_breaks(mock: MockEndpoint, tmp_path:
     # and how to hand it back, with the recording
     text = " ".join(lines)
     assert "A FAIL is drift between this endpoint and forewarn's wire contract" in text
-    assert f"the recording {tmp_path / 'mock.jsonl'} attached" in text
+    assert f"the recording {short_tmp / 'mock.jsonl'} attached" in text
     assert mock.approved == []  # nothing was approved
 
 

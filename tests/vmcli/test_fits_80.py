@@ -29,8 +29,8 @@ def joined(lines: list[str]) -> str:
     return " ".join(line.strip() for line in lines)
 
 
-def test_agent_status_fits_80_columns_with_each_id_whole(tmp_path: Path) -> None:
-    path = tmp_path / "agent-state.db"
+def test_agent_status_fits_80_columns_with_each_id_whole(short_tmp: Path) -> None:
+    path = short_tmp / "agent-state.db"
     state = State(path)
     kinds = [("my-reboots", False, "Reboot"), ("short-freeze", True, "Freeze"),
              ("group-maintenance", False, "Redeploy")]  # fmt: skip
@@ -58,17 +58,17 @@ def test_agent_status_fits_80_columns_with_each_id_whole(tmp_path: Path) -> None
     assert "approved - (coordinated)" in "\n".join(lines[starts[2] :])
 
 
-def test_discover_fits_80_columns(tmp_path: Path) -> None:
-    empty = tmp_path / "l"
+def test_discover_fits_80_columns(short_tmp: Path) -> None:
+    empty = short_tmp / "l"
     empty.write_text("lease {\n}\n")
     lines = lines_of(run_cli(["discover", "--lease-file", str(empty)], columns=80))
     assert lines[0].startswith("http://169.254.169.254  (the default: no $FOREWARN_IMDS_URL")
     assert joined(lines).endswith("or DHCP option 245)")
 
 
-def test_a_check_config_error_carrying_a_url_keeps_it_whole(tmp_path: Path) -> None:
+def test_a_check_config_error_carrying_a_url_keeps_it_whole(short_tmp: Path) -> None:
     url = "ftp://hooks.example.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX"
-    config = tmp_path / "agent.toml"
+    config = short_tmp / "agent.toml"
     config.write_text(f'[handlers.notify]\ntype = "webhook"\nurl = "{url}"\n')
     result = run_cli_on_a_terminal(["agent", "check-config", "-c", str(config)])
     assert result.code == 2
@@ -79,8 +79,8 @@ def test_a_check_config_error_carrying_a_url_keeps_it_whole(tmp_path: Path) -> N
     assert any(f"'{url}'" in line for line in lines), result.stderr  # whole, to copy
 
 
-def test_check_config_s_summary_fits_80_columns(tmp_path: Path) -> None:
-    config = tmp_path / "agent.toml"
+def test_check_config_s_summary_fits_80_columns(short_tmp: Path) -> None:
+    config = short_tmp / "agent.toml"
     handlers = [f"a-handler-with-a-long-name-{n}" for n in range(4)]
     config.write_text(
         "".join(f'[handlers.{h}]\ntype = "exec"\nargv = ["true"]\n' for h in handlers)

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.serverproc import ServerProcess, free_port
+from tests.support.ports import free_ports
+from tests.support.serverproc import ServerProcess
 
 
 def test_each_vm_port_answers_as_its_vm(
     start_server: Callable[..., ServerProcess], tmp_path: Path
 ) -> None:
-    base = free_port()
+    base = free_ports(3)  # web-0, web-1, solo
     fleet = tmp_path / "fleet.yaml"
     fleet.write_text(
         f"port_base: {base}\n"

@@ -3,7 +3,6 @@ shared how between workers, what a taken port does (nothing stays bound), and th
 
 from __future__ import annotations
 
-import random
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from forewarn.fabric import Clock
 from forewarn.server import Listeners, ServeConfig, banner, bind_listeners, build_runtime, prepare
+from tests.support.ports import free_ports
 
 FLEET = """
 port_base: {base}
@@ -20,25 +20,6 @@ scopes:
   - {{kind: availability_set, name: web, vms: 2}}
   - {{kind: standalone, name: solo}}
 """
-
-
-def free_ports(count: int) -> int:
-    """The first of ``count`` consecutive loopback ports that are free right now."""
-    for _ in range(100):
-        base = random.randint(20_000, 60_000)
-        held: list[socket.socket] = []
-        try:
-            for port in range(base, base + count):
-                sock = socket.socket()
-                held.append(sock)
-                sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        finally:
-            for sock in held:
-                sock.close()
-        return base
-    raise RuntimeError("no free ports")
 
 
 def can_bind(port: int) -> bool:

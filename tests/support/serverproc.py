@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import resource
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,19 +14,13 @@ from typing import Any
 
 import httpx
 
+from tests.support.ports import free_port
+
 __all__ = ["VIRTUAL", "ServerProcess", "event_status", "free_port", "trigger"]
 
 #: The usual options of a test server: a virtual clock, every scope's Scheduled Events
 #: on from the start, no rate limit (the tests poll).
 VIRTUAL = ("--clock", "virtual", "--enablement", "always", "--rate-limit", "0")
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class ServerProcess:

@@ -12,7 +12,7 @@ import pytest
 
 from forewarn.fabric import Clock
 from forewarn.server import Listeners, ServeConfig, banner, bind_listeners, build_runtime, prepare
-from tests.support.ports import free_ports
+from tests.support.ports import can_bind, free_ports
 
 FLEET = """
 port_base: {base}
@@ -20,15 +20,6 @@ scopes:
   - {{kind: availability_set, name: web, vms: 2}}
   - {{kind: standalone, name: solo}}
 """
-
-
-def can_bind(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
 def port(sock: socket.socket) -> int:

@@ -15,7 +15,7 @@ import re
 import socket
 import threading
 
-__all__ = ["free_port", "free_ports"]
+__all__ = ["can_bind", "free_port", "free_ports"]
 
 #: The ports handed out: 20000-31999, 3,000 per worker (four slices, then they repeat).
 FIRST, SLICE, SLICES = 20_000, 3_000, 4
@@ -32,7 +32,8 @@ _lock = threading.Lock()
 _next = random.randrange(len(_SLICE))
 
 
-def _bindable(port: int) -> bool:
+def can_bind(port: int) -> bool:
+    """Whether nobody listens on loopback ``port`` (or holds it) right now."""
     with socket.socket() as sock:
         try:
             sock.bind(("127.0.0.1", port))
@@ -51,7 +52,7 @@ def free_ports(count: int) -> int:
                 _next = 0
             base = _SLICE[_next]
             _next += count
-            if all(_bindable(port) for port in range(base, base + count)):
+            if all(can_bind(port) for port in range(base, base + count)):
                 return base
     raise RuntimeError(f"no {count} free consecutive ports in {_SLICE}")
 

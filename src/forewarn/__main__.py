@@ -1,5 +1,5 @@
 """``python -m forewarn`` is the ``forewarn`` command."""
 
-from forewarn.cli import main
+from forewarn.script import main
 
 main(prog_name="forewarn")

@@ -4,7 +4,8 @@ A table is laid out for the terminal's width (80 columns when output is not a te
 ``COLUMNS``): optional columns go first, then phrases wrap at their spaces, then ids that
 may be cut are cut; the key fields always stay, and ids a user must copy stay whole.
 ``--wide`` prints every column at full width whatever the terminal. Styles only ever reach
-a terminal, and never with ``NO_COLOR`` set. Only rich: the VM side imports it.
+a terminal, and never with ``NO_COLOR`` set. Only rich: the VM side imports it, when it
+prints a table (rich is a third of a VM command's start-up: the others never load it).
 """
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from rich import box
-from rich.cells import cell_len
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 __all__ = ["Column", "build", "console", "layout", "table"]
 
@@ -47,10 +47,14 @@ class Column:
 
 
 def _widest_line(text: str) -> int:
+    from rich.cells import cell_len
+
     return max(cell_len(line) for line in text.split("\n"))
 
 
 def _longest_word(text: str) -> int:
+    from rich.cells import cell_len
+
     return max((cell_len(word) for word in text.split()), default=0)
 
 
@@ -102,6 +106,8 @@ def layout(
 def console() -> Console:
     """A console for tables: rich keeps bold and italic under ``NO_COLOR``, but a user
     who set it asked for plain text."""
+    from rich.console import Console
+
     return Console(color_system=None if os.environ.get("NO_COLOR") else "auto")
 
 
@@ -115,6 +121,9 @@ def build(
     styles: Sequence[str | None] = (),
 ) -> tuple[Table, int]:
     """The table laid out for ``width`` and the width it takes (``styles``: one per row)."""
+    from rich import box
+    from rich.table import Table
+
     shown, widths = layout(columns, rows, width, wide=wide)
     hidden = [c.header for i, c in enumerate(columns) if i not in shown]
     out = Table(

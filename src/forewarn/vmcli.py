@@ -14,12 +14,9 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Group, RenderableType
-from rich.live import Live
-from rich.text import Text
 
 from forewarn.client import (
     DEFAULT_API_VERSION,
@@ -30,12 +27,16 @@ from forewarn.client import (
     DocumentRecorder,
     Event,
     NotFoundError,
-    ScheduledEventsClient,
     discover,
 )
 from forewarn.contract import format_rfc1123
 from forewarn.termtable import Column, build, console, table
 from forewarn.termtext import fit
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from forewarn.client import ScheduledEventsClient
 
 __all__ = ["VM_COMMANDS", "discover_command", "watch", "with_endpoint_url"]
 
@@ -45,6 +46,8 @@ DELETED = "the platform deleted this VM (the endpoint answers 404: Preempt, Term
 
 
 def _client(url: str | None, source_address: str | None, api_version: str) -> ScheduledEventsClient:
+    from forewarn.client import ScheduledEventsClient  # http.client: not for `discover`
+
     try:
         return ScheduledEventsClient(url, api_version=api_version, local_address=source_address)
     except (ClientError, ValueError) as exc:
@@ -300,6 +303,9 @@ class _View:
 
     def render(self) -> RenderableType:
         """The live view, re-rendered a few times a second so countdowns move."""
+        from rich.console import Group
+        from rich.text import Text
+
         now = datetime.now(UTC)
         with self.lock:
             document, changes, problem = self.document, list(self.changes), self.problem
@@ -392,10 +398,13 @@ def watch(
                 recorder = DocumentRecorder(record_path, api_version, vm)
             except OSError as exc:
                 raise click.UsageError(f"--record {record_path}: {exc.strerror or exc}") from None
-        screen = console()
-        view = _View(client.url, vm, screen.width, wide)
+        view = _View(client.url, vm, 80, wide)
         try:
-            if sys.stdout.isatty():
+            if sys.stdout.isatty():  # rich only here: a pipe gets plain lines
+                from rich.live import Live
+
+                screen = console()
+                view.width = screen.width
                 with Live(get_renderable=view.render, refresh_per_second=4,
                           console=screen):  # fmt: skip
 

@@ -1,5 +1,5 @@
-"""What the README's steps leave in a checkout is ignored by git: a newcomer who followed
-them sees a clean ``git status``, and never the ARM listener's private key in it.
+"""What the README's and the docs' steps leave in a checkout is ignored by git: a newcomer
+who followed them sees a clean ``git status``, and never the ARM listener's private key in it.
 
 A real ``forewarn serve`` (the README's demo: ``--db demo.db``, ARM on, a recording) runs
 in an empty directory standing for the checkout; every file it left there must be one

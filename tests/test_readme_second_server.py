@@ -1,6 +1,6 @@
-"""The README's sections each start a ``forewarn serve`` on the default ports; a newcomer
-following them in order still has the demo's server running. The scenario section says to
-stop it first, and what happens otherwise is what it says: exit 1, address in use."""
+"""The docs' pages each start a ``forewarn serve`` on the default ports; a newcomer coming
+from the README's demo still has its server running. The rollout drill's page says to stop
+it first, and what happens otherwise is what it says: exit 1, address in use."""
 
 from __future__ import annotations
 
@@ -9,15 +9,14 @@ import sys
 from pathlib import Path
 
 from tests.support.cli import cli_env
+from tests.support.docpages import section
 from tests.support.serverproc import VIRTUAL, ServerProcess
-
-README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def test_the_scenario_section_says_to_stop_the_demo_server_first() -> None:
-    section = README.read_text().split("\n## Scenarios\n", 1)[1].split("\n## ", 1)[0]
-    before, _, _ = section.partition("--db rehearsal.db &")
-    assert "Stop the demo's server first" in before
+    serve = section("how-to/rollout-drill.md", "## 1. Serve the fleet")
+    before, found, _ = serve.partition("--db rehearsal.db")
+    assert found and "Stop the demo's server first" in before
 
 
 def test_a_second_server_on_the_same_ports_exits_saying_so(tmp_path: Path) -> None:

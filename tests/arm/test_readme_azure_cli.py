@@ -1,31 +1,30 @@
-"""The README's "With the Azure CLI" and "Managed identity on a VM" commands, run as they
-stand (with bash and the real az) against a real server serving the demo fleet: only the
-install line and the server's own start are left to the test, and the addresses are the
-test server's."""
+"""The docs' "With the Azure CLI" and "Managed identity on a VM" commands (docs/paths/
+drive-it-like-azure.md), run as they stand (with bash and the real az) against a real
+server serving the demo fleet: only the install line and the server's own start are left
+to the test, and the addresses are the test server's."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 from tests.arm.conftest import start_arm_server
 from tests.support.azcli import az_executable
+from tests.support.docpages import blocks as fenced
+from tests.support.docpages import section
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = "paths/drive-it-like-azure.md"
 
 
-def _blocks(start: str, end: str) -> list[str]:
-    text = README.read_text(encoding="utf-8")
-    section = text.split(start, 1)[1].split(end, 1)[0]
-    return re.findall(r"```sh\n(.*?)```", section, re.S)
+def _blocks(heading: str) -> list[str]:
+    return fenced(section(PAGE, heading), "sh")
 
 
 def test_the_readme_cli_and_managed_identity_commands_run(tmp_path: Path) -> None:
     az = az_executable()
-    blocks = _blocks("### With the Azure CLI", "### Managed identity on a VM")
-    blocks += _blocks("### Managed identity on a VM", "## Outside the VM")
+    blocks = _blocks("## With the Azure CLI")
+    blocks += _blocks("## Managed identity on a VM")
     assert len(blocks) == 3, "the sections' shell blocks moved"
     script = "\n".join(blocks)
     install, serve = script.splitlines()[:2]

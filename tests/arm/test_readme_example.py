@@ -1,23 +1,21 @@
-"""The README's azure-mgmt-compute example runs as it stands against a real server."""
+"""The docs' azure-mgmt-compute policy example (docs/paths/drive-it-like-azure.md, the
+README's before it moved there) runs as it stands against a real server."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 from tests.arm.conftest import start_arm_server
-
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.support.docpages import blocks, section
 
 
 def _example() -> str:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Azure's control plane (ARM)", 1)[1]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "the ARM section has no Python example"
-    return match.group(1)
+    policies = section("paths/drive-it-like-azure.md", "## Scheduled Events policies")
+    found = blocks(policies, "python")
+    assert found, "the policies section has no Python example"
+    return found[0]
 
 
 def test_the_readme_example_restarts_the_jumpbox(tmp_path: Path) -> None:

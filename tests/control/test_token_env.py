@@ -1,4 +1,5 @@
-"""The token can travel in the environment, where other users cannot read it (README)."""
+"""The token can travel in the environment, where other users cannot read it
+(docs/operations/serving.md)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ against a real ``forewarn serve``.
 Trigger a reboot from the page, watch the event appear and count down, approve it from the
 page, see it start and disappear, and see the report's verdict for it. ``.ci/run``
 installs Chromium; set ``FOREWARN_DASHBOARD_SCREENSHOT=docs/dashboard.png`` to refresh
-the README's screenshot.
+the docs' screenshot (docs/how-to/dashboard.md).
 """
 
 from __future__ import annotations

@@ -124,6 +124,60 @@ def test_the_home_page_leads_to_the_three_paths_in_one_click(site: Path) -> None
         assert (site / "paths" / path / "index.html").exists()
 
 
+#: The Concepts and How-to sections (issue 29): page -> a phrase only that page's own text has.
+GUIDES = {
+    "concepts/fleets-and-scopes": "Which VM is asking",
+    "concepts/events": "Operations, event types and notice",
+    "concepts/enablement": "Enablement: when a scope gets notice",
+    "concepts/time": "Virtual time",
+    "concepts/approvals": "Through ARM, by a central controller",
+    "concepts/faithful-to-azure": "The wire contract per api-version",
+    "how-to/rollout-drill": "Read the verdict",
+    "how-to/endpoint-faults": "Inject faults",
+    "how-to/dashboard": "Watch a fleet on the dashboard",
+    "how-to/record-and-replay": "Replay it",
+    "how-to/vm-client": "The Python client",
+    "how-to/agent-on-a-vm": "Install it under systemd",
+    "how-to/agent-on-kubernetes": "What the handler does",
+    "how-to/coordinated-approval": "Rehearse it",
+    "how-to/pytest-plugin": "Test your code with the pytest plugin",
+    "how-to/scale-out-postgresql": "Many front-ends, one fleet",
+    "how-to/event-grid": "How a controller is graded",
+    "how-to/resource-graph": "What it answers",
+    "conformance": "Check forewarn against your Azure region",
+    "operations/serving": "The metadata listener under load",
+}
+
+
+def test_every_concept_and_how_to_page_is_built_and_in_the_nav(site: Path) -> None:
+    home = (site / "index.html").read_text()
+    for page, phrase in GUIDES.items():
+        built = site / page / "index.html"
+        assert built.exists(), page
+        assert phrase in text(built), (page, phrase)
+        assert f'href="{page}/"' in home, page  # the sidebar reaches it from the first page
+    pages = [*(REPO / "docs" / "concepts").glob("*.md"), *(REPO / "docs" / "how-to").glob("*.md")]
+    on_disk = {str(p.relative_to(REPO / "docs").with_suffix("")) for p in pages}
+    assert on_disk <= set(GUIDES)
+
+
+def test_the_concepts_come_between_get_started_and_the_how_to_guides(site: Path) -> None:
+    home = text(site / "index.html")
+    order = [home.find(title) for title in ("Get started", "Concepts", "How-to guides")]
+    assert -1 not in order and order == sorted(order), order
+
+
+def test_the_readme_links_into_the_site_with_paths_that_exist() -> None:
+    """The README's links are relative paths of docs/ files, so they work on GitHub too."""
+    readme = (REPO / "README.md").read_text()
+    links = re.findall(r"\]\((docs/[^)#]+\.md)(?:#[^)]*)?\)", readme)
+    for path in ("docs/paths/rehearse-a-fleet.md", "docs/paths/test-in-ci.md",
+                 "docs/paths/drive-it-like-azure.md", "docs/get-started.md"):  # fmt: skip
+        assert path in links
+    assert [link for link in links if not (REPO / link).is_file()] == []
+    assert len(readme.splitlines()) <= 250  # a few screens
+
+
 def test_the_operations_pages_include_their_sources(site: Path) -> None:
     reliability = text(site / "operations" / "reliability" / "index.html")
     first = (REPO / "RELIABILITY.md").read_text().splitlines()[0].lstrip("# ").strip()

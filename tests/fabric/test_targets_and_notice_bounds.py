@@ -1,10 +1,9 @@
-"""Which targets each operation takes (as the README's table says), and notice bounds in
-the server's clock (the minimum and the maximum scale alike)."""
+"""Which targets each operation takes (as the docs' table says: docs/concepts/events.md),
+and notice bounds in the server's clock (the minimum and the maximum scale alike)."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -12,9 +11,8 @@ from forewarn.fabric import Fabric, InvalidOperation, OperationKind, OperationRe
 from forewarn.fabric.planner import plan_request
 from forewarn.fleet import build_topology
 from tests.fabric.conftest import FabricFactory
+from tests.support.docpages import section
 from tests.support.fabrics import DAY, T0, fleet, only_event, submit
-
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 #: web-0/web-1 on hosts of their own; spots_0 alone on a host of Spot VMs.
 FLEET = fleet(
@@ -27,8 +25,9 @@ FLEET = fleet(
 
 
 def documented_targets() -> dict[str, set[str]]:
-    """The README's operations table: operation -> the kinds of target it names."""
-    rows = re.findall(r"^\| `([a-z-]+)` \| ([^|]+) \|", README.read_text(), re.MULTILINE)
+    """The docs' operations table: operation -> the kinds of target it names."""
+    table = section("concepts/events.md", "## Operations, event types and notice")
+    rows = re.findall(r"^\| `([a-z-]+)` \| ([^|]+) \|", table, re.MULTILINE)
     return {
         kind: {word for word in ("VM", "host", "scope") if re.search(rf"\b{word}\b", cell)}
         for kind, cell in rows

@@ -1,6 +1,6 @@
 """The HTML report: one self-contained page, its pictures drawn from the verdict.
 
-Rendered from the sample rehearsal the README links to (``docs/sample_report.py``: the
+Rendered from the sample rehearsal the docs link to (``docs/sample_report.py``: the
 demo fleet, polling and approving through the real endpoint on the virtual clock), so
 the page checked here is the one published.
 """

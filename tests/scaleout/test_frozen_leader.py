@@ -117,8 +117,8 @@ APPROVERS = {"web-0", "web-2", "web-4"}
 REAL = ("--clock", "real", "--time-scale", "300", "--rate-limit", "0", "--enablement", "always")
 #: An approval sent this little before its NotBefore may reach the leader after it.
 MOOT = 1.5
-#: Deposed after 5 s of silence, then a takeover "within a second or so" (README); the
-#: bound is generous for a loaded machine.
+#: Deposed after 5 s of silence, then a takeover "within a second or so"
+#: (docs/how-to/scale-out-postgresql.md); the bound is generous for a loaded machine.
 TAKEOVER_BOUND = 15.0
 
 

@@ -1,9 +1,9 @@
-"""The example scenario files play and hold on the demo fleet; the README's scenario file
-is the reboot drill, and `forewarn scenario run` plays it as the README shows."""
+"""The example scenario files play and hold on the demo fleet; the docs' scenario file
+(docs/how-to/rollout-drill.md) is the reboot drill, and `forewarn scenario run` plays it
+as the page shows."""
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ import pytest
 
 from forewarn.scenarios import load_scenario_file
 from tests.support.cli import run_cli
+from tests.support.docpages import block_after, page
 from tests.support.serverproc import VIRTUAL, ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,10 +32,8 @@ def test_the_soak_example_brings_weather() -> None:
 
 
 def _readme_block() -> str:
-    text = (ROOT / "README.md").read_text("utf-8")
-    found = re.search(re.escape(MARKER) + r"\n```yaml\n(.*?)```", text, re.S)
-    assert found, "the README's scenario block (with its marker) is missing"
-    return found.group(1)
+    """The scenario file the rollout drill's page shows, right after its marker."""
+    return block_after(page("how-to/rollout-drill.md"), MARKER, "yaml")
 
 
 def test_the_readme_scenario_is_the_reboot_drill_in_five_lines() -> None:

@@ -1,24 +1,21 @@
 """The pytest plugin as users meet it: their test files, run by a child pytest that loads
-the plugin through its ``pytest11`` entry point; the README's example runs as written."""
+the plugin through its ``pytest11`` entry point; the docs' example (docs/how-to/
+pytest-plugin.md) runs as written."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.support.docpages import block_after, page
+
+PAGE = "how-to/pytest-plugin.md"
 MARK = "<!-- tested: tests/testing/test_plugin.py runs this block as it stands -->"
 
 
 def readme_example() -> str:
-    """The code block right after the README's ``tested`` marker."""
-    text = README.read_text(encoding="utf-8")
-    after = text.split(MARK, 1)[1]
-    match = re.match(r"\s*```python\n(.*?)```", after, re.DOTALL)
-    assert match, "the README's tested example must follow its marker"
-    return match.group(1)
+    """The code block right after the ``tested`` marker of the plugin's how-to page (the
+    README's, before the README moved its sections to the site)."""
+    return block_after(page(PAGE), MARK, "python")
 
 
 def test_the_readme_example_passes(pytester: pytest.Pytester) -> None:

@@ -1,4 +1,4 @@
-"""A fresh venv with only the VM install (the README's "Install on a VM", run as written)
+"""A fresh venv with only the VM install (docs/install.md's "From a wheel", run as written)
 runs the agent and the VM commands against a real ``forewarn serve``, and names the extra
 for the rest.
 
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import docpages
 from tests.support.serverproc import VIRTUAL, ServerProcess, trigger
 from tests.test_checkout_stays_clean import not_ignored
 from tests.vmside.conftest import (
@@ -38,7 +39,6 @@ pytestmark = [
     ),
 ]
 
-README = REPO / "README.md"
 
 #: Distributions the VM install must not pull (the server extra and the drivers).
 EMULATOR_DISTRIBUTIONS = {"starlette", "uvicorn", "uvloop", "httptools", "jinja2", "pyyaml",
@@ -54,8 +54,9 @@ def _sh(*argv: str | Path, timeout: float = 600) -> subprocess.CompletedProcess[
 
 
 def readme_install() -> tuple[list[str], str]:
-    """The README's "Install on a VM": its commands, and the install with an extra."""
-    section = README.read_text().split("\n## Install on a VM\n", 1)[1].split("\n## ", 1)[0]
+    """docs/install.md's "From a wheel" (the README's "Install on a VM" before): its
+    commands, and the install with an extra."""
+    section = docpages.section("install.md", "## From a wheel")
     block = section.split("```sh\n", 1)[1].split("```", 1)[0]
     commands = [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
     [extra] = re.findall(r"`(/opt/forewarn/bin/pip install [^`]*\[redis\][^`]*)`", section)
@@ -82,7 +83,7 @@ def _files(tree: Path) -> set[str]:
 
 @pytest.fixture(scope="module")
 def vm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The ``bin/`` of a new venv installed by the README's commands, run as written in a
+    """The ``bin/`` of a new venv installed by the documented commands, run as written in a
     copy of this checkout (the build leaves nothing in the checkout), ``/opt/forewarn``
     being a temporary directory."""
     root = tmp_path_factory.mktemp("vm-install")
@@ -97,7 +98,7 @@ def vm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
         _bash(line.replace("/opt/forewarn", str(root / "venv")), tree)
     built = sorted(_files(tree) - before)
     assert any(path.startswith("dist/forewarn-") for path in built), built
-    assert not_ignored(built) == []  # a checkout that followed the README stays clean
+    assert not_ignored(built) == []  # a checkout that followed the docs stays clean
     bin_dir = root / "venv" / "bin"
     _sh(bin_dir / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
         "pytest")  # fmt: skip

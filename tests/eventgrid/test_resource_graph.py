@@ -10,6 +10,7 @@ import pytest
 from azure.core.exceptions import HttpResponseError
 from azure.mgmt.resourcegraph.models import QueryRequest, QueryRequestOptions
 
+from forewarn.fleet.azure import TENANT
 from tests.arm.conftest import SUBSCRIPTION
 from tests.eventgrid.conftest import GridServer
 from tests.eventgrid.webhook import webhook
@@ -49,6 +50,7 @@ def test_rows_follow_every_state_change_and_ended_ones_stay(grid: GridServer) ->
         f"/virtualMachines/pub/providers/Microsoft.Maintenance/scheduledevents/{done}"
     )
     assert row["subscriptionId"] == SUBSCRIPTION and row["resourceGroup"] == "rg-grid"
+    assert row["tenantId"] == TENANT  # the tenant ARM's /tenants and the tokens name
     assert row["properties"]["EventType"] == "Redeploy" and row["properties"]["Resources"] == [
         "pub"
     ]

@@ -114,3 +114,23 @@ def test_scenario_run_cli_takes_the_arm_listener(tmp_path: Path) -> None:
     outcome = json.loads(played.stdout)
     assert outcome["ok"] is True
     assert outcome["operations"]["move"][0]["kind"] == "user-redeploy"
+
+
+def test_the_arm_options_default_to_the_names_of_a_fleet_that_gives_none(tmp_path: Path) -> None:
+    """A fleet file without subscription or resource group: ``--arm`` and ``--arm-ca``
+    are enough (the defaults were another subscription than the fleet's)."""
+    drill = tmp_path / "drill.yaml"
+    drill.write_text(
+        "steps: [{arm: {action: restart, vm: web-1}, as: kick}]\n"
+        "expect: [{operation: kick, state: completed}]\n",
+        "utf-8",
+    )
+    fleet = "scopes:\n  - {kind: availability_set, name: web, vms: 2}\n"
+    with Forewarn(fleet, arm=True) as forewarn:
+        played = run_cli(
+            ["scenario", "run", str(drill), "--json", "--arm", forewarn.arm_url,
+             "--arm-ca", forewarn.arm_ca],
+            forewarn.control_url,
+        )  # fmt: skip
+    assert played.code == 0, played.stdout + played.stderr
+    assert json.loads(played.stdout)["operations"]["kick"][0]["kind"] == "user-reboot"

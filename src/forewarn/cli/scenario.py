@@ -22,6 +22,7 @@ from forewarn.cli.junit import Case, write_junit
 from forewarn.cli.output import Column, print_json, table
 from forewarn.controlapi import ControlError
 from forewarn.fabric.catalogue import CATALOGUE, OperationKind
+from forewarn.fleet.azure import DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION
 from forewarn.scenarios import (
     SELECTORS,
     ArmAccess,
@@ -312,11 +313,11 @@ def _cases(run: Run) -> list[Case]:
 )
 @click.option(
     "--arm-subscription",
-    default="00000000-0000-0000-0000-000000000000",
+    default=DEFAULT_SUBSCRIPTION,
     show_default=True,
     help="The fleet's subscription (the server's ARM line).",
 )
-@click.option("--arm-resource-group", default="forewarn", show_default=True,
+@click.option("--arm-resource-group", default=DEFAULT_RESOURCE_GROUP, show_default=True,
               help="The fleet's resource group (the server's ARM line).")  # fmt: skip
 @click.pass_context
 def run(

@@ -9,6 +9,7 @@ from typing import Any
 
 from forewarn.eventgrid.ledger import Notice
 from forewarn.eventgrid.naming import EVENT_TYPE
+from forewarn.fleet.azure import TENANT
 
 __all__ = [
     "EMITTED",
@@ -94,7 +95,7 @@ def resource_graph_row(notice: Notice, subscription: str, resource_group: str) -
         "id": notice.arm_id,
         "name": notice.event_id,
         "type": EVENT_TYPE,
-        "tenantId": "00000000-0000-0000-0000-000000000000",
+        "tenantId": TENANT,
         "kind": "",
         "location": notice.location,
         "resourceGroup": resource_group.lower(),

@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_RESOURCE_GROUP",
     "DEFAULT_SUBSCRIPTION",
     "PROVIDER",
+    "TENANT",
     "AzureNames",
     "VmIdentity",
     "computer_name",
@@ -28,6 +29,8 @@ __all__ = [
 
 DEFAULT_SUBSCRIPTION = "00000000-0000-4000-8000-00000000f0e1"
 DEFAULT_RESOURCE_GROUP = "forewarn"
+#: The one Entra tenant behind the fleet: tokens' ``tid``, ``/tenants``, Resource Graph rows.
+TENANT = "72f988bf-0000-4000-8000-00000000f0e1"
 PROVIDER = "Microsoft.Compute"
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 
 import jwt
 
+from forewarn.fleet.azure import TENANT
+
 __all__ = ["TENANT", "Caller", "InvalidToken", "TokenSigner", "identity_client_id", "object_id"]
 
-#: The tenant forewarn's identities belong to.
-TENANT = "72f988bf-0000-4000-8000-00000000f0e1"
+#: How long a token is valid (seconds).
 LIFETIME = 24 * 3600
 _ALGORITHM = "HS256"
 _NAMESPACE = uuid.UUID("a3b1c0de-5e1f-4d1e-8c0a-70c3e2f0f0e1")

@@ -1,7 +1,8 @@
 """The site's Python examples run as they stand: the Azure SDK's on "Drive it like Azure"
 against a real server (its policy example: tests/arm/test_readme_example.py); the pytest
 plugin's on "Test my agent or handler in CI" is the how-to page's, which
-tests/testing/test_plugin.py runs."""
+tests/testing/test_plugin.py runs. The shell examples of every page run, and their
+shown output is compared, in tests/docs/test_shell_examples.py."""
 
 from __future__ import annotations
 

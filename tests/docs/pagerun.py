@@ -1,0 +1,257 @@
+"""Running one page's shell examples as a reader would: in order, in one bash session.
+
+The session (``set -euo pipefail``) runs in a fresh directory that is its cwd and $HOME,
+with the venv's ``bin`` first on PATH and a ``.venv`` symlink to the venv, so ``forewarn``,
+``python3`` and ``.venv/bin/forewarn`` all resolve. Each block is written to a file beside
+(not in) that directory and ``source``d, so a variable one block sets is there for the
+next, and nothing reads the session's own input:
+
+- a plain block must exit 0 (``set -e`` ends the session at its first failing command);
+- a ``background`` block is sourced in a background subshell, its output to a log; the
+  session then waits until every port it serves accepts a connection (the ports of its
+  ``--*-bind HOST:PORT`` options, and for ``forewarn serve`` the default metadata and
+  control ports it was not given), and fails with the log if it exits first;
+- an ``output`` transcript's commands each run with their output (stdout and stderr, as
+  a terminal shows them) kept to compare with what the page shows; their exit status is
+  not held against them (a transcript may show a failure).
+
+Ports: the well-known ones the pages write (:data:`DEFAULT_PORTS`: 8169 and 8170, the
+server's defaults; 8443 ARM's; the others a page's own) would clash between pages and with
+other tests, so each is replaced, in every block of the page (commands, files written with
+heredocs and shown output alike), by one free port: ``127.0.0.1:8169`` becomes
+``127.0.0.1:PORT`` wherever it appears. A command that relies on a default instead gets
+the same port from the environment: ``FOREWARN_SERVE_IMDS_BIND``,
+``FOREWARN_SERVE_CONTROL_BIND``, ``FOREWARN_REPLAY_IMDS_BIND`` (serve's and replay's
+options) and ``FOREWARN_CONTROL`` (the control API the operator's commands call). Only a
+port preceded by ``:``, ``=`` or a blank, and ending the number, is replaced (never the
+``8000`` in ``4000-8000-...``).
+
+At the page's end (or when it fails) the session's whole process group is stopped:
+SIGTERM, then SIGKILL for what is left after a few seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.docs.examples import Block, Kind, Step, matches, transcript
+from tests.support.ports import free_port
+
+__all__ = ["DEFAULT_PORTS", "PageResult", "rewrite_ports", "run_page"]
+
+#: The fixed ports the pages write, each replaced by a free one per page.
+DEFAULT_PORTS = (8169, 8170, 8443, 8269, 9000, 9465, 6391)
+
+#: Seconds a page may take in all, and a background block to answer.
+PAGE_TIMEOUT = 150
+READY_TIMEOUT = 60
+
+_PORT = re.compile(r"(?<=[:=\s])(" + "|".join(map(str, DEFAULT_PORTS)) + r")(?!\d)")
+_BIND = re.compile(r"--(?P<option>[\w-]+)-bind[ =](?P<host>\[[^\]]+\]|[^\s:]+):(?P<port>\d+)")
+
+
+def rewrite_ports(text: str, ports: dict[int, int]) -> str:
+    """``text`` with each of :data:`DEFAULT_PORTS` replaced by its port in ``ports``."""
+    return _PORT.sub(lambda found: str(ports[int(found.group(1))]), text)
+
+
+def _served_ports(body: str, ports: dict[int, int]) -> list[tuple[str, int]]:
+    """The (host, port)s a background block listens on, as the runner can tell."""
+    served = {
+        found.group("option"): (found.group("host").strip("[]"), int(found.group("port")))
+        for found in _BIND.finditer(body)
+    }
+    if re.search(r"\bforewarn serve\b", body):
+        served.setdefault("imds", ("127.0.0.1", ports[8169]))
+        served.setdefault("control", ("127.0.0.1", ports[8170]))
+    return [("127.0.0.1" if host in ("0.0.0.0", "::") else host, port)
+            for host, port in served.values()]  # fmt: skip
+
+
+@dataclass
+class Compared:
+    """One transcript command: where, what it printed, whether it is what the page shows."""
+
+    line: int
+    step: Step
+    actual: list[str] | None  # None: the session ended before it ran
+
+    @property
+    def ok(self) -> bool:
+        return self.actual is not None and matches(self.step.shown, self.actual)
+
+
+@dataclass
+class PageResult:
+    """What running a page's blocks gave: the session's exit code and output (the
+    blocks' headers ``::: line N`` between them), its background logs, the transcripts."""
+
+    returncode: int
+    output: str
+    background_logs: dict[int, str] = field(default_factory=dict)
+    compared: list[Compared] = field(default_factory=list)
+
+    def failed_block(self) -> str:
+        """The output from the last block that started, for a failure message."""
+        start = self.output.rfind("\n::: line ")
+        return self.output[start + 1 :] if start != -1 else self.output
+
+
+def venv_root() -> Path:
+    """The venv the tests run in (the checkout's ``.venv``)."""
+    return Path(sys.prefix)
+
+
+def _environment(home: Path, ports: dict[int, int]) -> dict[str, str]:
+    inherited = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("FOREWARN_", "PYTEST_", "COV_")) and name != "SCHEDULEDEVENTSIP"
+    }
+    imds, control = f"127.0.0.1:{ports[8169]}", f"127.0.0.1:{ports[8170]}"
+    return {
+        **inherited,
+        "HOME": str(home),
+        "PATH": f"{venv_root() / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "VIRTUAL_ENV": str(venv_root()),
+        "NO_COLOR": "1",
+        "COLUMNS": "80",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+        "FOREWARN_SERVE_IMDS_BIND": imds,
+        "FOREWARN_SERVE_CONTROL_BIND": control,
+        "FOREWARN_REPLAY_IMDS_BIND": imds,
+        "FOREWARN_CONTROL": f"http://{control}",
+    }
+
+
+_PRELUDE = f"""\
+set -euo pipefail
+fw_ready() {{  # PID LOG HOST:PORT...: wait until each port accepts a connection
+  local pid=$1 log=$2 end=$((SECONDS + {READY_TIMEOUT})) address; shift 2
+  for address in "$@"; do
+    until (exec 3<>"/dev/tcp/${{address%:*}}/${{address##*:}}") 2>/dev/null; do
+      if ! kill -0 "$pid" 2>/dev/null; then
+        echo "the background block ended before $address answered; its output:"; cat "$log"
+        exit 1
+      fi
+      if ((SECONDS >= end)); then
+        echo "$address did not answer in {READY_TIMEOUT} s; the block's output:"; cat "$log"
+        exit 1
+      fi
+      sleep 0.1
+    done
+  done
+}}
+"""
+
+
+def _script(blocks: list[Block], run: Path, ports: dict[int, int]) -> str:
+    """The page as one bash script; each block's text in a file of its own under ``run``."""
+    lines = [_PRELUDE]
+    for block in blocks:
+        lines.append(f"echo '::: line {block.line}'")
+        if block.kind is Kind.OUTPUT:
+            for index, step in enumerate(transcript(block.body)):
+                stem = run / f"step-{block.line}-{index}"
+                stem.with_suffix(".sh").write_text(step.command + "\n", encoding="utf-8")
+                q = shlex.quote(str(stem))
+                lines.append(f"set +e; source {q}.sh </dev/null >{q}.out 2>&1; set -e")
+            continue
+        path = run / f"block-{block.line}.sh"
+        path.write_text(block.body, encoding="utf-8")
+        q = shlex.quote(str(path))
+        if block.kind is Kind.BACKGROUND:
+            served = _served_ports(block.body, ports)
+            if not served:
+                lines.append(f"echo 'cannot tell which ports line {block.line} serves'; exit 1")
+                continue
+            log = shlex.quote(str(run / f"background-{block.line}.log"))
+            addresses = " ".join(f"{host}:{port}" for host, port in served)
+            lines.append(f"( source {q} ) </dev/null >{log} 2>&1 &")
+            lines.append(f'fw_ready "$!" {log} {addresses}')
+        else:
+            lines.append(f"source {q} </dev/null")
+    lines.append("echo '::: end'")
+    return "\n".join(lines) + "\n"
+
+
+def run_page(blocks: list[Block], root: Path) -> PageResult:
+    """Run ``blocks`` (a page's runnable ones, ports not yet rewritten) under ``root``."""
+    ports = {port: free_port() for port in DEFAULT_PORTS}
+    blocks = [Block(b.line, b.lang, rewrite_ports(b.body, ports), b.kind, b.detail) for b in blocks]
+    home, run = root / "home", root / "run"
+    home.mkdir()
+    run.mkdir()
+    (home / ".venv").symlink_to(venv_root())
+    script = run / "page.sh"
+    script.write_text(_script(blocks, run, ports), encoding="utf-8")
+    log_path = run / "page.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            ["bash", "--noprofile", "--norc", str(script)], cwd=home, stdin=subprocess.DEVNULL,
+            stdout=log, stderr=subprocess.STDOUT, env=_environment(home, ports),
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            returncode = proc.wait(timeout=PAGE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            returncode = -1
+        finally:
+            _stop_group(proc)
+    output = log_path.read_text(encoding="utf-8", errors="replace")
+    if returncode == -1:
+        output += f"\n(the page did not finish in {PAGE_TIMEOUT} s)"
+    return PageResult(
+        returncode,
+        output,
+        {
+            b.line: (run / f"background-{b.line}.log").read_text(errors="replace")
+            for b in blocks
+            if b.kind is Kind.BACKGROUND and (run / f"background-{b.line}.log").exists()
+        },
+        _compare(blocks, run),
+    )
+
+
+def _compare(blocks: list[Block], run: Path) -> list[Compared]:
+    compared = []
+    for block in blocks:
+        if block.kind is not Kind.OUTPUT:
+            continue
+        for index, step in enumerate(transcript(block.body)):
+            out = run / f"step-{block.line}-{index}.out"
+            actual = out.read_text(errors="replace").splitlines() if out.exists() else None
+            compared.append(Compared(block.line, step, actual))
+    return compared
+
+
+def _stop_group(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """SIGTERM the session's process group (the session itself included), then SIGKILL
+    whatever is left after ``grace`` seconds."""
+    pgid = proc.pid
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        proc.poll()  # reaps the session, which stays in the group until then
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    proc.wait()

@@ -1,0 +1,179 @@
+"""Every shell example a reader would copy, in README.md and docs/**/*.md, runs against a
+real server, page by page, and its shown output is compared where a page shows it.
+
+A block of language ``sh``, ``bash``, ``shell`` or ``console`` runs, in order with the
+page's other runnable blocks, in one bash session per page (tests/docs/pagerun.py: a fresh
+directory as cwd and $HOME, the venv first on PATH, ``.venv`` linked to it), unless the
+HTML comment on the line right before its fence says otherwise (tests/docs/examples.py):
+``<!-- example: background -->`` starts a server and waits for its ports,
+``<!-- example: output -->`` compares a ``console`` transcript's output (``...`` matches
+anything), ``<!-- example: not run (REASON) -->`` and ``<!-- example: run by PATH -->``
+say why the runner leaves it.
+
+The fixed ports pages write (8169, 8170, 8443 and a few more: pagerun.DEFAULT_PORTS) are
+replaced by free ones, consistently across a page's blocks, and given to the commands that
+rely on defaults through ``FOREWARN_SERVE_IMDS_BIND``, ``FOREWARN_SERVE_CONTROL_BIND``,
+``FOREWARN_REPLAY_IMDS_BIND`` and ``FOREWARN_CONTROL``; so pages run beside each other and
+beside other tests. A page whose port is not in that list fails
+``test_the_pages_use_only_ports_the_runner_moves``.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.docs.examples import (
+    REPO,
+    Block,
+    Kind,
+    MarkerError,
+    matches,
+    page_paths,
+    parse_blocks,
+    transcript,
+)
+from tests.docs.pagerun import DEFAULT_PORTS, rewrite_ports, run_page
+from tests.support.ports import can_bind
+
+RUNNABLE = (Kind.RUN, Kind.BACKGROUND, Kind.OUTPUT)
+
+
+def shell_blocks(page: Path) -> list[Block]:
+    return [block for block in parse_blocks(page.read_text(encoding="utf-8")) if block.is_shell]
+
+
+def name(page: Path) -> str:
+    return page.relative_to(REPO).as_posix()
+
+
+def pages_to_run() -> list[Path]:
+    return [page for page in page_paths() if any(b.kind in RUNNABLE for b in shell_blocks(page))]
+
+
+@pytest.mark.parametrize("page", pages_to_run(), ids=name)
+def test_the_page_s_shell_examples_run(page: Path) -> None:
+    blocks = [block for block in shell_blocks(page) if block.kind in RUNNABLE]
+    with tempfile.TemporaryDirectory(prefix="fw-page-") as root:
+        result = run_page(blocks, Path(root))
+    logs = "".join(
+        f"\n--- background block at line {line}:\n{log[-3000:]}"
+        for line, log in result.background_logs.items()
+    )
+    finished = re.search(r"^::: end$", result.output, re.MULTILINE)
+    assert result.returncode == 0 and finished, (
+        f"{name(page)}: a block failed (exit {result.returncode}):\n"
+        f"{result.failed_block()[-4000:]}{logs}"
+    )
+    wrong = [c for c in result.compared if not c.ok]
+    assert not wrong, f"{name(page)}: output other than shown:\n" + "\n".join(
+        f"line {c.line}: $ {c.step.command}\n--- shown:\n"
+        + "\n".join(c.step.shown)
+        + "\n--- printed:\n"
+        + "\n".join(c.actual or ["(not run: the session ended before it)"])
+        for c in wrong
+    )
+
+
+def test_every_shell_block_runs_or_says_why() -> None:
+    """A block the runner leaves says why (a reason; a path that exists), an ``output``
+    block is a ``console`` transcript, and every marker is one the convention knows."""
+    problems = []
+    for page in page_paths():
+        try:
+            blocks = parse_blocks(page.read_text(encoding="utf-8"))
+        except MarkerError as error:
+            problems.append(f"{name(page)}: {error}")
+            continue
+        for block in blocks:
+            where = f"{name(page)}:{block.line}"
+            if block.kind is Kind.NOT_RUN and len(block.detail.split()) < 2:
+                problems.append(f"{where}: 'not run' without a reason")
+            if block.kind is Kind.RUN_BY and not (REPO / block.detail).is_file():
+                problems.append(f"{where}: run by {block.detail}, which does not exist")
+            if block.kind is Kind.OUTPUT and block.lang != "console":
+                problems.append(f"{where}: an output block must be a console transcript")
+            if block.kind is Kind.OUTPUT and not transcript(block.body):
+                problems.append(f"{where}: an output block with no '$ ' command")
+            if block.kind in (Kind.BACKGROUND, Kind.OUTPUT) and not block.is_shell:
+                problems.append(f"{where}: a {block.lang or 'plain'} block marked to run")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_pages_use_only_ports_the_runner_moves() -> None:
+    """A loopback port written in a runnable block is one the runner replaces by a free
+    one; another would clash between pages, or with a server a reader runs."""
+    strays = [
+        f"{name(page)}:{block.line}: {found.group(0)}"
+        for page in page_paths()
+        for block in shell_blocks(page)
+        if block.kind in RUNNABLE
+        for found in re.finditer(r"(?:127\.0\.0\.1|localhost):(\d+)", block.body)
+        if int(found.group(1)) not in DEFAULT_PORTS
+    ]
+    assert not strays, strays
+
+
+def test_a_marker_reads_as_the_convention_says() -> None:
+    text = (
+        "<!-- example: not run (needs a real Azure VM) -->\n```sh\nreboot\n```\n\n"
+        "<!-- example: background -->\n```sh\nforewarn serve\n```\n"
+        "```console\n$ forewarn --version\nforewarn, version ...\n```\n"
+        "<!-- example: run by tests/x.py -->\n```python\nprint()\n```\n"
+    )
+    assert [(b.line, b.lang, b.kind, b.detail) for b in parse_blocks(text)] == [
+        (2, "sh", Kind.NOT_RUN, "needs a real Azure VM"),
+        (7, "sh", Kind.BACKGROUND, ""),
+        (10, "console", Kind.RUN, ""),
+        (15, "python", Kind.RUN_BY, "tests/x.py"),
+    ]
+    with pytest.raises(MarkerError, match="unknown marker"):
+        parse_blocks("<!-- example: skip -->\n```sh\ntrue\n```\n")
+    with pytest.raises(MarkerError, match="no fenced block"):
+        parse_blocks("<!-- example: background -->\n\n```sh\ntrue\n```\n")
+
+
+def test_shown_output_matches_with_ellipses() -> None:
+    [first, second] = transcript("$ a \\\n> --b\none\n...\nthree x\n$ c\n")
+    assert (first.command, second.command) == ("a \\\n--b", "c")
+    assert (first.shown, second.shown) == (["one", "...", "three x"], [])
+    assert matches(first.shown, ["one", "two", "2b", "three x  "])
+    assert matches(first.shown, ["one", "three x"])
+    assert not matches(first.shown, ["one", "three y"])
+    assert not matches(first.shown, ["one", "three x", "four"])
+    assert matches(["id 8C3A…, at ..."], ["id 8C3A-77, at 12:00"])
+    assert not matches(["id 8C3A…"], ["id 9C3A"])
+
+
+def test_ports_are_moved_where_they_are_ports_only() -> None:
+    ports = {port: 30000 + index for index, port in enumerate(DEFAULT_PORTS)}
+    text = "curl 127.0.0.1:8169/x --port 6391 p=8170 4000-8000-1 81690 :8443\n"
+    assert rewrite_ports(text, ports) == (
+        "curl 127.0.0.1:30000/x --port 30006 p=30001 4000-8000-1 81690 :30002\n"
+    )
+
+
+def test_the_runner_serves_moves_ports_compares_and_stops(tmp_path: Path) -> None:
+    """A made-up page: a background server on the default ports (moved), a transcript
+    whose second command prints other than shown, then a failing block; the session ends
+    there, and the server is gone with it."""
+    page = (
+        "<!-- example: background -->\n```sh\nforewarn serve --db t.db\n```\n"
+        "```sh\ncurl -s -o /dev/null -w '%{http_code}\\n' http://127.0.0.1:8170/healthz\n```\n"
+        "<!-- example: output -->\n```console\n$ echo one; echo two\none\n...\n"
+        "$ forewarn --version\nforewarn, version 9.9\n```\n"
+        "```sh\nfalse\necho never\n```\n```sh\necho nor this\n```\n"
+    )
+    result = run_page([b for b in parse_blocks(page) if b.kind in RUNNABLE], tmp_path)
+    assert result.returncode == 1 and "never" not in result.output, result.output
+    assert "nor this" not in result.output, result.output
+    assert result.failed_block().startswith("::: line 16"), result.output
+    assert "\n200\n" in result.output, result.output
+    assert [(c.line, c.ok) for c in result.compared] == [(9, True), (9, False)]
+    assert result.compared[1].actual and result.compared[1].actual[0].startswith("forewarn, ")
+    log = result.background_logs[2]
+    [control] = re.findall(r"control API on http://127\.0\.0\.1:(\d+)", log)
+    assert int(control) != 8170 and can_bind(int(control)), log

@@ -46,7 +46,7 @@ DELETED = "the platform deleted this VM (the endpoint answers 404: Preempt, Term
 
 
 def _client(url: str | None, source_address: str | None, api_version: str) -> ScheduledEventsClient:
-    from forewarn.client import ScheduledEventsClient  # http.client: not for `discover`
+    from forewarn.client import ScheduledEventsClient  # not for `discover`
 
     try:
         return ScheduledEventsClient(url, api_version=api_version, local_address=source_address)

@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> object:
     # Each twin loads on first use: the VM commands are synchronous (no asyncio), the
-    # agent asynchronous (no http.client).
+    # agent asynchronous (no socket-blocking twin).
     if name == "AsyncScheduledEventsClient":
         from forewarn.client.aio import AsyncScheduledEventsClient
 

@@ -1,7 +1,8 @@
 """``ScheduledEventsClient``: the blocking twin; decisions live in ``core``, so only the
-calls themselves are written here. An http:// endpoint is asked through the standard
-library (``syncwire``: the VM commands start without importing httpx); a custom httpx
-transport (the test seam) or an https:// endpoint goes through httpx (``exchange``)."""
+calls themselves are written here. An http:// endpoint is asked on a socket
+(``syncwire``, the clients' own HTTP/1.1: the VM commands start without httpx or
+http.client); a custom httpx transport (the test seam) or an https:// endpoint goes
+through httpx (``exchange``)."""
 
 from __future__ import annotations
 

@@ -1,80 +1,91 @@
-"""The blocking twin's HTTP/1.1 for the endpoint: the standard library's ``http.client``.
+"""The blocking twin's HTTP/1.1 for the endpoint: a socket, and the parser the async
+``wire`` feeds (``http1``).
 
 The VM commands (``forewarn watch``, ``events --url``, ``approve --url``) ask a plain
 http:// endpoint a handful of times; importing httpx cost them more start-up than all
-the rest of their work. One kept-alive connection, as ``wire`` keeps for the async twin;
-a GET that finds it closed by the server meanwhile is sent once more on a new one.
+the rest of their work, and ``http.client`` (which loads ssl and the email package) a
+tenth of it. One kept-alive connection, as ``wire`` keeps for the async twin; a GET
+that finds it closed by the server meanwhile is sent once more on a new one.
 """
 
 from __future__ import annotations
 
-import http.client
+import socket
 
 from forewarn.client.core import Answer, RequestSpec, Settings, settle
 from forewarn.client.errors import EndpointTimeout
-from forewarn.client.origin import USER_AGENT, http_origin, request_target, unreachable
+from forewarn.client.http1 import ProtocolError, Response, request_bytes
+from forewarn.client.origin import http_origin, unreachable
 
 __all__ = ["SyncWire"]
 
+#: Bytes read from the socket at a time.
+READ_SIZE = 256 * 1024
+
 
 class SyncWire:
-    """Requests to one endpoint on one kept-alive ``http.client`` connection."""
+    """Requests to one endpoint on one kept-alive connection."""
 
     def __init__(self, base: str, local_address: str | None = None) -> None:
         self.host, self.port, self.authority = http_origin(base)
         self.local_address = local_address
-        self._connection: http.client.HTTPConnection | None = None
+        self._socket: socket.socket | None = None
 
     def request(self, spec: RequestSpec, settings: Settings) -> Answer:
         """Send ``spec``; the answer (raises ``Transient`` when it is worth another try,
         ``EndpointTimeout`` when none came in time)."""
-        target, url = request_target(spec, self.authority)
+        payload, url = request_bytes(spec, self.authority)
         try:
-            status, headers, body = self._exchange(spec, target, settings)
+            response = self._exchange(payload, spec, settings)
         except TimeoutError:
             self.close()
             raise EndpointTimeout(f"{url} did not answer in time", url=url) from None
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, ProtocolError) as exc:
             self.close()
             raise unreachable(url, exc) from None
-        return settle(settings, Answer(status, headers, body, url))
+        answer = Answer(response.status, response.headers, bytes(response.body), url)
+        return settle(settings, answer)
 
-    def _exchange(
-        self, spec: RequestSpec, target: str, settings: Settings
-    ) -> tuple[int, dict[str, str], bytes]:
-        reused = self._connection is not None
-        try:
-            return self._once(spec, target, settings)
-        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-            if not (reused and spec.method == "GET"):
-                raise
+    def _exchange(self, payload: bytes, spec: RequestSpec, settings: Settings) -> Response:
+        reused = self._socket is not None
+        response = self._once(payload, spec, settings)
+        if response is None and reused and spec.method == "GET":
             self.close()  # the server closed the kept-alive connection meanwhile
-            return self._once(spec, target, settings)
-
-    def _once(
-        self, spec: RequestSpec, target: str, settings: Settings
-    ) -> tuple[int, dict[str, str], bytes]:
-        connection = self._connection
-        if connection is None:
-            source = (self.local_address, 0) if self.local_address else None
-            connection = http.client.HTTPConnection(
-                self.host, self.port, timeout=settings.timeout, source_address=source
-            )
-            connection.connect()
-            self._connection = connection
-        assert connection.sock is not None
-        connection.sock.settimeout(settings.read_timeout())
-        headers = {"Host": self.authority, "Accept": "*/*", "User-Agent": USER_AGENT,
-                   **spec.headers}  # fmt: skip
-        connection.request(spec.method, target, body=spec.content, headers=headers)
-        response = connection.getresponse()
-        body = response.read()
-        if response.will_close:
+            response = self._once(payload, spec, settings)
+        if response is None:
+            raise ProtocolError("the server closed the connection before answering")
+        if not response.keep_alive:
             self.close()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, body
+        return response
+
+    def _once(self, payload: bytes, spec: RequestSpec, settings: Settings) -> Response | None:
+        """The response, or None when the connection closed before its first byte."""
+        if self._socket is None:
+            source = (self.local_address, 0) if self.local_address else None
+            self._socket = socket.create_connection(
+                (self.host, self.port), timeout=settings.timeout, source_address=source
+            )
+        connection = self._socket
+        connection.settimeout(settings.read_timeout())
+        response = Response(head_only=spec.method == "HEAD")
+        try:
+            connection.sendall(payload)
+            while not response.done:
+                data = connection.recv(READ_SIZE)
+                if not data:
+                    if not response.started:
+                        return None
+                    response.eof()  # complete if the body runs to the close, else raises
+                    break
+                response.feed(data)
+        except (ConnectionResetError, BrokenPipeError):
+            if response.started:
+                raise
+            return None
+        return response
 
     def close(self) -> None:
         """Drop the connection (the next request opens another)."""
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None

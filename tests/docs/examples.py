@@ -20,14 +20,19 @@ from enum import Enum
 from pathlib import Path
 
 __all__ = [
+    "REPO",
+    "RUNNABLE",
     "SHELL_LANGUAGES",
     "Block",
     "Kind",
     "MarkerError",
     "Step",
     "matches",
+    "page_name",
     "page_paths",
+    "pages_to_run",
     "parse_blocks",
+    "shell_blocks",
     "transcript",
 ]
 
@@ -50,6 +55,10 @@ class Kind(Enum):
     OUTPUT = "output"
     NOT_RUN = "not run"
     RUN_BY = "run by"
+
+
+#: The kinds of block the runner runs itself.
+RUNNABLE = (Kind.RUN, Kind.BACKGROUND, Kind.OUTPUT)
 
 
 class MarkerError(ValueError):
@@ -75,6 +84,23 @@ class Block:
 def page_paths() -> list[Path]:
     """README.md and every page of the site, in a stable order."""
     return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def page_name(page: Path) -> str:
+    """A page as a test id and in messages: its path in the checkout."""
+    return page.relative_to(REPO).as_posix()
+
+
+def shell_blocks(page: Path) -> list[Block]:
+    """The page's blocks a reader pastes into a shell, whatever their marker."""
+    return [block for block in parse_blocks(page.read_text(encoding="utf-8")) if block.is_shell]
+
+
+def pages_to_run(shard: int = 0, shards: int = 1) -> list[Path]:
+    """The pages with a block to run; with ``shards``, every ``shards``-th of them from
+    the ``shard``-th (so several test files, each a pytest-xdist worker's, share them)."""
+    pages = [page for page in page_paths() if any(b.kind in RUNNABLE for b in shell_blocks(page))]
+    return pages[shard::shards]
 
 
 def _marker(text: str, line: int) -> tuple[Kind, str]:

@@ -26,26 +26,39 @@ options) and ``FOREWARN_CONTROL`` (the control API the operator's commands call)
 port preceded by ``:``, ``=`` or a blank, and ending the number, is replaced (never the
 ``8000`` in ``4000-8000-...``).
 
-At the page's end (or when it fails) the session's whole process group is stopped:
-SIGTERM, then SIGKILL for what is left after a few seconds.
+At the page's end (or when it fails) the session's whole process group is killed
+(SIGKILL: nothing the pages' servers keep is needed after, and ``forewarn serve`` takes
+about 2 s to stop gracefully), and with it any process still working in the page's
+directory that left the group (a daemon the page started and did not stop).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.docs.examples import Block, Kind, Step, matches, transcript
+from tests.docs.examples import (
+    RUNNABLE,
+    Block,
+    Kind,
+    Step,
+    matches,
+    page_name,
+    shell_blocks,
+    transcript,
+)
 from tests.support.ports import free_port
 
-__all__ = ["DEFAULT_PORTS", "PageResult", "rewrite_ports", "run_page"]
+__all__ = ["DEFAULT_PORTS", "PageResult", "assert_page_runs", "rewrite_ports", "run_page"]
 
 #: The fixed ports the pages write, each replaced by a free one per page.
 DEFAULT_PORTS = (8169, 8170, 8443, 8269, 9000, 9465, 6391)
@@ -158,7 +171,7 @@ def _script(blocks: list[Block], run: Path, ports: dict[int, int]) -> str:
     """The page as one bash script; each block's text in a file of its own under ``run``."""
     lines = [_PRELUDE]
     for block in blocks:
-        lines.append(f"echo '::: line {block.line}'")
+        lines.append(f"printf '\\n::: line {block.line}\\n'")  # on a line of its own
         if block.kind is Kind.OUTPUT:
             for index, step in enumerate(transcript(block.body)):
                 stem = run / f"step-{block.line}-{index}"
@@ -180,12 +193,13 @@ def _script(blocks: list[Block], run: Path, ports: dict[int, int]) -> str:
             lines.append(f'fw_ready "$!" {log} {addresses}')
         else:
             lines.append(f"source {q} </dev/null")
-    lines.append("echo '::: end'")
+    lines.append("printf '\\n::: end\\n'")
     return "\n".join(lines) + "\n"
 
 
 def run_page(blocks: list[Block], root: Path) -> PageResult:
     """Run ``blocks`` (a page's runnable ones, ports not yet rewritten) under ``root``."""
+    root = root.resolve()  # as /proc shows working directories
     ports = {port: free_port() for port in DEFAULT_PORTS}
     blocks = [Block(b.line, b.lang, rewrite_ports(b.body, ports), b.kind, b.detail) for b in blocks]
     home, run = root / "home", root / "run"
@@ -206,7 +220,7 @@ def run_page(blocks: list[Block], root: Path) -> PageResult:
         except subprocess.TimeoutExpired:
             returncode = -1
         finally:
-            _stop_group(proc)
+            _stop_group(proc, home)
     output = log_path.read_text(encoding="utf-8", errors="replace")
     if returncode == -1:
         output += f"\n(the page did not finish in {PAGE_TIMEOUT} s)"
@@ -234,24 +248,61 @@ def _compare(blocks: list[Block], run: Path) -> list[Compared]:
     return compared
 
 
-def _stop_group(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
-    """SIGTERM the session's process group (the session itself included), then SIGKILL
-    whatever is left after ``grace`` seconds."""
-    pgid = proc.pid
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        proc.poll()  # reaps the session, which stays in the group until then
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
+def _stop_group(proc: subprocess.Popen[bytes], home: Path) -> None:
+    """SIGKILL the session's process group (the session included, and every server its
+    blocks started), and any process that left the group but still works in ``home`` (a
+    daemon such as ``redis-server --daemonize yes``), until none of them is left alive."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    deadline = time.monotonic() + 10
+    while (left := _survivors(proc.pid, home)) and time.monotonic() < deadline:
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+
+
+def _survivors(pgid: int, home: Path) -> list[int]:
+    """The live processes (not zombies) of group ``pgid``, or working in ``home`` or under
+    it, as Linux's /proc shows them."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            # /proc/PID/stat: "pid (comm) state ppid pgrp ...", comm may hold blanks
+            state, _, group = (entry / "stat").read_text().rpartition(")")[2].split()[:3]
+            if state != "Z" and (int(group) == pgid or _works_in(entry, home)):
+                found.append(int(entry.name))
+    return found
+
+
+def _works_in(entry: Path, home: Path) -> bool:
+    with contextlib.suppress(OSError):
+        cwd = Path(os.readlink(entry / "cwd"))
+        return cwd == home or home in cwd.parents
+    return False
+
+
+def assert_page_runs(page: Path) -> None:
+    """Run ``page``'s runnable shell blocks; fail naming the block that failed (its output,
+    the background servers' logs) or each transcript command that printed other than shown."""
+    blocks = [block for block in shell_blocks(page) if block.kind in RUNNABLE]
+    with tempfile.TemporaryDirectory(prefix="fw-page-") as root:
+        result = run_page(blocks, Path(root))
+    logs = "".join(
+        f"\n--- background block at line {line}:\n{log[-3000:]}"
+        for line, log in result.background_logs.items()
+    )
+    finished = re.search(r"^::: end$", result.output, re.MULTILINE)
+    assert result.returncode == 0 and finished, (
+        f"{page_name(page)}: a block failed (exit {result.returncode}):\n"
+        f"{result.failed_block()[-4000:]}{logs}"
+    )
+    wrong = [c for c in result.compared if not c.ok]
+    assert not wrong, f"{page_name(page)}: output other than shown:\n" + "\n".join(
+        f"line {c.line}: $ {c.step.command}\n--- shown:\n"
+        + "\n".join(c.step.shown)
+        + "\n--- printed:\n"
+        + "\n".join(c.actual or ["(not run: the session ended before it)"])
+        for c in wrong
+    )

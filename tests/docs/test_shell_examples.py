@@ -21,61 +21,39 @@ beside other tests. A page whose port is not in that list fails
 from __future__ import annotations
 
 import re
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from tests.docs.examples import (
     REPO,
-    Block,
+    RUNNABLE,
     Kind,
     MarkerError,
     matches,
+    page_name,
     page_paths,
+    pages_to_run,
     parse_blocks,
+    shell_blocks,
     transcript,
 )
-from tests.docs.pagerun import DEFAULT_PORTS, rewrite_ports, run_page
+from tests.docs.pagerun import DEFAULT_PORTS, assert_page_runs, rewrite_ports, run_page
 from tests.support.ports import can_bind
 
-RUNNABLE = (Kind.RUN, Kind.BACKGROUND, Kind.OUTPUT)
+#: The pages are shared among this file and SHARDS - 1 others (test_shell_examples_N.py):
+#: pytest-xdist gives each file to one worker, so the pages' waits overlap.
+SHARDS = 3
 
 
-def shell_blocks(page: Path) -> list[Block]:
-    return [block for block in parse_blocks(page.read_text(encoding="utf-8")) if block.is_shell]
-
-
-def name(page: Path) -> str:
-    return page.relative_to(REPO).as_posix()
-
-
-def pages_to_run() -> list[Path]:
-    return [page for page in page_paths() if any(b.kind in RUNNABLE for b in shell_blocks(page))]
-
-
-@pytest.mark.parametrize("page", pages_to_run(), ids=name)
+@pytest.mark.parametrize("page", pages_to_run(0, SHARDS), ids=page_name)
 def test_the_page_s_shell_examples_run(page: Path) -> None:
-    blocks = [block for block in shell_blocks(page) if block.kind in RUNNABLE]
-    with tempfile.TemporaryDirectory(prefix="fw-page-") as root:
-        result = run_page(blocks, Path(root))
-    logs = "".join(
-        f"\n--- background block at line {line}:\n{log[-3000:]}"
-        for line, log in result.background_logs.items()
-    )
-    finished = re.search(r"^::: end$", result.output, re.MULTILINE)
-    assert result.returncode == 0 and finished, (
-        f"{name(page)}: a block failed (exit {result.returncode}):\n"
-        f"{result.failed_block()[-4000:]}{logs}"
-    )
-    wrong = [c for c in result.compared if not c.ok]
-    assert not wrong, f"{name(page)}: output other than shown:\n" + "\n".join(
-        f"line {c.line}: $ {c.step.command}\n--- shown:\n"
-        + "\n".join(c.step.shown)
-        + "\n--- printed:\n"
-        + "\n".join(c.actual or ["(not run: the session ended before it)"])
-        for c in wrong
-    )
+    assert_page_runs(page)
+
+
+def test_every_page_is_in_a_shard() -> None:
+    shared = sorted(page for shard in range(SHARDS) for page in pages_to_run(shard, SHARDS))
+    assert shared == sorted(pages_to_run()) and len(shared) > 10, shared
 
 
 def test_every_shell_block_runs_or_says_why() -> None:
@@ -86,10 +64,10 @@ def test_every_shell_block_runs_or_says_why() -> None:
         try:
             blocks = parse_blocks(page.read_text(encoding="utf-8"))
         except MarkerError as error:
-            problems.append(f"{name(page)}: {error}")
+            problems.append(f"{page_name(page)}: {error}")
             continue
         for block in blocks:
-            where = f"{name(page)}:{block.line}"
+            where = f"{page_name(page)}:{block.line}"
             if block.kind is Kind.NOT_RUN and len(block.detail.split()) < 2:
                 problems.append(f"{where}: 'not run' without a reason")
             if block.kind is Kind.RUN_BY and not (REPO / block.detail).is_file():
@@ -107,7 +85,7 @@ def test_the_pages_use_only_ports_the_runner_moves() -> None:
     """A loopback port written in a runnable block is one the runner replaces by a free
     one; another would clash between pages, or with a server a reader runs."""
     strays = [
-        f"{name(page)}:{block.line}: {found.group(0)}"
+        f"{page_name(page)}:{block.line}: {found.group(0)}"
         for page in page_paths()
         for block in shell_blocks(page)
         if block.kind in RUNNABLE
@@ -157,12 +135,13 @@ def test_ports_are_moved_where_they_are_ports_only() -> None:
 
 
 def test_the_runner_serves_moves_ports_compares_and_stops(tmp_path: Path) -> None:
-    """A made-up page: a background server on the default ports (moved), a transcript
-    whose second command prints other than shown, then a failing block; the session ends
-    there, and the server is gone with it."""
+    """A made-up page: a background server on the default ports (moved), a daemon of its
+    own session, a transcript whose second command prints other than shown, then a failing
+    block; the session ends there, and the server and the daemon are gone with it."""
     page = (
         "<!-- example: background -->\n```sh\nforewarn serve --db t.db\n```\n"
-        "```sh\ncurl -s -o /dev/null -w '%{http_code}\\n' http://127.0.0.1:8170/healthz\n```\n"
+        "```sh\ncurl -s -o /dev/null -w '%{http_code}\\n' http://127.0.0.1:8170/healthz\n"
+        "setsid sleep 600 </dev/null >/dev/null 2>&1 &\necho $! > daemon.pid\n```\n"
         "<!-- example: output -->\n```console\n$ echo one; echo two\none\n...\n"
         "$ forewarn --version\nforewarn, version 9.9\n```\n"
         "```sh\nfalse\necho never\n```\n```sh\necho nor this\n```\n"
@@ -170,10 +149,21 @@ def test_the_runner_serves_moves_ports_compares_and_stops(tmp_path: Path) -> Non
     result = run_page([b for b in parse_blocks(page) if b.kind in RUNNABLE], tmp_path)
     assert result.returncode == 1 and "never" not in result.output, result.output
     assert "nor this" not in result.output, result.output
-    assert result.failed_block().startswith("::: line 16"), result.output
+    assert result.failed_block().startswith("::: line 18"), result.output
     assert "\n200\n" in result.output, result.output
-    assert [(c.line, c.ok) for c in result.compared] == [(9, True), (9, False)]
+    assert [(c.line, c.ok) for c in result.compared] == [(11, True), (11, False)]
     assert result.compared[1].actual and result.compared[1].actual[0].startswith("forewarn, ")
     log = result.background_logs[2]
     [control] = re.findall(r"control API on http://127\.0\.0\.1:(\d+)", log)
     assert int(control) != 8170 and can_bind(int(control)), log
+    daemon = int((tmp_path / "home" / "daemon.pid").read_text())
+    assert not alive(daemon)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped by init, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"

@@ -7,6 +7,8 @@ One build for the module (a few seconds), outside the tree.
 
 from __future__ import annotations
 
+import html
+import inspect
 import re
 import shutil
 import subprocess
@@ -115,6 +117,33 @@ def test_the_metrics_and_arm_pages_name_what_is_served(site: Path) -> None:
     arm = text(site / "reference" / "arm-routes" / "index.html")
     assert re.search(r"POST\s+/subscriptions/\{name\}/resourcegroups/\{name\}/providers/"
                      r"microsoft\.compute/virtualmachines/\{name\}/restart", arm)  # fmt: skip
+
+
+def rendered_words(page: Path) -> str:
+    """A page's words as they read (tags dropped, entities decoded, spaces collapsed)."""
+    words = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+    return " ".join(words.split())
+
+
+def test_the_python_client_page_documents_every_exported_name(site: Path) -> None:
+    import forewarn.client
+    import forewarn.testing
+
+    page = (site / "reference" / "python-client" / "index.html").read_text()
+    headings = set(re.findall(r'<h\d id="(forewarn\.(?:client|testing)\.\w+)"', page))
+    exported = {f"forewarn.client.{name}" for name in forewarn.client.__all__}
+    exported |= {f"forewarn.testing.{name}" for name in forewarn.testing.__all__}
+    assert len(exported) > 35 and "forewarn.client.ScheduledEventsClient" in exported
+    assert exported - headings == set()
+    # The docstrings themselves, not only the names: each client method's first paragraph.
+    words = rendered_words(site / "reference" / "python-client" / "index.html")
+    for client in (forewarn.client.ScheduledEventsClient,
+                   forewarn.client.AsyncScheduledEventsClient):  # fmt: skip
+        for name in ("get", "poll", "approve", "instance", "watch"):
+            doc = inspect.getdoc(getattr(client, name))
+            assert doc, (client, name)
+            sentence = " ".join(doc.split("\n\n")[0].replace("``", "").split())
+            assert sentence in words, (client.__name__, name, sentence)
 
 
 def test_the_home_page_leads_to_the_three_paths_in_one_click(site: Path) -> None:

@@ -5,7 +5,7 @@ what one I/O-free core decides (requests, answers, retries, change diffing). The
 they hand back are the contract's one wire model (``Document``, ``Event``…, re-exported
 here). This package imports nothing of the emulator: it ships to real VMs.
 
-Exceptions (each carries ``status``, ``body`` and ``url``)::
+Exceptions (each carries ``status``, ``body`` and ``url``):
 
     ClientError
     ├── InvalidEndpoint          a URL or variable that is not an http:// endpoint (ValueError)

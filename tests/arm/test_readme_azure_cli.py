@@ -21,10 +21,14 @@ def _blocks(heading: str) -> list[str]:
     return fenced(section(PAGE, heading), "sh")
 
 
+def doc_examples() -> list[str]:
+    """The docs' blocks this module runs, in order: the two sections' shell blocks."""
+    return _blocks("## With the Azure CLI") + _blocks("## Managed identity on a VM")
+
+
 def test_the_readme_cli_and_managed_identity_commands_run(tmp_path: Path) -> None:
     az = az_executable()
-    blocks = _blocks("## With the Azure CLI")
-    blocks += _blocks("## Managed identity on a VM")
+    blocks = doc_examples()
     assert len(blocks) == 3, "the sections' shell blocks moved"
     script = "\n".join(blocks)
     install, serve = script.splitlines()[:2]

@@ -18,6 +18,11 @@ def _example() -> str:
     return found[0]
 
 
+def doc_examples() -> list[str]:
+    """The docs' block this module runs."""
+    return [_example()]
+
+
 def test_the_readme_example_restarts_the_jumpbox(tmp_path: Path) -> None:
     fleet = "scopes:\n  - kind: standalone\n    name: jumpbox\n"
     arm = start_arm_server(tmp_path, fleet, ("--time-scale", "600"), clock="real")

@@ -1,13 +1,18 @@
-"""The docs' shell examples as the runner reads them: each page's fenced blocks, the marker
-on the line right before each, and a ``console`` transcript's commands and shown output.
+"""The docs' examples as the runner reads them: each page's fenced blocks, the marker on
+the line right before each, and a ``console`` transcript's commands and shown output.
 
-A block of language ``sh``, ``bash``, ``shell`` or ``console`` runs unless the HTML
-comment on the line right before its opening fence says otherwise:
+A block of language ``sh``, ``bash``, ``shell``, ``console`` or ``python`` runs unless the
+HTML comment on the line right before its opening fence says otherwise:
 
 - ``<!-- example: background -->``: a long-running command, started in the background;
 - ``<!-- example: output -->``: a ``console`` transcript whose output is compared;
+- ``<!-- example: file NAME -->``: a file the reader saves (a script, a scenario, a test
+  file; any language): written to NAME, relative to the page's directory, at its place
+  in the page, for later blocks to use (a transcript ``$ python3 NAME`` shows its output);
 - ``<!-- example: not run (REASON) -->``: not run, for REASON;
-- ``<!-- example: run by PATH -->``: run, as written, by the test (or script) at PATH.
+- ``<!-- example: run by PATH -->``: run, as written, by the test module at PATH, whose
+  ``doc_examples()`` returns the bodies of the blocks its tests run (so the marker check
+  sees that it really reads this one).
 
 tests/docs/test_shell_examples.py runs them; this module only reads.
 """
@@ -20,6 +25,7 @@ from enum import Enum
 from pathlib import Path
 
 __all__ = [
+    "PYTHON_LANGUAGES",
     "REPO",
     "RUNNABLE",
     "SHELL_LANGUAGES",
@@ -32,6 +38,7 @@ __all__ = [
     "page_paths",
     "pages_to_run",
     "parse_blocks",
+    "runner_blocks",
     "shell_blocks",
     "transcript",
 ]
@@ -40,11 +47,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: The fence languages whose blocks a reader pastes into a shell.
 SHELL_LANGUAGES = frozenset({"sh", "bash", "shell", "console"})
+#: The fence languages whose blocks a reader runs with Python.
+PYTHON_LANGUAGES = frozenset({"python", "py"})
 
 _FENCE = re.compile(r"^(?P<indent> {0,4})(?P<fence>`{3,}|~{3,})(?P<lang>[\w+-]*)[^\n]*$")
 _MARKER = re.compile(r"^\s*<!--\s*example:\s*(?P<text>.*?)\s*-->\s*$")
 _NOT_RUN = re.compile(r"not run \((?P<reason>.+)\)")
 _RUN_BY = re.compile(r"run by (?P<path>\S+)")
+_FILE = re.compile(r"file (?P<name>[\w.+-]+(?:/[\w.+-]+)*)")
 
 
 class Kind(Enum):
@@ -53,12 +63,13 @@ class Kind(Enum):
     RUN = "run"
     BACKGROUND = "background"
     OUTPUT = "output"
+    FILE = "file"
     NOT_RUN = "not run"
     RUN_BY = "run by"
 
 
-#: The kinds of block the runner runs itself.
-RUNNABLE = (Kind.RUN, Kind.BACKGROUND, Kind.OUTPUT)
+#: The kinds of block the runner runs (or, for FILE, writes) itself.
+RUNNABLE = (Kind.RUN, Kind.BACKGROUND, Kind.OUTPUT, Kind.FILE)
 
 
 class MarkerError(ValueError):
@@ -68,7 +79,8 @@ class MarkerError(ValueError):
 @dataclass(frozen=True)
 class Block:
     """A fenced block: where it is (``line``: its opening fence, 1-based), its language,
-    its body, and what its marker says (``detail``: the reason, or the path that runs it)."""
+    its body, and what its marker says (``detail``: the reason, the path that runs it, or
+    the file it is written to)."""
 
     line: int
     lang: str
@@ -79,6 +91,20 @@ class Block:
     @property
     def is_shell(self) -> bool:
         return self.lang in SHELL_LANGUAGES
+
+    @property
+    def is_python(self) -> bool:
+        return self.lang in PYTHON_LANGUAGES
+
+    @property
+    def is_example(self) -> bool:
+        """Whether the convention asks the block to run or say why not."""
+        return self.is_shell or self.is_python or self.kind is Kind.FILE
+
+    @property
+    def runs_here(self) -> bool:
+        """Whether the page runner runs (or writes) it."""
+        return self.is_example and self.kind in RUNNABLE
 
 
 def page_paths() -> list[Path]:
@@ -96,10 +122,15 @@ def shell_blocks(page: Path) -> list[Block]:
     return [block for block in parse_blocks(page.read_text(encoding="utf-8")) if block.is_shell]
 
 
+def runner_blocks(page: Path) -> list[Block]:
+    """The page's blocks the runner runs or writes, in the page's order."""
+    return [block for block in parse_blocks(page.read_text(encoding="utf-8")) if block.runs_here]
+
+
 def pages_to_run(shard: int = 0, shards: int = 1) -> list[Path]:
     """The pages with a block to run; with ``shards``, every ``shards``-th of them from
     the ``shard``-th (so several test files, each a pytest-xdist worker's, share them)."""
-    pages = [page for page in page_paths() if any(b.kind in RUNNABLE for b in shell_blocks(page))]
+    pages = [page for page in page_paths() if runner_blocks(page)]
     return pages[shard::shards]
 
 
@@ -110,6 +141,8 @@ def _marker(text: str, line: int) -> tuple[Kind, str]:
         return Kind.NOT_RUN, found.group("reason")
     if found := _RUN_BY.fullmatch(text):
         return Kind.RUN_BY, found.group("path")
+    if (found := _FILE.fullmatch(text)) and ".." not in found.group("name").split("/"):
+        return Kind.FILE, found.group("name")
     raise MarkerError(f"line {line}: unknown marker 'example: {text}'")
 
 

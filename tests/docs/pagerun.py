@@ -1,4 +1,4 @@
-"""Running one page's shell examples as a reader would: in order, in one bash session.
+"""Running one page's examples as a reader would: in order, in one bash session.
 
 The session (``set -euo pipefail``) runs in a fresh directory that is its cwd and $HOME,
 with the venv's ``bin`` first on PATH and a ``.venv`` symlink to the venv, so ``forewarn``,
@@ -7,6 +7,11 @@ with the venv's ``bin`` first on PATH and a ``.venv`` symlink to the venv, so ``
 next, and nothing reads the session's own input:
 
 - a plain block must exit 0 (``set -e`` ends the session at its first failing command);
+- a plain ``python`` block is written to a file of its own and run there with the venv's
+  Python (in the session's cwd and environment, so it sees what earlier blocks exported);
+  it must exit 0 too;
+- a ``file NAME`` block is written to NAME under the page's directory when the session
+  reaches it (a later block runs or reads it);
 - a ``background`` block is sourced in a background subshell, its output to a log; the
   session then waits until every port it serves accepts a connection (the ports of its
   ``--*-bind HOST:PORT`` options, and for ``forewarn serve`` the default metadata and
@@ -18,7 +23,7 @@ next, and nothing reads the session's own input:
 Ports: the well-known ones the pages write (:data:`DEFAULT_PORTS`: 8169 and 8170, the
 server's defaults; 8443 ARM's; the others a page's own) would clash between pages and with
 other tests, so each is replaced, in every block of the page (commands, files written with
-heredocs and shown output alike), by one free port: ``127.0.0.1:8169`` becomes
+heredocs, Python and shown output alike), by one free port: ``127.0.0.1:8169`` becomes
 ``127.0.0.1:PORT`` wherever it appears. A command that relies on a default instead gets
 the same port from the environment: ``FOREWARN_SERVE_IMDS_BIND``,
 ``FOREWARN_SERVE_CONTROL_BIND``, ``FOREWARN_REPLAY_IMDS_BIND`` (serve's and replay's
@@ -47,13 +52,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.docs.examples import (
-    RUNNABLE,
     Block,
     Kind,
     Step,
     matches,
     page_name,
-    shell_blocks,
+    runner_blocks,
     transcript,
 )
 from tests.support.ports import free_port
@@ -172,6 +176,18 @@ def _script(blocks: list[Block], run: Path, ports: dict[int, int]) -> str:
     lines = [_PRELUDE]
     for block in blocks:
         lines.append(f"printf '\\n::: line {block.line}\\n'")  # on a line of its own
+        if block.kind is Kind.FILE:
+            path = run / f"file-{block.line}"
+            path.write_text(block.body, encoding="utf-8")
+            target = shlex.quote(block.detail)
+            lines.append(f'install -D -m 644 {shlex.quote(str(path))} "$HOME"/{target}')
+            continue
+        if block.is_python:
+            path = run / f"block-{block.line}.py"
+            path.write_text(block.body, encoding="utf-8")
+            python = shlex.quote(str(venv_root() / "bin" / "python"))
+            lines.append(f"{python} {shlex.quote(str(path))} </dev/null")
+            continue
         if block.kind is Kind.OUTPUT:
             for index, step in enumerate(transcript(block.body)):
                 stem = run / f"step-{block.line}-{index}"
@@ -284,9 +300,9 @@ def _works_in(entry: Path, home: Path) -> bool:
 
 
 def assert_page_runs(page: Path) -> None:
-    """Run ``page``'s runnable shell blocks; fail naming the block that failed (its output,
-    the background servers' logs) or each transcript command that printed other than shown."""
-    blocks = [block for block in shell_blocks(page) if block.kind in RUNNABLE]
+    """Run ``page``'s runnable blocks; fail naming the block that failed (its output, the
+    background servers' logs) or each transcript command that printed other than shown."""
+    blocks = runner_blocks(page)
     with tempfile.TemporaryDirectory(prefix="fw-page-") as root:
         result = run_page(blocks, Path(root))
     logs = "".join(

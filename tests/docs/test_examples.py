@@ -1,8 +1,7 @@
-"""The site's Python examples run as they stand: the Azure SDK's on "Drive it like Azure"
-against a real server (its policy example: tests/arm/test_readme_example.py); the pytest
-plugin's on "Test my agent or handler in CI" is the how-to page's, which
-tests/testing/test_plugin.py runs. The shell examples of every page run, and their
-shown output is compared, in tests/docs/test_shell_examples.py."""
+"""The site's Azure SDK example on "Drive it like Azure" runs as it stands against a real
+server (its policy example: tests/arm/test_readme_example.py; the pytest plugin's:
+tests/testing/test_plugin.py). The other examples of every page run, and their shown
+output is compared, in tests/docs/test_shell_examples.py."""
 
 from __future__ import annotations
 
@@ -14,20 +13,21 @@ from tests.arm.conftest import start_arm_server
 from tests.support.docpages import blocks, page, section
 
 
-def python_blocks(name: str) -> list[str]:
-    return blocks(page(name), "python")
+def doc_examples() -> list[str]:
+    """The docs' blocks this module runs: the SDK section's one Python block."""
+    return blocks(section("paths/drive-it-like-azure.md", "## The SDK"), "python")
 
 
-def test_the_plugin_example_is_the_one_the_readme_runs() -> None:
+def test_the_path_shows_the_plugin_example_the_how_to_runs() -> None:
     """tests/testing/test_plugin.py runs the how-to page's block, and shows it can fail:
-    this page's must be that block, character for character."""
+    the path's page shows that block, character for character, and no other."""
     from tests.testing.test_plugin import readme_example
 
-    assert python_blocks("paths/test-in-ci.md") == [readme_example()]
+    assert blocks(page("paths/test-in-ci.md"), "python") == [readme_example()]
 
 
 def test_the_sdk_example_restarts_the_jumpbox(tmp_path: Path) -> None:
-    [example] = blocks(section("paths/drive-it-like-azure.md", "## The SDK"), "python")
+    [example] = doc_examples()
     assert "https://127.0.0.1:8443" in example and '"forewarn-ca/ca.pem"' in example
     fleet = "scopes:\n  - kind: standalone\n    name: jumpbox\n"
     arm = start_arm_server(tmp_path, fleet, ("--time-scale", "600"), clock="real")

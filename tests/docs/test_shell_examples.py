@@ -1,14 +1,17 @@
-"""Every shell example a reader would copy, in README.md and docs/**/*.md, runs against a
-real server, page by page, and its shown output is compared where a page shows it.
+"""Every shell command and Python snippet a reader would copy, in README.md and
+docs/**/*.md, runs against a real server, page by page, and its shown output is compared
+where a page shows it.
 
-A block of language ``sh``, ``bash``, ``shell`` or ``console`` runs, in order with the
-page's other runnable blocks, in one bash session per page (tests/docs/pagerun.py: a fresh
-directory as cwd and $HOME, the venv first on PATH, ``.venv`` linked to it), unless the
-HTML comment on the line right before its fence says otherwise (tests/docs/examples.py):
+A block of language ``sh``, ``bash``, ``shell``, ``console`` or ``python`` runs, in order
+with the page's other runnable blocks, in one bash session per page (tests/docs/pagerun.py:
+a fresh directory as cwd and $HOME, the venv first on PATH, ``.venv`` linked to it; a
+Python block from a file of its own, with the venv's Python), unless the HTML comment on
+the line right before its fence says otherwise (tests/docs/examples.py):
 ``<!-- example: background -->`` starts a server and waits for its ports,
 ``<!-- example: output -->`` compares a ``console`` transcript's output (``...`` matches
-anything), ``<!-- example: not run (REASON) -->`` and ``<!-- example: run by PATH -->``
-say why the runner leaves it.
+anything), ``<!-- example: file NAME -->`` saves the block as NAME for later blocks,
+``<!-- example: not run (REASON) -->`` and ``<!-- example: run by PATH -->`` say why the
+runner leaves it (PATH's ``doc_examples()`` must return the block).
 
 The fixed ports pages write (8169, 8170, 8443 and a few more: pagerun.DEFAULT_PORTS) are
 replaced by free ones, consistently across a page's blocks, and given to the commands that
@@ -20,6 +23,7 @@ beside other tests. A page whose port is not in that list fails
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
@@ -27,7 +31,7 @@ import pytest
 
 from tests.docs.examples import (
     REPO,
-    RUNNABLE,
+    Block,
     Kind,
     MarkerError,
     matches,
@@ -35,7 +39,7 @@ from tests.docs.examples import (
     page_paths,
     pages_to_run,
     parse_blocks,
-    shell_blocks,
+    runner_blocks,
     transcript,
 )
 from tests.docs.pagerun import DEFAULT_PORTS, assert_page_runs, rewrite_ports, run_page
@@ -56,9 +60,10 @@ def test_every_page_is_in_a_shard() -> None:
     assert shared == sorted(pages_to_run()) and len(shared) > 10, shared
 
 
-def test_every_shell_block_runs_or_says_why() -> None:
-    """A block the runner leaves says why (a reason; a path that exists), an ``output``
-    block is a ``console`` transcript, and every marker is one the convention knows."""
+def test_every_example_runs_or_says_why() -> None:
+    """A shell or Python block the runner leaves says why (a reason; a test module that
+    runs it), an ``output`` block is a ``console`` transcript, a ``file`` block's NAME is
+    used by a later block of its page, and every marker is one the convention knows."""
     problems = []
     for page in page_paths():
         try:
@@ -66,19 +71,40 @@ def test_every_shell_block_runs_or_says_why() -> None:
         except MarkerError as error:
             problems.append(f"{page_name(page)}: {error}")
             continue
-        for block in blocks:
+        for index, block in enumerate(blocks):
             where = f"{page_name(page)}:{block.line}"
             if block.kind is Kind.NOT_RUN and len(block.detail.split()) < 2:
                 problems.append(f"{where}: 'not run' without a reason")
-            if block.kind is Kind.RUN_BY and not (REPO / block.detail).is_file():
-                problems.append(f"{where}: run by {block.detail}, which does not exist")
+            if block.kind is Kind.RUN_BY and (problem := _run_by_problem(block)):
+                problems.append(f"{where}: run by {block.detail}: {problem}")
             if block.kind is Kind.OUTPUT and block.lang != "console":
                 problems.append(f"{where}: an output block must be a console transcript")
             if block.kind is Kind.OUTPUT and not transcript(block.body):
                 problems.append(f"{where}: an output block with no '$ ' command")
             if block.kind in (Kind.BACKGROUND, Kind.OUTPUT) and not block.is_shell:
                 problems.append(f"{where}: a {block.lang or 'plain'} block marked to run")
+            if block.kind is Kind.FILE and not any(
+                later.runs_here and block.detail in later.body for later in blocks[index + 1 :]
+            ):
+                problems.append(f"{where}: file {block.detail}, which no later block uses")
     assert not problems, "\n".join(problems)
+
+
+def _run_by_problem(block: Block) -> str:
+    """Why ``run by PATH`` does not hold for ``block`` (empty when it does): PATH is a test
+    module whose ``doc_examples()`` (the bodies of the blocks its tests run) has it."""
+    path = REPO / block.detail
+    if not path.is_file():
+        return "which does not exist"
+    if path.suffix != ".py" or not block.detail.startswith("tests/"):
+        return "not a test module under tests/"
+    module = importlib.import_module(".".join(Path(block.detail).with_suffix("").parts))
+    read = getattr(module, "doc_examples", None)
+    if read is None:
+        return "which has no doc_examples() naming the blocks its tests run"
+    if block.body not in read():
+        return "whose doc_examples() does not return this block"
+    return ""
 
 
 def test_the_pages_use_only_ports_the_runner_moves() -> None:
@@ -87,8 +113,7 @@ def test_the_pages_use_only_ports_the_runner_moves() -> None:
     strays = [
         f"{page_name(page)}:{block.line}: {found.group(0)}"
         for page in page_paths()
-        for block in shell_blocks(page)
-        if block.kind in RUNNABLE
+        for block in runner_blocks(page)
         for found in re.finditer(r"(?:127\.0\.0\.1|localhost):(\d+)", block.body)
         if int(found.group(1)) not in DEFAULT_PORTS
     ]
@@ -101,15 +126,22 @@ def test_a_marker_reads_as_the_convention_says() -> None:
         "<!-- example: background -->\n```sh\nforewarn serve\n```\n"
         "```console\n$ forewarn --version\nforewarn, version ...\n```\n"
         "<!-- example: run by tests/x.py -->\n```python\nprint()\n```\n"
+        "<!-- example: file etc/drill.yaml -->\n```yaml\nsteps: []\n```\n"
+        "```python\nprint(1)\n```\n```yaml\nsteps: []\n```\n"
     )
-    assert [(b.line, b.lang, b.kind, b.detail) for b in parse_blocks(text)] == [
-        (2, "sh", Kind.NOT_RUN, "needs a real Azure VM"),
-        (7, "sh", Kind.BACKGROUND, ""),
-        (10, "console", Kind.RUN, ""),
-        (15, "python", Kind.RUN_BY, "tests/x.py"),
+    assert [(b.line, b.lang, b.kind, b.detail, b.runs_here) for b in parse_blocks(text)] == [
+        (2, "sh", Kind.NOT_RUN, "needs a real Azure VM", False),
+        (7, "sh", Kind.BACKGROUND, "", True),
+        (10, "console", Kind.RUN, "", True),
+        (15, "python", Kind.RUN_BY, "tests/x.py", False),
+        (19, "yaml", Kind.FILE, "etc/drill.yaml", True),
+        (22, "python", Kind.RUN, "", True),
+        (25, "yaml", Kind.RUN, "", False),
     ]
     with pytest.raises(MarkerError, match="unknown marker"):
         parse_blocks("<!-- example: skip -->\n```sh\ntrue\n```\n")
+    with pytest.raises(MarkerError, match="unknown marker"):
+        parse_blocks("<!-- example: file ../outside.py -->\n```python\npass\n```\n")
     with pytest.raises(MarkerError, match="no fenced block"):
         parse_blocks("<!-- example: background -->\n\n```sh\ntrue\n```\n")
 
@@ -136,23 +168,30 @@ def test_ports_are_moved_where_they_are_ports_only() -> None:
 
 def test_the_runner_serves_moves_ports_compares_and_stops(tmp_path: Path) -> None:
     """A made-up page: a background server on the default ports (moved), a daemon of its
-    own session, a transcript whose second command prints other than shown, then a failing
-    block; the session ends there, and the server and the daemon are gone with it."""
+    own session, a Python file saved for a transcript whose second command prints other
+    than shown, then a failing Python block; the session ends there, and the server and
+    the daemon are gone with it."""
     page = (
         "<!-- example: background -->\n```sh\nforewarn serve --db t.db\n```\n"
         "```sh\ncurl -s -o /dev/null -w '%{http_code}\\n' http://127.0.0.1:8170/healthz\n"
-        "setsid sleep 600 </dev/null >/dev/null 2>&1 &\necho $! > daemon.pid\n```\n"
+        "setsid sleep 600 </dev/null >/dev/null 2>&1 &\necho $! > daemon.pid\n"
+        "export GREETING=hello\n```\n"
+        "<!-- example: file tools/ask.py -->\n```python\nimport os, urllib.request as u\n"
+        "opener = u.build_opener(u.ProxyHandler({}))\n"
+        "print(os.environ['GREETING'], opener.open('http://127.0.0.1:8170/healthz').status)\n"
+        "```\n"
         "<!-- example: output -->\n```console\n$ echo one; echo two\none\n...\n"
-        "$ forewarn --version\nforewarn, version 9.9\n```\n"
-        "```sh\nfalse\necho never\n```\n```sh\necho nor this\n```\n"
+        "$ forewarn --version\nforewarn, version 9.9\n$ python3 tools/ask.py\nhello 200\n```\n"
+        "```python\nprint('python ran')\nraise SystemExit(3)\n```\n```sh\necho nor this\n```\n"
     )
-    result = run_page([b for b in parse_blocks(page) if b.kind in RUNNABLE], tmp_path)
-    assert result.returncode == 1 and "never" not in result.output, result.output
+    result = run_page([b for b in parse_blocks(page) if b.runs_here], tmp_path)
+    assert result.returncode == 3, result.output
     assert "nor this" not in result.output, result.output
-    assert result.failed_block().startswith("::: line 18"), result.output
+    assert result.failed_block().startswith("::: line 27\npython ran\n"), result.output
     assert "\n200\n" in result.output, result.output
-    assert [(c.line, c.ok) for c in result.compared] == [(11, True), (11, False)]
+    assert [(c.line, c.ok) for c in result.compared] == [(18, True), (18, False), (18, True)]
     assert result.compared[1].actual and result.compared[1].actual[0].startswith("forewarn, ")
+    assert "8170" not in (tmp_path / "home" / "tools" / "ask.py").read_text()
     log = result.background_logs[2]
     [control] = re.findall(r"control API on http://127\.0\.0\.1:(\d+)", log)
     assert int(control) != 8170 and can_bind(int(control)), log

@@ -17,7 +17,7 @@ from tests.support.serverproc import VIRTUAL, ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "scenarios").glob("*.yaml"))
-MARKER = "<!-- tested: tests/scenarios/test_examples.py runs this scenario file -->"
+MARKER = "<!-- example: file drill.yaml -->"
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])

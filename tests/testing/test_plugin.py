@@ -1,6 +1,6 @@
 """The pytest plugin as users meet it: their test files, run by a child pytest that loads
 the plugin through its ``pytest11`` entry point; the docs' example (docs/how-to/
-pytest-plugin.md) runs as written."""
+pytest-plugin.md, and the same on docs/paths/test-in-ci.md) runs as written."""
 
 from __future__ import annotations
 
@@ -9,17 +9,24 @@ import pytest
 from tests.support.docpages import block_after, page
 
 PAGE = "how-to/pytest-plugin.md"
-MARK = "<!-- tested: tests/testing/test_plugin.py runs this block as it stands -->"
+PATH_PAGE = "paths/test-in-ci.md"
+MARK = "<!-- example: run by tests/testing/test_plugin.py -->"
 
 
 def readme_example() -> str:
-    """The code block right after the ``tested`` marker of the plugin's how-to page (the
+    """The code block right after the ``run by`` marker of the plugin's how-to page (the
     README's, before the README moved its sections to the site)."""
     return block_after(page(PAGE), MARK, "python")
 
 
+def doc_examples() -> list[str]:
+    """The docs' blocks these tests run: the how-to page's, and the same on the path's."""
+    return [readme_example(), block_after(page(PATH_PAGE), MARK, "python")]
+
+
 def test_the_readme_example_passes(pytester: pytest.Pytester) -> None:
-    example = readme_example()
+    example, on_the_path = doc_examples()
+    assert on_the_path == example  # the path's page shows the example run here
     assert 8 <= len(example.strip().splitlines()) <= 14  # a short example, as promised
     pytester.makepyfile(test_readme=example)
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")

@@ -53,11 +53,16 @@ def _sh(*argv: str | Path, timeout: float = 600) -> subprocess.CompletedProcess[
     return proc
 
 
+def doc_examples() -> list[str]:
+    """The docs' block this module runs: "From a wheel"'s first shell block."""
+    return docpages.blocks(docpages.section("install.md", "## From a wheel"), "sh")[:1]
+
+
 def readme_install() -> tuple[list[str], str]:
     """docs/install.md's "From a wheel" (the README's "Install on a VM" before): its
     commands, and the install with an extra."""
     section = docpages.section("install.md", "## From a wheel")
-    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    [block] = doc_examples()
     commands = [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
     [extra] = re.findall(r"`(/opt/forewarn/bin/pip install [^`]*\[redis\][^`]*)`", section)
     return commands, extra

@@ -41,7 +41,9 @@ def test_a_taken_port_leaves_no_database_behind(tmp_path: Path) -> None:
 
 def test_a_missing_directory_is_one_line(tmp_path: Path) -> None:
     missing = tmp_path / "no" / "such" / "dir"
-    result = _serve("--db", str(missing / "x.db"), "--imds-bind", "127.0.0.1:0")
+    result = _serve(
+        "--db", str(missing / "x.db"), "--imds-bind", "127.0.0.1:0", "--control-bind", "127.0.0.1:0"
+    )  # (8170 may be another test's)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         f"forewarn: error: cannot open database {missing / 'x.db'}: "

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -222,20 +222,16 @@ def arm_routes_page() -> str:
     ]) + "\n"  # fmt: skip
 
 
-def _metric_rows(collectors: Iterable[Any]) -> list[list[str]]:
+def _metric_rows(families: Iterable[Any], labels: Mapping[str, Sequence[str]]) -> list[list[str]]:
+    """A row per metric family a registry collects; ``labels``: the label names of each
+    family that has them, as the code that creates it declares them."""
     exposed = {"counter": ["_total"], "histogram": ["_bucket", "_sum", "_count"],
                "gauge": [""], "summary": ["", "_sum", "_count"]}  # fmt: skip
     rows = []
-    for collector in collectors:
-        describe = getattr(collector, "describe", None)
-        families = describe() if describe is not None else []
-        for family in families or collector.collect():
-            labels = getattr(collector, "_labelnames", None) or family.__dict__.get(
-                "_labelnames", ()
-            )
-            names = ", ".join(f"`{family.name}{suffix}`" for suffix in exposed[family.type])
-            rows.append([names, family.type, ", ".join(f"`{x}`" for x in labels),
-                         family.documentation])  # fmt: skip
+    for family in families:
+        names = ", ".join(f"`{family.name}{suffix}`" for suffix in exposed[family.type])
+        rows.append([names, family.type, ", ".join(f"`{x}`" for x in labels.get(family.name, ())),
+                     family.documentation])  # fmt: skip
     return rows
 
 
@@ -243,14 +239,15 @@ def _metric_rows(collectors: Iterable[Any]) -> list[list[str]]:
 def metrics_page() -> str:
     from prometheus_client import CollectorRegistry
 
-    from forewarn.agent.metrics import AgentMetrics
-    from forewarn.imds.metrics import EndpointMetrics
-    from forewarn.server.cluster.metrics import ClusterMetrics
+    from forewarn.agent.metrics import SPECS, AgentMetrics
+    from forewarn.imds import metrics as endpoint
+    from forewarn.server.cluster import metrics as cluster
 
     server = CollectorRegistry()
-    EndpointMetrics(server)
-    ClusterMetrics(server)
-    agent = AgentMetrics("web-0").registry
+    endpoint.EndpointMetrics(server)
+    cluster.ClusterMetrics(server)
+    server_labels = {**endpoint.LABELS, **cluster.LABELS}
+    agent_labels = {name: labels for _, name, _, labels, _ in SPECS.values()}
     header = ["series", "type", "labels", "meaning"]
     return "\n\n".join([
         "# Metrics",
@@ -258,10 +255,10 @@ def metrics_page() -> str:
         "## The server",
         "`forewarn serve`'s control API. The `forewarn_cluster_*` and "
         "`forewarn_replication_*` series appear only when scaled out on PostgreSQL.",
-        table(header, _metric_rows(server._collector_to_names)),
+        table(header, _metric_rows(server.collect(), server_labels)),
         "## The agent",
         "`forewarn agent run` with `metrics_bind` set (default `127.0.0.1:9465`).",
-        table(header, _metric_rows(agent._collector_to_names)),
+        table(header, _metric_rows(AgentMetrics("web-0").registry.collect(), agent_labels)),
     ]) + "\n"  # fmt: skip
 
 

@@ -146,6 +146,22 @@ def test_the_python_client_page_documents_every_exported_name(site: Path) -> Non
             assert sentence in words, (client.__name__, name, sentence)
 
 
+def test_the_metrics_page_shows_each_series_labels(site: Path) -> None:
+    from forewarn.agent.metrics import SPECS
+    from forewarn.imds.metrics import LABELS as ENDPOINT_LABELS
+    from forewarn.server.cluster.metrics import LABELS as CLUSTER_LABELS
+
+    page = (site / "reference" / "metrics" / "index.html").read_text()
+    rows = {re.search(r"<code>(\w+?)(?:_total|_bucket)?</code>", row).group(1): row  # type: ignore[union-attr]
+            for row in re.findall(r"<tr>(.*?)</tr>", page, re.DOTALL) if "<td>" in row}  # fmt: skip
+    declared = {**ENDPOINT_LABELS, **CLUSTER_LABELS}
+    declared |= {name: labels for _, name, _, labels, _ in SPECS.values() if labels}
+    assert {"forewarn_imds_responses", "forewarn_agent_handler_runs"} <= set(declared)
+    for name, labels in declared.items():
+        cells = re.findall(r"<td>(.*?)</td>", rows[name], re.DOTALL)
+        assert cells[2] == ", ".join(f"<code>{label}</code>" for label in labels), name
+
+
 def test_the_home_page_leads_to_the_three_paths_in_one_click(site: Path) -> None:
     home = (site / "index.html").read_text()
     for path in ("rehearse-a-fleet", "test-in-ci", "drive-it-like-azure"):

@@ -15,10 +15,12 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
-__all__ = ["STATUSES", "EndpointMetrics"]
+__all__ = ["LABELS", "STATUSES", "EndpointMetrics"]
 
 #: HTTP statuses are below this.
 STATUSES = 600
+#: Each series' label names (the Metrics reference page reads them here).
+LABELS: dict[str, tuple[str, ...]] = {"forewarn_imds_responses": ("route", "status")}
 
 
 class EndpointMetrics(Collector):
@@ -52,7 +54,7 @@ class EndpointMetrics(Collector):
         family = CounterMetricFamily(
             "forewarn_imds_responses",
             "Metadata endpoint responses by route and status",
-            labels=["route", "status"],
+            labels=LABELS["forewarn_imds_responses"],
         )
         counts = dict(self._rare)
         for route, by_status in self._by_route.items():

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from forewarn.store.postgres_cluster import Member
 
-__all__ = ["ClusterMetrics"]
+__all__ = ["LABELS", "ClusterMetrics"]
 
 _LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -39,13 +39,19 @@ _HELP = {
     "forewarn_cluster_member_lag_seconds": "Replication lag each live member reports",
 }
 
+#: The label names of the series that have labels (the Metrics reference page reads them).
+LABELS: dict[str, tuple[str, ...]] = {
+    "forewarn_cluster_member_leader": ("member", "control_url"),
+    "forewarn_cluster_member_lag_seconds": ("member",),
+}
+
 
 class ClusterMetrics:
     """The cluster's gauges and counters in one registry."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        def gauge(name: str, *labels: str) -> Gauge:
-            return Gauge(name, _HELP[name], labels, registry=registry)
+        def gauge(name: str) -> Gauge:
+            return Gauge(name, _HELP[name], LABELS.get(name, ()), registry=registry)
 
         def count(name: str) -> Counter:
             return Counter(name, _HELP[name], registry=registry)
@@ -62,8 +68,8 @@ class ClusterMetrics:
         self.connected = gauge("forewarn_replication_connected")
         self.reloads = count("forewarn_replication_reloads")
         self.applied_requests = count("forewarn_cluster_relayed_requests_applied")
-        self.member_role = gauge("forewarn_cluster_member_leader", "member", "control_url")
-        self.member_lag = gauge("forewarn_cluster_member_lag_seconds", "member")
+        self.member_role = gauge("forewarn_cluster_member_leader")
+        self.member_lag = gauge("forewarn_cluster_member_lag_seconds")
         self._members: set[tuple[str, str]] = set()
         self._leading = False
 

@@ -71,6 +71,14 @@ def test_a_token_for_the_vm_that_asks(arm: ArmServer) -> None:
     )
     other = token_request(arm, "web-0", api_version="2018-02-01", resource=ARM)[1]
     assert other["client_id"] != body["client_id"]
+    with arm.https() as client:  # the token's tenant is the one ARM lists, to the token
+        listed = client.get(
+            "/tenants",
+            params={"api-version": "2022-12-01"},
+            headers={"Authorization": f"Bearer {body['access_token']}"},
+        )
+    tenants = listed.json()["value"]
+    assert [t["tenantId"] for t in tenants] == [claims["tid"]]
 
 
 @pytest.mark.parametrize(

@@ -50,7 +50,10 @@ def test_rows_follow_every_state_change_and_ended_ones_stay(grid: GridServer) ->
         f"/virtualMachines/pub/providers/Microsoft.Maintenance/scheduledevents/{done}"
     )
     assert row["subscriptionId"] == SUBSCRIPTION and row["resourceGroup"] == "rg-grid"
-    assert row["tenantId"] == TENANT  # the tenant ARM's /tenants and the tokens name
+    with grid.arm.https() as arm:  # the tenant ARM names, as `az account show` reads it
+        tenants = arm.get("/tenants", params={"api-version": "2022-12-01"},
+                          headers={"Authorization": "Bearer forewarn"}).json()["value"]  # fmt: skip
+    assert [t["tenantId"] for t in tenants] == [row["tenantId"]] == [TENANT]
     assert row["properties"]["EventType"] == "Redeploy" and row["properties"]["Resources"] == [
         "pub"
     ]

@@ -21,7 +21,7 @@ from forewarn.arm.render import Renderer
 from forewarn.arm.resources import ArmFleet
 from forewarn.arm.wire import Call, answer, base_url
 from forewarn.fabric import Fabric
-from forewarn.imds.tokens import TENANT
+from forewarn.fleet.azure import TENANT
 
 __all__ = ["AccountRoutes"]
 

@@ -22,7 +22,8 @@ from starlette.responses import Response
 
 from forewarn.arm.paths import ArmPath
 from forewarn.arm.wire import MAX_BODY, base_url
-from forewarn.imds.tokens import TENANT, TokenSigner, object_id
+from forewarn.fleet.azure import TENANT
+from forewarn.imds.tokens import TokenSigner, object_id
 
 __all__ = ["Identity"]
 

@@ -21,7 +21,7 @@ import jwt
 
 from forewarn.fleet.azure import TENANT
 
-__all__ = ["TENANT", "Caller", "InvalidToken", "TokenSigner", "identity_client_id", "object_id"]
+__all__ = ["Caller", "InvalidToken", "TokenSigner", "identity_client_id", "object_id"]
 
 #: How long a token is valid (seconds).
 LIFETIME = 24 * 3600

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from forewarn.fleet.azure import TENANT
 from tests.arm.conftest import ArmServer, start_arm_server
 from tests.support.azcli import AzCli
 
@@ -70,6 +71,7 @@ def test_login_and_account_show_name_the_fleets_subscription(az: AzCli) -> None:
     account = az.ok("account", "show")
     assert (account["id"], account["environmentName"]) == (SUB, "forewarn")
     assert account["user"] == {"name": "ci", "type": "servicePrincipal"}
+    assert account["tenantId"] == TENANT  # the tenant of /tenants, tokens and Resource Graph
 
 
 def test_the_group_and_its_resources_as_the_cli_reads_them(az: AzCli, arm: ArmServer) -> None:

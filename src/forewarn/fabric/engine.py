@@ -512,7 +512,11 @@ class Fabric:
         self._relayed_until = -math.inf
 
     def relayed_applied(self, until: float) -> None:
-        """Every approval followers recorded by ``until`` (the clock) is applied."""
+        """Every approval followers recorded by ``until`` (the clock) is applied.
+
+        Recorded means committed: an approval a follower stamped just before ``until``
+        whose insert commits after the leader's read (the insert's latency, milliseconds)
+        can still find its NotBefore fired, and is then moot, as one relayed after it."""
         self._relayed_until = max(self._relayed_until, until)
 
     async def relayed_first(self) -> None:

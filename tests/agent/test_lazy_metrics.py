@@ -107,3 +107,28 @@ def test_prometheus_client_loads_on_the_first_scrape_only() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True", "True"]
+
+
+def test_a_child_named_either_way_is_one_child_in_the_order_of_its_updates() -> None:
+    real, lazy = AgentMetrics(), LazyMetrics()
+    for metrics in (real, lazy):
+        metrics.info.labels(vm="a").set(1)
+        metrics.info.labels("a").inc(2)
+        metrics.info.labels(vm="a").set(5)
+    text = _exposition(lazy)
+    assert text == _exposition(real)
+    assert 'forewarn_agent_info{vm="a"} 5.0' in text
+
+
+def test_a_gauge_with_a_function_shows_the_function_whatever_is_set_after() -> None:
+    real, lazy = AgentMetrics(), LazyMetrics()
+    for metrics in (real, lazy):
+        metrics.ready.set_function(lambda: 8.0)
+        metrics.ready.set(3)
+        metrics.active.set(2)
+        metrics.active.set_function(lambda: 4.0)
+        metrics.active.inc()
+    text = _exposition(lazy)
+    assert text == _exposition(real)
+    assert "forewarn_agent_ready 8.0" in text
+    assert "forewarn_agent_active_events 4.0" in text

@@ -130,13 +130,23 @@ class NoMetrics(AgentMetrics):
 #: Observations a histogram keeps before its first scrape; past them, the real metrics load.
 PENDING_OBSERVATIONS = 1024
 
-_Key = tuple[tuple[str, ...], tuple[tuple[str, str], ...]]
+#: A child's label values, in the order ``SPECS`` names the labels (() for none).
+_Key = tuple[str, ...]
+
+
+def _child(real: Any, key: _Key) -> Any:
+    """The prometheus_client metric's child for ``key`` (itself, for a metric without labels)."""
+    return real.labels(*key) if key else real
 
 
 class _Tally:
     """One metric before the first scrape: what each update would have done, in brief
-    (a counter's sum, a gauge's value or function, a histogram's observations), kept per
-    label values; once the real metrics are loaded, every update goes to them."""
+    (a counter's sum, a gauge's value and function, a histogram's observations), kept per
+    label values; once the real metrics are loaded, every update goes to them.
+
+    The replay does one kind of update at a time, whatever order they came in: sums and
+    last values, then functions (a gauge's function hides whatever is set, before it or
+    after, in prometheus_client as here), then observations."""
 
     def __init__(self, owner: LazyMetrics, attribute: str) -> None:
         self.owner = owner
@@ -157,7 +167,7 @@ class _Tally:
             raise ValueError("Incorrect label count")
         if named and set(named) != set(self.label_names):
             raise ValueError("Incorrect label names")
-        key = (tuple(str(v) for v in values), tuple(sorted((k, str(v)) for k, v in named.items())))
+        key = tuple(str(v) for v in values) or tuple(str(named[n]) for n in self.label_names)
         self._create(key)
         return _Child(self, key)
 
@@ -165,13 +175,13 @@ class _Tally:
         """A child exists (and is scraped, at zero) from its first ``labels()`` on."""
         if SPECS[self.attribute][0] == "histogram":
             self.observed.setdefault(key, [])
-        elif key not in self.functions:
+        else:
             self.values.setdefault(key, 0.0)
 
     def _no_labels(self) -> _Child:
         if self.label_names:
             raise ValueError(f"{SPECS[self.attribute][1]}: labels() first")
-        return _Child(self, ((), ()))
+        return _Child(self, ())
 
     def inc(self, amount: float = 1) -> None:
         self._no_labels().inc(amount)
@@ -187,19 +197,12 @@ class _Tally:
 
     def replay(self, real: Any) -> None:
         """Do to ``real`` (the prometheus_client metric) what was done to this tally."""
-
-        def target(key: _Key) -> Any:
-            values, named = key
-            if values:
-                return real.labels(*values)
-            return real.labels(**dict(named)) if named else real
-
         for key, value in self.values.items():
-            (target(key).set if key in self.set_keys else target(key).inc)(value)
+            (_child(real, key).set if key in self.set_keys else _child(real, key).inc)(value)
         for key, function in self.functions.items():
-            target(key).set_function(function)
+            _child(real, key).set_function(function)
         for key, observed in self.observed.items():
-            child = target(key)
+            child = _child(real, key)
             for value in observed:
                 child.observe(value)
 
@@ -217,11 +220,7 @@ class _Child:
         loaded = self.tally.owner.loaded
         if loaded is None:
             return None
-        real = getattr(loaded, self.tally.attribute)
-        values, named = self.key
-        if values:
-            return real.labels(*values)
-        return real.labels(**dict(named)) if named else real
+        return _child(getattr(loaded, self.tally.attribute), self.key)
 
     def inc(self, amount: float = 1) -> None:
         if (real := self._real()) is not None:
@@ -238,14 +237,12 @@ class _Child:
             return
         self.tally.values[self.key] = float(value)
         self.tally.set_keys.add(self.key)
-        self.tally.functions.pop(self.key, None)
 
     def set_function(self, function: Any) -> None:
         if (real := self._real()) is not None:
             real.set_function(function)
             return
         self.tally.functions[self.key] = function
-        self.tally.values.pop(self.key, None)
 
     def observe(self, value: float) -> None:
         if (real := self._real()) is not None:

@@ -3,6 +3,8 @@ without click, with the click group's line; anything else is the click group's."
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 
@@ -44,3 +46,27 @@ def test_python_dash_m_forewarn_is_the_same_command() -> None:
         out = subprocess.run([sys.executable, "-m", "forewarn", *args], capture_output=True,
                              text=True, check=True)  # fmt: skip
         assert out.stdout.startswith(("forewarn, version ", "Usage: forewarn "))
+        expected = "forewarn, version " if args == ["--version"] else "Usage: forewarn "
+        assert out.stdout.startswith(expected)
+
+
+def _imports(*command: str) -> tuple[str, set[str]]:
+    """What ``command`` (a Python program) prints, and the modules it imported."""
+    out = subprocess.run([sys.executable, "-X", "importtime", *command], capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    names = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()}
+    return out.stdout, names
+
+
+def test_the_installed_script_and_dash_m_answer_version_without_click() -> None:
+    line = CliRunner().invoke(group, ["--version"]).output
+    script = shutil.which("forewarn", path=os.path.dirname(sys.executable))
+    assert script is not None
+    for command in ([script, "--version"], ["-m", "forewarn", "--version"]):
+        printed, modules = _imports(*command)
+        assert printed == line
+        assert "forewarn" in modules
+        assert "click" not in modules
+    printed, modules = _imports(script, "--version", "--help")
+    assert printed == line
+    assert "click" in modules

@@ -3,12 +3,14 @@ answer's status and body, or None when nothing (or not HTTP) answers."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from forewarn.agent.cli import _readyz
+from forewarn.agent.httpserver import HealthServer
 from tests.support.ports import free_port
 
 
@@ -56,3 +58,21 @@ def test_no_listener_or_not_http_is_none() -> None:
     with _listener(b"SSH-2.0-OpenSSH_9.6\r\n") as (port, _):
         assert _readyz("127.0.0.1", port) is None
     assert _readyz("127.0.0.1", free_port()) is None  # nothing listens
+
+
+async def test_the_agents_own_listener_answers_it() -> None:
+    ready = [False]
+    server = HealthServer(
+        "127.0.0.1:0",
+        metrics=lambda: b"",
+        ready=lambda: (ready[0], "ready" if ready[0] else "the endpoint has not answered yet"),
+        status=lambda: {},
+    )
+    await server.start()
+    try:
+        asked = await asyncio.to_thread(_readyz, "127.0.0.1", server.port)
+        assert asked == "503 the endpoint has not answered yet"
+        ready[0] = True
+        assert await asyncio.to_thread(_readyz, "127.0.0.1", server.port) == "200 ready"
+    finally:
+        await server.close()

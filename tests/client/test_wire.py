@@ -10,8 +10,10 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
@@ -104,6 +106,9 @@ class Blocking:
 
     async def poll(self, previous: Document | None = None) -> DocumentChange:
         return await asyncio.to_thread(self._client.poll, previous)
+
+    async def approve(self, *event_ids: str) -> None:
+        await asyncio.to_thread(self._client.approve, *event_ids)
 
     async def __aenter__(self) -> Blocking:
         return self
@@ -253,3 +258,73 @@ async def test_without_an_etag_the_same_bytes_are_no_news_and_new_bytes_are() ->
     assert second.previous.incarnation == 3
     assert len(served.requests) == 3 and recorded == [DOCUMENT, DOCUMENT, changed]
     assert not any(b"If-None-Match" in r for r in served.requests)
+
+
+EVENT_ID = "5f1c1a1e-0000-4000-8000-000000000000"
+
+
+class KeepAliveTimeout(BaseHTTPRequestHandler):
+    """The standard library's own HTTP/1.1 server, ending a kept-alive connection after
+    0.2 s idle (as uvicorn's and proxies' keep-alive time-outs do)."""
+
+    protocol_version = "HTTP/1.1"
+    timeout = 0.2
+    connections: list[str]
+    approvals: list[bytes]
+
+    def setup(self) -> None:
+        super().setup()
+        self.connections.append(self.address_string())
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(DOCUMENT)))
+        self.end_headers()
+        self.wfile.write(DOCUMENT)
+
+    def do_POST(self) -> None:
+        self.approvals.append(self.rfile.read(int(self.headers["Content-Length"])))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+async def test_a_real_server_that_ends_idle_connections_loses_no_poll_and_no_approval(
+    twin: Callable[..., Any],
+) -> None:
+    handler = type("Handler", (KeepAliveTimeout,), {"connections": [], "approvals": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        async with twin(f"http://127.0.0.1:{server.server_address[1]}") as c:
+            first = await c.get()
+            await asyncio.sleep(0.5)  # the server ends the idle connection
+            assert (await c.poll(first)).document.incarnation == 3
+            await asyncio.sleep(0.5)
+            await c.approve(EVENT_ID)  # not lost, nor an error: never sent on the dead one
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert len(handler.connections) == 3
+    assert [json.loads(a) for a in handler.approvals] == [
+        {"StartRequests": [{"EventId": EVENT_ID}]}
+    ]
+
+
+async def test_a_connection_closed_as_the_request_went_out_resends_a_get_not_a_post(
+    twin: Callable[..., Any],
+) -> None:
+    def close_the_second(request: bytes) -> bytes | None:
+        return None if len(served.requests) in (2, 4) else ok()
+
+    async with endpoint(close_the_second) as (served, url), twin(url) as c:
+        await c.get()
+        assert (await c.get()).incarnation == 3  # the GET sent again on a new connection
+        assert served.connections == 2 and len(served.requests) == 3
+        with pytest.raises(EndpointUnreachable):
+            await c.approve(EVENT_ID)  # it may have been applied: never sent twice
+    assert [r.split(b" ")[0] for r in served.requests] == [b"GET", b"GET", b"GET", b"POST"]

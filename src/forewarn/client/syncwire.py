@@ -4,8 +4,10 @@
 The VM commands (``forewarn watch``, ``events --url``, ``approve --url``) ask a plain
 http:// endpoint a handful of times; importing httpx cost them more start-up than all
 the rest of their work, and ``http.client`` (which loads ssl and the email package) a
-tenth of it. One kept-alive connection, as ``wire`` keeps for the async twin; a GET
-that finds it closed by the server meanwhile is sent once more on a new one.
+tenth of it. One kept-alive connection, as ``wire`` keeps for the async twin: one the
+server closed while idle is replaced before a request is written on it (so an approval
+is never lost to a keep-alive time-out), and a GET that finds it closed anyway (the
+server closed it as the request went out) is sent once more on a new one.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class SyncWire:
         return settle(settings, answer)
 
     def _exchange(self, payload: bytes, spec: RequestSpec, settings: Settings) -> Response:
+        if self._socket is not None and _closed_by_peer(self._socket):
+            self.close()  # the server's keep-alive time-out: nothing was sent on it
         reused = self._socket is not None
         response = self._once(payload, spec, settings)
         if response is None and reused and spec.method == "GET":
@@ -89,3 +93,17 @@ class SyncWire:
         if self._socket is not None:
             self._socket.close()
             self._socket = None
+
+
+def _closed_by_peer(connection: socket.socket) -> bool:
+    """Whether an idle kept-alive connection was ended by the server (or holds bytes no
+    request asked for): either way not to be written on. A peek that does not wait (no
+    ``select``: its descriptors stop at 1024)."""
+    connection.setblocking(False)
+    try:
+        connection.recv(1, socket.MSG_PEEK)
+    except BlockingIOError:
+        return False  # nothing to read: still open
+    except OSError:
+        return True  # reset
+    return True  # its end (b"") or stray bytes

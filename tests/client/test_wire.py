@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -328,3 +329,29 @@ async def test_a_connection_closed_as_the_request_went_out_resends_a_get_not_a_p
         with pytest.raises(EndpointUnreachable):
             await c.approve(EVENT_ID)  # it may have been applied: never sent twice
     assert [r.split(b" ")[0] for r in served.requests] == [b"GET", b"GET", b"GET", b"POST"]
+
+
+async def test_a_trickling_answer_is_a_timeout(twin: Callable[..., Any]) -> None:
+    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")
+        try:
+            for _ in range(100):  # a byte at a time, each well within the time-out
+                writer.write(b" ")
+                await writer.drain()
+                await asyncio.sleep(0.05)
+        except (ConnectionError, asyncio.CancelledError):
+            pass  # the client gave up
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(trickle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    start = time.monotonic()
+    try:
+        async with twin(url, timeout=0.5, first_call_timeout=0.5) as c:
+            with pytest.raises(EndpointTimeout):
+                await c.get()
+    finally:
+        server.close()
+    assert time.monotonic() - start < 2.5  # the whole answer had 0.5 s, not each byte

@@ -13,6 +13,7 @@ server closed it as the request went out) is sent once more on a new one.
 from __future__ import annotations
 
 import socket
+import time
 
 from forewarn.client.core import Answer, RequestSpec, Settings, settle
 from forewarn.client.errors import EndpointTimeout
@@ -70,11 +71,17 @@ class SyncWire:
                 (self.host, self.port), timeout=settings.timeout, source_address=source
             )
         connection = self._socket
+        # the whole answer within the time-out (as the async twin), not each byte of it
+        deadline = time.monotonic() + settings.read_timeout()
         connection.settimeout(settings.read_timeout())
         response = Response(head_only=spec.method == "HEAD")
         try:
             connection.sendall(payload)
             while not response.done:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                connection.settimeout(left)
                 data = connection.recv(READ_SIZE)
                 if not data:
                     if not response.started:

@@ -191,8 +191,20 @@ async def test_connection_close_and_a_body_to_the_close_are_understood(
         b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
         None,
         b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\nConnection: close\r\n\r\n{}",
+        "HTTP/1.1 200 OK\r\nContent-Length: \u00b2\r\n\r\n{}".encode("latin-1"),
+        "HTTP/1.1 2\u00b20 OK\r\nContent-Length: 2\r\n\r\n{}".encode("latin-1"),
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-2\r\n{}\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffff\r\n{}",
     ],
-    ids=["not-http", "closed", "short-body"],
+    ids=[
+        "not-http",
+        "closed",
+        "short-body",
+        "superscript-length",
+        "superscript-status",
+        "negative-chunk",
+        "chunk-over-the-bound",
+    ],
 )
 async def test_a_broken_answer_is_an_unreachable_endpoint(
     answer: bytes | None, twin: Callable[..., Any]
@@ -203,10 +215,11 @@ async def test_a_broken_answer_is_an_unreachable_endpoint(
     async with endpoint(once) as (_, url):
         seen: list[int | None] = []
         options = {"observer": seen.append} if twin is client else {}
-        async with twin(url, **options) as c:
+        async with twin(url, timeout=5, first_call_timeout=5, **options) as c:
             with pytest.raises(EndpointUnreachable) as caught:
                 await c.get()
     assert "/metadata/scheduledevents" in caught.value.url
+    assert not isinstance(caught.value, EndpointTimeout)  # said at once, not waited out
     if twin is client:
         assert seen == [None]
 

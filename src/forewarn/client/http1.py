@@ -64,7 +64,7 @@ class Response:
         del self._buffer[: end + 4]
         version, _, rest = lines[0].partition(" ")
         code = rest[:3]
-        if not version.startswith("HTTP/1.") or not code.isdigit():
+        if not version.startswith("HTTP/1.") or not _digits(code):
             raise ProtocolError(f"not an HTTP/1.x status line: {lines[0][:80]!r}")
         self.status = int(code)
         if 100 <= self.status < 200:  # an interim answer: the real one follows
@@ -83,7 +83,7 @@ class Response:
             self._chunked = True
         elif "content-length" in self.headers:
             value = self.headers["content-length"]
-            if not value.isdigit() or int(value) > MAX_BODY:
+            if not _digits(value) or int(value) > MAX_BODY:
                 raise ProtocolError(f"bad Content-Length {value[:40]!r}")
             self._length = int(value)
         else:
@@ -106,10 +106,11 @@ class Response:
             if end < 0:
                 return
             size_text = bytes(self._buffer[:end]).split(b";")[0].strip()
-            try:
-                size = int(size_text, 16)
-            except ValueError:
-                raise ProtocolError(f"bad chunk size {size_text[:20]!r}") from None
+            if not size_text or size_text.strip(b"0123456789abcdefABCDEF"):
+                raise ProtocolError(f"bad chunk size {size_text[:20]!r}")
+            size = int(size_text, 16)
+            if len(self.body) + size > MAX_BODY:
+                raise ProtocolError("response body too long")
             if size == 0:  # the last chunk, then trailers up to an empty line
                 trailer_end = self._buffer.find(b"\r\n\r\n", end)
                 if trailer_end < 0:
@@ -121,8 +122,11 @@ class Response:
                 return
             self.body += self._buffer[end + 2 : end + 2 + size]
             del self._buffer[: end + 2 + size + 2]
-            if len(self.body) > MAX_BODY:
-                raise ProtocolError("response body too long")
+
+
+def _digits(text: str) -> bool:
+    """ASCII digits only (``str.isdigit`` also takes "²", which ``int`` refuses)."""
+    return text.isascii() and text.isdigit()
 
 
 def request_bytes(spec: RequestSpec, authority: str) -> tuple[bytes, str]:

@@ -28,6 +28,8 @@ from forewarn.client import (
     EndpointUnreachable,
     ScheduledEventsClient,
 )
+from tests.client.conftest import ADDRESS
+from tests.support.serverproc import ServerProcess
 
 DOCUMENT = json.dumps({"DocumentIncarnation": 3, "Events": []}).encode()
 
@@ -156,6 +158,23 @@ async def test_a_chunked_document_is_read_whole(twin: Callable[..., Any]) -> Non
         assert (await c.get()).incarnation == 3
         assert (await c.get()).incarnation == 3  # the connection is usable after it
     assert served.connections == 1
+
+
+async def test_an_interim_answer_is_skipped_and_headers_are_read_in_any_case(
+    twin: Callable[..., Any],
+) -> None:
+    def shouting(request: bytes) -> bytes:
+        if b"if-none-match" in request.lower():  # a 304 has no body, whatever it says
+            return b'HTTP/1.1 304 Not Modified\r\nETAG: "3"\r\ncOnNeCtIoN: CLOSE\r\n\r\n'
+        head = b'HTTP/1.1 200 OK\r\nCONTENT-LENGTH: %d\r\nETag: "3"\r\n\r\n' % len(DOCUMENT)
+        return b"HTTP/1.1 100 Continue\r\n\r\n" + head + DOCUMENT
+
+    async with endpoint(shouting) as (served, url), twin(url) as c:
+        first = await c.get()
+        assert first.incarnation == 3 and first.etag == '"3"'
+        assert not await c.poll(first)
+        assert not await c.poll(first)  # on a new connection: the last one said close
+    assert served.connections == 2
 
 
 async def test_a_connection_the_server_closed_while_idle_is_replaced(
@@ -368,3 +387,21 @@ async def test_a_trickling_answer_is_a_timeout(twin: Callable[..., Any]) -> None
     finally:
         server.close()
     assert time.monotonic() - start < 2.5  # the whole answer had 0.5 s, not each byte
+
+
+async def test_against_a_forewarn_serve_process_a_watch_approves_and_sees_it_start(
+    twin: Callable[..., Any], served: ServerProcess
+) -> None:
+    op = served.control("POST", "/api/v1/operations",
+                        json={"kind": "user-reboot", "target": "web-1"}).json()  # fmt: skip
+    (event_id,) = op["event_ids"]
+    async with twin(served.imds_url, local_address=ADDRESS["web-1"]) as c:
+        first = await c.get()
+        assert [e.event_id for e in first.events] == [event_id] and first.etag is not None
+        assert not await c.poll(first)  # a 304 on the kept-alive connection
+        await c.approve(event_id)
+        change = await c.poll(first)
+    assert change.document.incarnation > first.incarnation
+    (started,) = change.document.events
+    assert started.event_id == event_id and started.started
+    assert served.control("GET", f"/api/v1/events/{event_id}").json()["status"] == "Started"

@@ -4,12 +4,14 @@ format ``forewarn replay`` reads; replayed, a client sees the same documents in 
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from forewarn.client import ScheduledEventsClient
+from forewarn.replay.recorded import read_recording
 from tests.replay.conftest import ReplayProcess
 from tests.support.cli import run_cli
 from tests.support.serverproc import ServerProcess, trigger
@@ -78,3 +80,21 @@ def test_watch_refuses_a_record_file_it_cannot_write(server: ServerProcess, tmp_
     assert result.code == 2, result
     assert f"--record {target}: No such file or directory" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_watch_killed_mid_run_leaves_every_document_it_showed_whole(
+    server: ServerProcess, running: Callable[..., Running], tmp_path: Path
+) -> None:
+    """SIGKILL (a VM that reboots): each line went to the file when its document came,
+    before the watch printed it; nothing was held back in a buffer."""
+    record = tmp_path / "captured.jsonl"
+    watch = running("watch", "--url", server.imds_url, "--interval", "0.1", "--as-vm", "web-0",
+                    "--source-address", WEB0, "--record", str(record))  # fmt: skip
+    watch.expect("incarnation 1:")
+    event_id = trigger(server, "user-reboot", "web-0")
+    watch.expect(f"added {event_id}")
+    watch.kill()
+    assert watch.proc.returncode == -signal.SIGKILL
+    frames = read_recording(record).frames["web-0"]
+    assert [f.incarnation for f in frames] == [1, 2]
+    assert record.read_bytes().endswith(b"\n")

@@ -48,18 +48,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tests.docs.examples import (
-    Block,
-    Kind,
-    Step,
-    matches,
-    page_name,
-    runner_blocks,
-    transcript,
-)
+from tests.docs.examples import Step, matches, page_name, runner_blocks, transcript
+from tests.support.docpages import Block, Kind
 from tests.support.ports import free_port
 
 __all__ = ["DEFAULT_PORTS", "PageResult", "assert_page_runs", "rewrite_ports", "run_page"]
@@ -217,7 +210,7 @@ def run_page(blocks: list[Block], root: Path) -> PageResult:
     """Run ``blocks`` (a page's runnable ones, ports not yet rewritten) under ``root``."""
     root = root.resolve()  # as /proc shows working directories
     ports = {port: free_port() for port in DEFAULT_PORTS}
-    blocks = [Block(b.line, b.lang, rewrite_ports(b.body, ports), b.kind, b.detail) for b in blocks]
+    blocks = [replace(block, body=rewrite_ports(block.body, ports)) for block in blocks]
     home, run = root / "home", root / "run"
     home.mkdir()
     run.mkdir()

@@ -31,19 +31,15 @@ from pathlib import Path
 import pytest
 
 from tests.docs.examples import (
-    REPO,
-    Block,
-    Kind,
-    MarkerError,
     matches,
     page_name,
     page_paths,
     pages_to_run,
-    parse_blocks,
     runner_blocks,
     transcript,
 )
 from tests.docs.pagerun import DEFAULT_PORTS, assert_page_runs, rewrite_ports, run_page
+from tests.support.docpages import REPO, Block, Kind, MarkerError, parse_blocks
 
 #: The pages are shared among this file and SHARDS - 1 others (test_shell_examples_N.py):
 #: pytest-xdist gives each file to one worker, so the pages' waits overlap.
@@ -144,6 +140,16 @@ def test_a_marker_reads_as_the_convention_says() -> None:
         parse_blocks("<!-- example: file ../outside.py -->\n```python\npass\n```\n")
     with pytest.raises(MarkerError, match="no fenced block"):
         parse_blocks("<!-- example: background -->\n\n```sh\ntrue\n```\n")
+
+
+def test_a_fence_closes_on_a_bare_fence_at_least_as_long() -> None:
+    """A page showing a page (a ``` block in a ```` one) is one block; a fence never
+    closed is an error, not a block that swallows the rest of the page."""
+    [outer] = parse_blocks("````markdown\n```sh\necho hi\n```\n````\ntext\n")
+    assert (outer.line, outer.end, outer.lang) == (1, 5, "markdown")
+    assert outer.body == "```sh\necho hi\n```\n"
+    with pytest.raises(MarkerError, match="line 3: a fence never closed"):
+        parse_blocks("text\n\n```sh\necho hi\n")
 
 
 def test_shown_output_matches_with_ellipses() -> None:

@@ -54,11 +54,9 @@ def runner_blocks(page: Path) -> list[Block]:
     return [block for block in parse_blocks(page.read_text(encoding="utf-8")) if block.runs_here]
 
 
-def pages_to_run(shard: int = 0, shards: int = 1) -> list[Path]:
-    """The pages with a block to run; with ``shards``, every ``shards``-th of them from
-    the ``shard``-th (so several test files, each a pytest-xdist worker's, share them)."""
-    pages = [page for page in page_paths() if runner_blocks(page)]
-    return pages[shard::shards]
+def pages_to_run() -> list[Path]:
+    """The pages with a block to run."""
+    return [page for page in page_paths() if runner_blocks(page)]
 
 
 @dataclass(frozen=True)

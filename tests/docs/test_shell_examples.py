@@ -41,19 +41,23 @@ from tests.docs.examples import (
 from tests.docs.pagerun import DEFAULT_PORTS, assert_page_runs, rewrite_ports, run_page
 from tests.support.docpages import REPO, Block, Kind, MarkerError, parse_blocks
 
-#: The pages are shared among this file and SHARDS - 1 others (test_shell_examples_N.py):
-#: pytest-xdist gives each file to one worker, so the pages' waits overlap.
-SHARDS = 3
 
-
-@pytest.mark.parametrize("page", pages_to_run(0, SHARDS), ids=page_name)
+@pytest.mark.parametrize("page", pages_to_run(), ids=page_name)
 def test_the_page_s_shell_examples_run(page: Path) -> None:
     assert_page_runs(page)
 
 
-def test_every_page_is_in_a_shard() -> None:
-    shared = sorted(page for shard in range(SHARDS) for page in pages_to_run(shard, SHARDS))
-    assert shared == sorted(pages_to_run()) and len(shared) > 10, shared
+def test_the_pages_spread_over_the_workers() -> None:
+    """pytest-xdist hands each page out on its own (tests/conftest.py), so the pages'
+    waits overlap on several workers; the rest of a file still goes to one worker."""
+    from tests.conftest import work_unit
+
+    here = f"{Path(__file__).relative_to(REPO).as_posix()}::"
+    pages = [f"{here}{test_the_page_s_shell_examples_run.__name__}[{page_name(page)}]"
+             for page in pages_to_run()]  # fmt: skip
+    assert len(pages) > 10, pages
+    assert [work_unit(nodeid) for nodeid in pages] == pages
+    assert work_unit(f"{here}test_every_example_runs_or_says_why") == here.removesuffix("::")
 
 
 def test_every_example_runs_or_says_why() -> None:

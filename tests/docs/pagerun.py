@@ -28,8 +28,10 @@ heredocs, Python and shown output alike), by one free port: ``127.0.0.1:8169`` b
 the same port from the environment: ``FOREWARN_SERVE_IMDS_BIND``,
 ``FOREWARN_SERVE_CONTROL_BIND``, ``FOREWARN_REPLAY_IMDS_BIND`` (serve's and replay's
 options) and ``FOREWARN_CONTROL`` (the control API the operator's commands call). Only a
-port preceded by ``:``, ``=`` or a blank, and ending the number, is replaced (never the
-``8000`` in ``4000-8000-...``).
+port preceded by ``:``, ``=`` or a blank, and followed by neither a letter, a digit nor a
+``-``, is replaced (never the ``9000`` in ``4000-9000-...``, ``9000-77`` or ``81690``: an
+id, a number); test_the_pages_use_only_ports_the_runner_moves holds each loopback address
+a page writes to those ports.
 
 At the page's end (or when it fails) the session's whole process group is killed
 (SIGKILL: nothing the pages' servers keep is needed after, and ``forewarn serve`` takes
@@ -64,7 +66,7 @@ DEFAULT_PORTS = (8169, 8170, 8443, 8269, 9000, 9465, 6391)
 PAGE_TIMEOUT = 150
 READY_TIMEOUT = 60
 
-_PORT = re.compile(r"(?<=[:=\s])(" + "|".join(map(str, DEFAULT_PORTS)) + r")(?!\d)")
+_PORT = re.compile(r"(?<=[:=\s])(" + "|".join(map(str, DEFAULT_PORTS)) + r")(?![\w-])")
 _BIND = re.compile(r"--(?P<option>[\w-]+)-bind[ =](?P<host>\[[^\]]+\]|[^\s:]+):(?P<port>\d+)")
 
 

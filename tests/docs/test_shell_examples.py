@@ -174,6 +174,10 @@ def test_ports_are_moved_where_they_are_ports_only() -> None:
     assert rewrite_ports(text, ports) == (
         "curl 127.0.0.1:30000/x --port 30006 p=30001 4000-8000-1 81690 :30002\n"
     )
+    ids = "4000-9000-1 id 9000-77 vm 8169a x=8443_b, ('127.0.0.1', 9000). [::1]:9465\n"
+    assert rewrite_ports(ids, ports) == (
+        "4000-9000-1 id 9000-77 vm 8169a x=8443_b, ('127.0.0.1', 30004). [::1]:30005\n"
+    )
 
 
 def test_the_runner_serves_moves_ports_compares_and_stops(tmp_path: Path) -> None:

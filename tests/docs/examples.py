@@ -29,6 +29,7 @@ from pathlib import Path
 from tests.support.docpages import REPO, Block, parse_blocks
 
 __all__ = [
+    "SHOWN_LANGUAGES",
     "Step",
     "matches",
     "page_name",
@@ -37,6 +38,11 @@ __all__ = [
     "runner_blocks",
     "transcript",
 ]
+
+
+#: The fence languages of blocks a reader only reads (a file's contents, a synopsis, a
+#: diagram): any other block is a shell or Python example, or a ``file`` the page saves.
+SHOWN_LANGUAGES = frozenset({"", "text", "yaml", "json", "toml", "ini"})
 
 
 def page_paths() -> list[Path]:

@@ -296,7 +296,8 @@ def _works_in(entry: Path, home: Path) -> bool:
 
 def assert_page_runs(page: Path) -> None:
     """Run ``page``'s runnable blocks; fail naming the block that failed (its output, the
-    background servers' logs) or each transcript command that printed other than shown."""
+    background servers' logs), if the session did not start each block in the page's
+    order, or naming each transcript command that printed other than shown."""
     blocks = runner_blocks(page)
     with tempfile.TemporaryDirectory(prefix="fw-page-") as root:
         result = run_page(blocks, Path(root))
@@ -308,6 +309,11 @@ def assert_page_runs(page: Path) -> None:
     assert result.returncode == 0 and finished, (
         f"{page_name(page)}: a block failed (exit {result.returncode}):\n"
         f"{result.failed_block()[-4000:]}{logs}"
+    )
+    started = [int(line) for line in re.findall(r"^::: line (\d+)$", result.output, re.MULTILINE)]
+    assert started == [block.line for block in blocks], (
+        f"{page_name(page)}: the session ran the blocks at lines {started}, "
+        f"not the page's {[block.line for block in blocks]}"
     )
     wrong = [c for c in result.compared if not c.ok]
     assert not wrong, f"{page_name(page)}: output other than shown:\n" + "\n".join(

@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from tests.docs.examples import (
+    SHOWN_LANGUAGES,
     matches,
     page_name,
     page_paths,
@@ -62,8 +63,10 @@ def test_the_pages_spread_over_the_workers() -> None:
 
 def test_every_example_runs_or_says_why() -> None:
     """A shell or Python block the runner leaves says why (a reason; a test module that
-    runs it), an ``output`` block is a ``console`` transcript, a ``file`` block's NAME is
-    used by a later block of its page, and every marker is one the convention knows."""
+    runs it), a block in another language is one a reader only reads (a ``zsh`` or
+    ``pycon`` block would be left unrun, unsaid), an ``output`` block is a ``console``
+    transcript, a ``file`` block's NAME is used by a later block of its page, and every
+    marker is one the convention knows."""
     problems = []
     for page in page_paths():
         try:
@@ -73,6 +76,8 @@ def test_every_example_runs_or_says_why() -> None:
             continue
         for index, block in enumerate(blocks):
             where = f"{page_name(page)}:{block.line}"
+            if not block.is_example and block.lang not in SHOWN_LANGUAGES:
+                problems.append(f"{where}: a {block.lang} block, neither run nor only shown")
             if block.kind is Kind.NOT_RUN and len(block.detail.split()) < 2:
                 problems.append(f"{where}: 'not run' without a reason")
             if block.kind is Kind.RUN_BY and (problem := _run_by_problem(block)):

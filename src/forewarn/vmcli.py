@@ -1,180 +1,25 @@
-"""Commands for people on a VM: ``forewarn watch``, ``forewarn discover``, and ``--url`` for
-``forewarn events`` / ``forewarn approve`` (read or approve on a metadata endpoint, real
-Azure or forewarn, instead of forewarn's control API).
-
-VM side: only the client and the contract, never the emulator. Errors end as one line.
+"""The VM commands as click commands: ``forewarn watch``, ``forewarn discover``, and
+``--url`` for ``forewarn events`` / ``forewarn approve``: their options, help and the docs'
+reference. What they do is ``forewarn.vmcommands`` (click-free: ``forewarn.fastpath``
+runs the same commands without loading click, and holds its options equal to these).
 """
 
 from __future__ import annotations
 
-import json
-import sys
-import threading
-import time
-from collections import deque
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import click
 
-from forewarn.client import (
-    DEFAULT_API_VERSION,
-    ClientError,
-    Document,
-    DocumentChange,
-    DocumentError,
-    DocumentRecorder,
-    Event,
-    NotFoundError,
-    discover,
+from forewarn.client import DEFAULT_API_VERSION
+from forewarn.vmcommands import (
+    approve_on_endpoint,
+    show_discovery,
+    show_endpoint_events,
+    watch_endpoint,
 )
-from forewarn.contract import format_rfc1123
-from forewarn.termtable import Column, build, console, table
-from forewarn.termtext import fit
-
-if TYPE_CHECKING:
-    from rich.console import RenderableType
-
-    from forewarn.client import ScheduledEventsClient
 
 __all__ = ["VM_COMMANDS", "discover_command", "watch", "with_endpoint_url"]
-
-CHANGE_LINES = 8
-#: What ``watch`` says, once, when the endpoint answers 404: this VM is gone.
-DELETED = "the platform deleted this VM (the endpoint answers 404: Preempt, Terminate or scale-in)"
-
-
-def _client(url: str | None, source_address: str | None, api_version: str) -> ScheduledEventsClient:
-    from forewarn.client import ScheduledEventsClient  # not for `discover`
-
-    try:
-        return ScheduledEventsClient(url, api_version=api_version, local_address=source_address)
-    except (ClientError, ValueError) as exc:
-        raise click.UsageError(str(exc)) from None
-
-
-def _iso(moment: datetime | None) -> str:
-    return "-" if moment is None else moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def countdown(event: Event, now: datetime) -> str:
-    """``in 14m59s`` until NotBefore, ``due`` once it passed, ``started`` when Started."""
-    if event.started:
-        return "started"
-    if event.not_before is None:
-        return "-"
-    left = int((event.not_before - now).total_seconds())
-    if left <= 0:
-        return "due"
-    days, rest = divmod(left, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, seconds = divmod(rest, 60)
-    if days:
-        return f"in {days}d{hours:02d}h"
-    if hours:
-        return f"in {hours}h{minutes:02d}m"
-    return f"in {minutes}m{seconds:02d}s" if minutes else f"in {seconds}s"
-
-
-#: The document as a table (``events --url``, ``watch``): the id whole, the countdown with
-#: NotBefore; within 80 columns Source and Duration give way first (``--wide``: all).
-EVENT_COLUMNS = (
-    Column("EventId", "key"),
-    Column("Event", "phrase"),
-    Column("NotBefore (UTC)", "phrase"),
-    Column("Resources", "list"),
-    Column("Source", optional=1),
-    Column("Duration", optional=2),
-)
-
-
-def event_rows(document: Document | None, now: datetime) -> list[list[str]]:
-    """One row of ``EVENT_COLUMNS`` per event."""
-    rows = []
-    for e in document.events if document else ():
-        when = countdown(e, now)
-        if e.not_before is not None and not e.started:
-            when = f"{e.not_before.strftime('%Y-%m-%d %H:%M:%S')}\n{when}"  # its own line
-        duration = "-" if e.duration_seconds < 0 else f"{e.duration_seconds}s"
-        rows.append([e.event_id, f"{e.event_type} {e.status}", when, ", ".join(e.resources),
-                     str(e.source), duration])  # fmt: skip
-    return rows
-
-
-def wire_document(document: Document) -> dict[str, Any]:
-    """A typed document back in wire form (keys and order as the endpoint sends them)."""
-    return {
-        "DocumentIncarnation": document.incarnation,
-        "Events": [
-            {
-                "EventId": e.event_id,
-                "EventStatus": str(e.status),
-                "EventType": str(e.event_type),
-                "ResourceType": str(e.resource_type),
-                "Resources": list(e.resources),
-                "NotBefore": format_rfc1123(e.not_before.timestamp()) if e.not_before else "",
-                "Description": e.description,
-                "EventSource": str(e.source),
-                "DurationInSeconds": e.duration_seconds,
-                **dict(e.extra),
-            }
-            for e in document.events
-        ],
-        **dict(document.extra),
-    }
-
-
-# ---------------------------------------------------------------- events / approve --url
-
-
-def show_endpoint_events(
-    url: str, api_version: str | None, as_json: bool, source_address: str | None,
-    wide: bool = False,
-) -> None:  # fmt: skip
-    """``forewarn events --url``: the document this machine gets from the endpoint."""
-    with _client(url, source_address, api_version or DEFAULT_API_VERSION) as client:
-        try:
-            document = client.get()
-        except ClientError as exc:
-            raise click.ClickException(str(exc)) from None
-    if as_json:
-        click.echo(json.dumps(wire_document(document), indent=2))
-        return
-    title = f"{client.url}: DocumentIncarnation {document.incarnation}"
-    table(title, EVENT_COLUMNS, event_rows(document, datetime.now(UTC)), wide=wide)
-
-
-def approve_on_endpoint(
-    url: str, event_ids: tuple[str, ...], api_version: str | None, source_address: str | None
-) -> None:
-    """``forewarn approve --url``: POST StartRequests for every id in one call, once the
-    endpoint's document showed them (an HTML page, a truncated document or another
-    service answers 200 to anything: only a document that lists the ids is the endpoint)."""
-    if not all(event_id.strip() for event_id in event_ids):
-        raise click.UsageError("event ids must be non-empty")
-    with _client(url, source_address, api_version or DEFAULT_API_VERSION) as client:
-        try:
-            listed = {e.event_id.lower() for e in client.get().events}
-        except DocumentError as exc:
-            said = str(exc).removeprefix(f"{exc.url} ")  # "answered 200 with ..."
-            raise click.ClickException(
-                f"{client.url} is not a Scheduled Events endpoint: it {said} (nothing approved)"
-            ) from None
-        except ClientError as exc:
-            raise click.ClickException(f"{exc} (nothing approved)") from None
-        unknown = [i for i in event_ids if i.strip().lower() not in listed]
-        if unknown:
-            raise click.ClickException(
-                f"not in the document of {client.url}: {', '.join(unknown)} (nothing approved)"
-            )
-        try:
-            client.approve(*event_ids)
-        except ClientError as exc:
-            raise click.ClickException(str(exc)) from None
-        except ValueError as exc:
-            raise click.UsageError(str(exc)) from None
-    click.echo(fit(f"approved on {client.url}: {', '.join(event_ids)}"))
 
 
 _URL_HELP = "Ask this metadata endpoint (e.g. http://169.254.169.254) instead of the control API."
@@ -254,119 +99,6 @@ def with_endpoint_url(command: click.Command) -> click.Command:
 # ---------------------------------------------------------------- watch
 
 
-class _View:
-    """What ``watch`` shows: the latest document, this VM's events, recent changes."""
-
-    def __init__(self, url: str, vm: str | None, width: int = 80, wide: bool = False) -> None:
-        self.url = url
-        self.vm = vm
-        self.width = width
-        self.wide = wide
-        self.document: Document | None = None
-        self.changes: deque[str] = deque(maxlen=CHANGE_LINES)
-        self.problem: str | None = None
-        self.lock = threading.Lock()
-
-    def lines(self, change: DocumentChange, now: datetime) -> Iterator[str]:
-        """Plain text for one change: one line per event added, updated or removed."""
-        stamp = _iso(now)
-        incarnation = change.document.incarnation
-        if change.previous is None:
-            count = len(change.document.events)
-            yield f"{stamp} incarnation {incarnation}: {count} event{'s' * (count != 1)}"
-        for kind, events in (("added", change.added), ("updated", change.updated),
-                             ("removed", change.removed)):  # fmt: skip
-            for e in events:
-                mine = " [this VM]" if self.vm and e.affects(self.vm) else ""
-                yield (
-                    f"{stamp} incarnation {incarnation}: {kind} {e.event_id} {e.event_type} "
-                    f"{e.status} NotBefore {_iso(e.not_before)} ({countdown(e, now)}) "
-                    f"resources {','.join(e.resources)}{mine}"
-                )
-
-    def apply(self, change: DocumentChange, now: datetime) -> list[str]:
-        with self.lock:
-            self.document = change.document
-            self.problem = None
-            lines = list(self.lines(change, now))
-            clock = now.strftime("%H:%M:%S")
-            self.changes.extend(f"{clock} {line.split(' ', 1)[1]}" for line in lines)
-            return lines
-
-    def gone(self, now: datetime) -> str:
-        """The VM was deleted: one line, kept with the changes."""
-        line = f"{_iso(now)} {DELETED}"
-        with self.lock:
-            self.problem = DELETED
-            self.changes.append(f"{now.strftime('%H:%M:%S')} {DELETED}")
-        return line
-
-    def render(self) -> RenderableType:
-        """The live view, re-rendered a few times a second so countdowns move."""
-        from rich.console import Group
-        from rich.text import Text
-
-        now = datetime.now(UTC)
-        with self.lock:
-            document, changes, problem = self.document, list(self.changes), self.problem
-        who = f" as {self.vm}" if self.vm else ""
-        title = f"Scheduled Events at {self.url}{who}"
-        if document is not None:
-            title += f" (DocumentIncarnation {document.incarnation})"
-        events = document.events if document else ()
-        styles = ["bold yellow" if self.vm and e.affects(self.vm) else None for e in events]
-        rows = event_rows(document, now)
-        shown, _ = build(title, EVENT_COLUMNS, rows, self.width, wide=self.wide, styles=styles)
-        parts: list[RenderableType] = [shown]
-        if document is not None and not document.events:
-            parts.append(Text("no events", style="dim"))
-        if problem:
-            parts.append(Text(problem, style="bold red"))
-        parts.extend(Text(line, style="dim") for line in changes)
-        return Group(*parts)
-
-
-def _identity(client: ScheduledEventsClient, as_vm: str | None) -> str | None:
-    if as_vm:
-        return as_vm
-    try:
-        return client.instance().compute_name
-    except ClientError:
-        return None  # an endpoint without instance metadata: nothing is highlighted
-
-
-def _follow(
-    client: ScheduledEventsClient, interval: float, on_change: Callable[[DocumentChange], object],
-    on_problem: Callable[[str], None], on_deleted: Callable[[], object],
-    recorder: DocumentRecorder | None = None,
-) -> None:  # fmt: skip
-    """Watch until interrupted; after the first document, errors are reported, not fatal.
-
-    A 404 means the platform deleted the VM: said once (``on_deleted``), then the watch
-    goes on quietly (a rehearsal's ``fleet reset`` brings the VM back)."""
-    known: Document | None = None
-    deleted = False
-    while True:
-        try:
-            for change in client.watch(interval, since=known, on_document=recorder):
-                known, deleted = change.document, False
-                on_change(change)
-                if recorder is not None and recorder.error:
-                    on_problem(recorder.error)
-        except NotFoundError:
-            if known is None:
-                raise click.ClickException(DELETED) from None
-            if not deleted:
-                deleted = True
-                on_deleted()
-            time.sleep(interval)
-        except ClientError as exc:
-            if known is None:
-                raise click.ClickException(str(exc)) from None
-            on_problem(str(exc))
-            time.sleep(interval)
-
-
 @click.command()
 @click.option("--url", default=None,
               help="Metadata endpoint (default: $FOREWARN_IMDS_URL, $SCHEDULEDEVENTSIP, "
@@ -390,51 +122,7 @@ def watch(
     On a terminal, a live table (this VM's events highlighted); otherwise one line per
     change, for logs and scripts. Ctrl-C stops.
     """
-    with _client(url, source_address, api_version) as client:
-        vm = _identity(client, as_vm)
-        recorder: DocumentRecorder | None = None
-        if record_path is not None:
-            try:
-                recorder = DocumentRecorder(record_path, api_version, vm)
-            except OSError as exc:
-                raise click.UsageError(f"--record {record_path}: {exc.strerror or exc}") from None
-        view = _View(client.url, vm, 80, wide)
-        try:
-            if sys.stdout.isatty():  # rich only here: a pipe gets plain lines
-                from rich.live import Live
-
-                screen = console()
-                view.width = screen.width
-                with Live(get_renderable=view.render, refresh_per_second=4,
-                          console=screen):  # fmt: skip
-
-                    def problem(text: str) -> None:
-                        with view.lock:
-                            view.problem = text
-
-                    _follow(client, interval, lambda c: view.apply(c, datetime.now(UTC)),
-                            problem, lambda: view.gone(datetime.now(UTC)),
-                            recorder)  # fmt: skip
-            else:
-
-                def show(change: DocumentChange) -> None:
-                    for line in view.apply(change, datetime.now(UTC)):
-                        click.echo(line)
-                    sys.stdout.flush()
-
-                def warn(text: str) -> None:
-                    click.echo(f"forewarn: warning: {text}", err=True)
-
-                def gone() -> None:
-                    click.echo(view.gone(datetime.now(UTC)))
-                    sys.stdout.flush()
-
-                _follow(client, interval, show, warn, gone, recorder)
-        except KeyboardInterrupt:
-            return
-        finally:
-            if recorder is not None:
-                recorder.close()
+    watch_endpoint(url, as_vm, interval, source_address, api_version, wide, record_path)
 
 
 @click.command(name="discover")
@@ -443,18 +131,7 @@ def watch(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def discover_command(lease_files: tuple[str, ...], as_json: bool) -> None:
     """Find the metadata endpoint as Azure's articles do (variables, DHCP option 245)."""
-    found = discover(lease_files or None)
-    where = f" in {found.lease_file}" if found.lease_file else ""
-    if as_json:
-        data = {"url": found.url, "source": found.source,
-                "lease_file": str(found.lease_file) if found.lease_file else None}  # fmt: skip
-        click.echo(json.dumps(data, indent=2))
-        return
-    if found.source == "default":
-        how = "the default: no $FOREWARN_IMDS_URL, $SCHEDULEDEVENTSIP or DHCP option 245"
-    else:
-        how = f"from {found.source}{where}"
-    click.echo(fit(f"{found.url}  ({how})"))
+    show_discovery(lease_files, as_json)
 
 
 VM_COMMANDS: tuple[click.Command, ...] = (watch, discover_command)

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from forewarn.agent.cli import _readyz
+from forewarn.agent.commands import _readyz
 from forewarn.agent.httpserver import HealthServer
 from tests.support.ports import free_port
 

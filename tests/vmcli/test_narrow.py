@@ -12,7 +12,7 @@ from rich.console import Console
 
 from forewarn.client import parse_document
 from forewarn.contract import format_rfc1123
-from forewarn.vmcli import _View
+from forewarn.vmcommands import _View
 from tests.support.cli import run_cli
 from tests.support.serverproc import ServerProcess, trigger
 

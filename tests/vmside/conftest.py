@@ -39,11 +39,19 @@ EMULATOR_PACKAGES = (
 EMULATOR_LIBRARIES = ("starlette", "uvicorn", "uvloop", "httptools", "jinja2", "yaml",
                       "psycopg", "psycopg_pool", "redis", "watchfiles", "websockets")  # fmt: skip
 
+#: ``forewarn ARGS`` as the console script runs it (``forewarn.script``: the version and
+#: the fast path without click), or with ``click`` in ``sys.argv[1]``, through the click
+#: group alone.
 WRAPPER = """
 import json, os, sys
 try:
-    from forewarn.cli import main
-    main(args=sys.argv[1:], prog_name="forewarn")
+    if sys.argv[1] == "click":
+        from forewarn.cli import main
+        main(args=sys.argv[2:], prog_name="forewarn")
+    else:
+        from forewarn.script import main
+        del sys.argv[1]
+        main(prog_name="forewarn")
 finally:
     with open(os.environ["FOREWARN_TEST_MODULES"], "w") as out:
         json.dump(sorted(sys.modules), out)
@@ -78,13 +86,17 @@ class Ran:
 
 
 class Command:
-    """``forewarn ARGS`` in a process of its own, through ``WRAPPER``."""
+    """``forewarn ARGS`` in a process of its own, through ``WRAPPER`` (``via``: "script",
+    the console script, or "click", the click group alone)."""
 
-    def __init__(self, args: Sequence[str], workdir: Path, python: str = sys.executable) -> None:
+    def __init__(
+        self, args: Sequence[str], workdir: Path, python: str = sys.executable,
+        via: str = "script", env: Mapping[str, str] | None = None,
+    ) -> None:  # fmt: skip
         self.modules_file = workdir / f"modules-{time.monotonic_ns()}.json"
         self.proc = subprocess.Popen(
-            [python, "-c", WRAPPER, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, env=command_env(self.modules_file), cwd=workdir,
+            [python, "-c", WRAPPER, via, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, env=command_env(self.modules_file, env), cwd=workdir,
         )  # fmt: skip
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
@@ -138,11 +150,15 @@ class Command:
 
 @pytest.fixture
 def forewarn(tmp_path: Path) -> Iterator[Callable[..., Command]]:
-    """Start ``forewarn ARGS`` commands (this venv's Python unless ``python=``)."""
+    """Start ``forewarn ARGS`` commands (this venv's Python unless ``python=``; the console
+    script unless ``via="click"``; ``env``: variables added)."""
     started: list[Command] = []
 
-    def start(*args: str, python: str = sys.executable) -> Command:
-        started.append(Command(args, tmp_path, python))
+    def start(
+        *args: str, python: str = sys.executable, via: str = "script",
+        env: Mapping[str, str] | None = None,
+    ) -> Command:  # fmt: skip
+        started.append(Command(args, tmp_path, python, via, env))
         return started[-1]
 
     yield start

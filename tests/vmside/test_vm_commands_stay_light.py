@@ -1,5 +1,6 @@
 """The VM commands import only what they run (issue 31): no httpx (its import cost more
-start-up than the rest of their work), and the synchronous ones no asyncio either.
+start-up than the rest of their work), no click (the console script's fast path, see
+``test_fastpath.py``), and the synchronous ones no asyncio either.
 
 Each runs for real, against a real ``forewarn serve`` where it needs one, and its
 output is checked, so a command that failed early cannot pass for one that loaded little.
@@ -31,18 +32,19 @@ def test_endpoint_commands_load_neither_httpx_nor_asyncio(
     forewarn: Start, server: ServerProcess, tmp_path: Path
 ) -> None:
     event_id = trigger(server, "user-reboot", "web-0")
-    ran = light(forewarn("--version"), "httpx", "asyncio", "forewarn.client")
+    ran = light(forewarn("--version"), "httpx", "asyncio", "forewarn.client", "click")
     assert ran.stdout.startswith("forewarn, version ")
     lease = tmp_path / "dhclient.leases"
     lease.write_text("lease {\n  option unknown-245 a8:3f:81:10;\n}\n")
-    ran = light(forewarn("discover", "--lease-file", str(lease), "--json"), "httpx", "asyncio")
+    ran = light(forewarn("discover", "--lease-file", str(lease), "--json"),
+                "httpx", "asyncio", "click")  # fmt: skip
     assert json.loads(ran.stdout)["url"] == "http://168.63.129.16"
     url = server.imds_url
     ran = light(forewarn("events", "--url", url, "--source-address", WEB0, "--json"),
-                "httpx", "asyncio")  # fmt: skip
+                "httpx", "asyncio", "click")  # fmt: skip
     assert [e["EventId"] for e in json.loads(ran.stdout)["Events"]] == [event_id]
     ran = light(forewarn("approve", event_id, "--url", url, "--source-address", WEB0),
-                "httpx", "asyncio")  # fmt: skip
+                "httpx", "asyncio", "click")  # fmt: skip
     assert ran.stdout.strip() == f"approved on {url}: {event_id}"
 
 
@@ -52,5 +54,5 @@ def test_agent_status_loads_no_daemon(forewarn: Start, tmp_path: Path) -> None:
     config = tmp_path / "agent.toml"
     config.write_text(f'state_path = "{state}"\nmetrics_bind = ""\n')
     ran = light(forewarn("agent", "status", "-c", str(config), "--json"),
-                "httpx", "asyncio", "structlog", "forewarn.client")  # fmt: skip
+                "httpx", "asyncio", "structlog", "forewarn.client", "click")  # fmt: skip
     assert json.loads(ran.stdout)["events"] == []

@@ -7,20 +7,14 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from forewarn.controlapi.errors import ControlError
-from forewarn.termtext import fit_error
+from forewarn.exits import CommandError, fail
 
 __all__ = ["OneLineErrors", "fail", "finite"]
-
-
-def fail(message: str, code: int = 1) -> NoReturn:
-    """Print the error (one line; wrapped on a terminal) and exit with ``code``."""
-    click.echo(fit_error(f"forewarn: error: {message}"), err=True)
-    sys.exit(code)
 
 
 def finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -42,6 +36,8 @@ class OneLineErrors(click.Group):
             fail(exc.format_message(), exc.exit_code)
         except click.ClickException as exc:
             fail(exc.format_message(), exc.exit_code)
+        except CommandError as exc:  # the click-free commands' (forewarn.vmcommands)
+            fail(str(exc), exc.exit_code)
         except click.Abort:
             fail("aborted")
         except ControlError as exc:  # the control API's message is already one line

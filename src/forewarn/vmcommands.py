@@ -19,26 +19,21 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from forewarn.client import (
-    DEFAULT_API_VERSION,
-    ClientError,
-    Document,
-    DocumentChange,
-    DocumentError,
-    DocumentRecorder,
-    Event,
-    NotFoundError,
-    discover,
-)
-from forewarn.contract import format_rfc1123
+from forewarn.client import ClientError, DocumentError, NotFoundError
 from forewarn.exits import CommandError, UsageProblem
 from forewarn.termtable import Column, build, console, table
 from forewarn.termtext import fit
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # each command imports what it runs, no more (issue 31: start-up)
     from rich.console import RenderableType
 
-    from forewarn.client import ScheduledEventsClient
+    from forewarn.client import (
+        Document,
+        DocumentChange,
+        DocumentRecorder,
+        Event,
+        ScheduledEventsClient,
+    )
 
 __all__ = [
     "DELETED", "EVENT_COLUMNS", "approve_on_endpoint", "countdown", "event_rows",
@@ -50,8 +45,13 @@ CHANGE_LINES = 8
 DELETED = "the platform deleted this VM (the endpoint answers 404: Preempt, Terminate or scale-in)"
 
 
-def _client(url: str | None, source_address: str | None, api_version: str) -> ScheduledEventsClient:
-    from forewarn.client import ScheduledEventsClient  # not for `discover`
+def _client(
+    url: str | None, source_address: str | None, api_version: str | None
+) -> ScheduledEventsClient:
+    """The blocking client (``api_version`` None: the client's default)."""
+    from forewarn.client import DEFAULT_API_VERSION, ScheduledEventsClient
+
+    api_version = api_version or DEFAULT_API_VERSION
 
     try:
         return ScheduledEventsClient(url, api_version=api_version, local_address=source_address)
@@ -109,6 +109,8 @@ def event_rows(document: Document | None, now: datetime) -> list[list[str]]:
 
 def wire_document(document: Document) -> dict[str, Any]:
     """A typed document back in wire form (keys and order as the endpoint sends them)."""
+    from forewarn.contract import format_rfc1123
+
     return {
         "DocumentIncarnation": document.incarnation,
         "Events": [
@@ -138,7 +140,7 @@ def show_endpoint_events(
     wide: bool = False,
 ) -> None:  # fmt: skip
     """``forewarn events --url``: the document this machine gets from the endpoint."""
-    with _client(url, source_address, api_version or DEFAULT_API_VERSION) as client:
+    with _client(url, source_address, api_version) as client:
         try:
             document = client.get()
         except ClientError as exc:
@@ -158,7 +160,7 @@ def approve_on_endpoint(
     service answers 200 to anything: only a document that lists the ids is the endpoint)."""
     if not all(event_id.strip() for event_id in event_ids):
         raise UsageProblem("event ids must be non-empty")
-    with _client(url, source_address, api_version or DEFAULT_API_VERSION) as client:
+    with _client(url, source_address, api_version) as client:
         try:
             listed = {e.event_id.lower() for e in client.get().events}
         except DocumentError as exc:
@@ -307,6 +309,8 @@ def watch_endpoint(
         vm = _identity(client, as_vm)
         recorder: DocumentRecorder | None = None
         if record_path is not None:
+            from forewarn.client import DocumentRecorder
+
             try:
                 recorder = DocumentRecorder(record_path, api_version, vm)
             except OSError as exc:
@@ -354,6 +358,8 @@ def watch_endpoint(
 
 def show_discovery(lease_files: tuple[str, ...], as_json: bool) -> None:
     """``forewarn discover``: the endpoint this VM would use, and why."""
+    from forewarn.client import discover
+
     found = discover(lease_files or None)
     where = f" in {found.lease_file}" if found.lease_file else ""
     if as_json:

@@ -88,6 +88,8 @@ class AgentProcess:
             **placed,
             **(env or {}),
         }
+        #: What runs ``forewarn`` (its arguments follow).
+        self.command: list[str] = [sys.executable, "-m", "forewarn"]
         self.proc: subprocess.Popen[str] | None = None
         self.lines: list[dict[str, Any]] = []
         self.raw: list[str] = []
@@ -96,7 +98,7 @@ class AgentProcess:
         self.lines, self.raw = [], []
         config = ["-c", str(self.config_path)] if self.config_path is not None else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "forewarn", "agent", "run", *config],
+            [*self.command, "agent", "run", *config],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=self.env,
         )  # fmt: skip
         threading.Thread(target=self._pump, args=(self.proc,), daemon=True).start()

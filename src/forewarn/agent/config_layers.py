@@ -8,11 +8,11 @@ live in the file. Every error names where the bad value came from.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -25,9 +25,11 @@ from forewarn.agent.config_schema import (
     check,
     check_value,
 )
-from forewarn.agent.kubernetes_table import with_kubernetes_table
 from forewarn.contract.model import EventSource, EventStatus
 from forewarn.contract.versions import EventType
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["ENV_PREFIX", "as_dict", "env_settings", "load_config"]
 
@@ -162,9 +164,9 @@ def env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     return top
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: str) -> dict[str, Any]:
     try:
-        with path.open("rb") as stream:
+        with open(path, "rb") as stream:
             return tomllib.load(stream)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
@@ -191,8 +193,8 @@ def load_config(
     merged: dict[str, Any] = {}
     source = "defaults"
     if path is not None:
-        source = str(path)
-        merged = _read_toml(Path(path))
+        source = os.fspath(path)
+        merged = _read_toml(source)
         _canonical_tables(merged)
         _check_handlers(merged.get("handlers"), source)
         try:  # the file alone must be valid: errors then point at the file's keys
@@ -211,7 +213,12 @@ def load_config(
     except msgspec.ValidationError as exc:
         raise _explain(exc, "environment or flags") from None
     try:
-        return check(with_kubernetes_table(check(config)))
+        config = check(config)
+        if config.kubernetes is not None:  # its module only for a node agent
+            from forewarn.agent.kubernetes_table import with_kubernetes_table
+
+            config = check(with_kubernetes_table(config))
+        return config
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
 

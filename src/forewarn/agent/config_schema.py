@@ -8,7 +8,6 @@ a handler nobody defined). Layering (defaults < file < environment < flags) live
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Callable
 from enum import StrEnum
@@ -17,7 +16,6 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
-from forewarn.agent.template import PLACEHOLDERS, placeholders
 from forewarn.contract.model import EventSource, EventStatus
 from forewarn.contract.versions import SUPPORTED_VERSIONS, EventType
 
@@ -259,6 +257,8 @@ def _err(where: str, message: str) -> ConfigError:
 def _check_handler(name: str, spec: HandlerSpec, where: str = "") -> None:
     where = where or f"handlers.{name}"
     if isinstance(spec, WebhookSpec):
+        from forewarn.agent.template import PLACEHOLDERS, placeholders  # webhooks' only
+
         if not re.match(r"^https?://[^/\s]+", spec.url):
             raise _err(f"{where}.url", f"{spec.url!r} is not an http(s) URL")
         try:
@@ -317,6 +317,8 @@ def _bind_problem(value: str) -> str | None:
 def _address_problem(value: str) -> str | None:
     if not value:
         return None
+    import ipaddress  # only for a local_address given
+
     try:
         ipaddress.ip_address(value)
     except ValueError:

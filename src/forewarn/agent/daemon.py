@@ -10,6 +10,9 @@ Work per turn of the loop is bounded whatever the document holds: a document is 
 and hands over only the newest document), the state file's writes of a turn share one
 commit, and approvals share POSTs (``batching``), so /healthz, /readyz and SIGTERM are
 answered while a document of 10,000 events is worked through.
+
+An idle agent holds only what polling needs: the flows' modules load with the first
+event a rule takes, a coordination backend only when a rule coordinates.
 """
 
 from __future__ import annotations
@@ -23,16 +26,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from forewarn.agent.batching import ApprovalBatcher
 from forewarn.agent.clock import AgentClock
 from forewarn.agent.config_schema import AgentConfig, Approval, OnDeleted, Shutdown
-from forewarn.agent.coordination import Coordinator, connect
 from forewarn.agent.events import EventView, stored_event, wire_event
-from forewarn.agent.flow import EventFlow
-from forewarn.agent.handler_runs import Services
 from forewarn.agent.handlers import HandlerFailed, build_handlers
+from forewarn.agent.heap import trim
 from forewarn.agent.httpserver import HealthServer
 from forewarn.agent.logs import logger
 from forewarn.agent.metrics import AgentMetrics, LazyMetrics, NoMetrics
 from forewarn.agent.rules import RuleBook
 from forewarn.agent.sdnotify import notify, watchdog_interval
+from forewarn.agent.services import Services
 from forewarn.agent.state import EventRecord, State
 from forewarn.client import (
     AsyncScheduledEventsClient,
@@ -47,6 +49,9 @@ from forewarn.client import (
 
 if TYPE_CHECKING:
     import httpx
+
+    from forewarn.agent.coordination import Coordinator
+    from forewarn.agent.flow import EventFlow
 
 __all__ = ["PER_TURN", "Agent", "AgentError"]
 
@@ -162,6 +167,8 @@ class Agent:
         uses = any(r.approval == Approval.COORDINATED for r in self.config.rules)
         if self.config.coordination is None or not uses:
             return None
+        from forewarn.agent.coordination import connect
+
         backend = self.config.coordination.backend
         try:
             return connect(self.config.coordination)
@@ -299,6 +306,7 @@ class Agent:
         self.metrics.info.labels(vm=self.vm_name).set(1)
         self.log.info("identity known")
         notify(f"READY=1\nSTATUS=watching the endpoint for {self.vm_name}")
+        trim()  # start-up is over: what it freed goes back to the system
         assert self._approvals is not None
         svc = Services(
             config=self.config,
@@ -438,6 +446,10 @@ class Agent:
         self._start(svc, record, event)
 
     def _start(self, svc: Services, record: EventRecord, event: EventView) -> EventFlow:
+        # An event's machinery (handler runs, approval, coordination) loads with the
+        # first event a rule takes: most of an agent's life has none.
+        from forewarn.agent.flow import EventFlow
+
         decision = self.rules.named(record.rule)
         if decision is None:
             decision = self.rules.decide(event, self.vm_name)

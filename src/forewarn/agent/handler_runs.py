@@ -10,37 +10,18 @@ handlers finished, and which a crash interrupted.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
-from forewarn.agent.clock import AgentClock
-from forewarn.agent.config_schema import AgentConfig, OnCrash
-from forewarn.agent.coordination import Coordinator
+from forewarn.agent.config_schema import OnCrash
 from forewarn.agent.events import EventView
 from forewarn.agent.handlers import Handler, HandlerContext, HandlerFailed
 from forewarn.agent.handlers.process import KILL_GRACE
-from forewarn.agent.metrics import AgentMetrics
 from forewarn.agent.orphans import alive, end_group, start_time
-from forewarn.agent.state import State
+from forewarn.agent.services import Services
 
 __all__ = ["Outcome", "Services", "deadline_of", "run_handler", "run_handlers"]
-
-
-@dataclass
-class Services:
-    """What every event's flow shares: configuration, identity and the agent's parts."""
-
-    config: AgentConfig
-    vm_name: str
-    clock: AgentClock
-    state: State
-    metrics: AgentMetrics
-    handlers: dict[str, Handler]
-    coordinator: Coordinator | None
-    approve: Callable[[str], Awaitable[None]]
-    log: Any
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import asyncio
+    from pathlib import Path
 
 __all__ = ["EventRecord", "RunRecord", "State", "StateError"]
 
@@ -137,7 +138,7 @@ class State:
         self._commit_due: asyncio.Future[None] | None = None
         try:
             if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=10)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")

@@ -14,10 +14,10 @@ from forewarn.agent.config_schema import (
 )
 from forewarn.agent.handlers.base import Handler, HandlerContext, HandlerFailed
 from forewarn.agent.handlers.command import ExecHandler
-from forewarn.agent.handlers.pycall import PythonHandler
 
 if TYPE_CHECKING:
     from forewarn.agent.handlers.kubernetes import KubernetesHandler
+    from forewarn.agent.handlers.pycall import PythonHandler
     from forewarn.agent.handlers.webhook import WebhookHandler
 
 __all__ = [
@@ -34,8 +34,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # The kubernetes and webhook handlers are imported when a config names them: an
-    # agent that runs none does not hold their modules (or httpx) in memory.
+    # The kubernetes, webhook and python handlers are imported when a config names them:
+    # an agent that runs none does not hold their modules (or httpx) in memory.
+    if name == "PythonHandler":
+        from forewarn.agent.handlers.pycall import PythonHandler
+
+        return PythonHandler
     if name == "KubernetesHandler":
         from forewarn.agent.handlers.kubernetes import KubernetesHandler
 
@@ -56,6 +60,8 @@ def build_handler(name: str, spec: HandlerSpec) -> Handler:
 
         return WebhookHandler(name, spec)
     if isinstance(spec, PythonSpec):
+        from forewarn.agent.handlers.pycall import PythonHandler
+
         return PythonHandler(name, spec)
     if isinstance(spec, KubernetesSpec):
         from forewarn.agent.handlers.kubernetes import KubernetesHandler
@@ -67,7 +73,10 @@ def build_handler(name: str, spec: HandlerSpec) -> Handler:
 def build_handlers(config: AgentConfig) -> dict[str, Handler]:
     """Every configured handler by name; python targets are imported now, to fail early."""
     handlers = {name: build_handler(name, spec) for name, spec in config.handlers.items()}
-    for handler in handlers.values():
-        if isinstance(handler, PythonHandler):
-            handler.function()
+    if any(isinstance(spec, PythonSpec) for spec in config.handlers.values()):
+        from forewarn.agent.handlers.pycall import PythonHandler
+
+        for handler in handlers.values():
+            if isinstance(handler, PythonHandler):
+                handler.function()
     return handlers

@@ -53,6 +53,16 @@ def test_each_lazy_name_is_exported_and_is_its_modules_own(package: str) -> None
         if name in typed:
             assert value is getattr(import_module(typed[name]), name), name
     lazy = getattr(module, "_LAZY", None)
-    if lazy is not None:  # forewarn.contract: the name -> module map itself
+    if lazy is not None:  # the name -> module map itself (short: a module of the package)
         assert set(lazy) == exported == set(typed)
-        assert {name: f"{package}.{where}" for name, where in lazy.items()} == typed
+        assert {name: _absolute(package, where) for name, where in lazy.items()} == typed
+
+
+def _absolute(package: str, where: str) -> str:
+    return where if where.startswith("forewarn.") else f"{package}.{where}"
+
+
+@pytest.mark.parametrize("package", ["forewarn.client", "forewarn.contract"])
+def test_the_client_and_the_contract_map_every_name(package: str) -> None:
+    """Both are held by the map check above: every name is loaded on demand, none eagerly."""
+    assert isinstance(getattr(import_module(package), "_LAZY", None), dict)

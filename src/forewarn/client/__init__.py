@@ -20,65 +20,97 @@ Exceptions (each carries ``status``, ``body`` and ``url``):
         └── ServerError          5xx still, after the retries
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING
-
-from forewarn.client.changes import DocumentChange, diff_documents
-from forewarn.client.core import (
-    DEFAULT_API_VERSION,
-    INSTANCE_API_VERSION,
-    ClientOptions,
-    RetryPolicy,
-)
-from forewarn.client.endpoint import (
-    DEFAULT_ENDPOINT,
-    Discovery,
-    discover,
-    option_245,
-    resolve_endpoint,
-)
-from forewarn.client.errors import (
-    BadRequestError,
-    ClientError,
-    DocumentError,
-    EndpointError,
-    EndpointTimeout,
-    EndpointUnreachable,
-    GoneError,
-    InvalidEndpoint,
-    NotFoundError,
-    RateLimitedError,
-    ServerError,
-)
-from forewarn.client.recording import DocumentRecorder
-from forewarn.contract import (
-    Document,
-    Event,
-    EventSource,
-    EventStatus,
-    EventType,
-    Instance,
-    ResourceType,
-    parse_document,
-    parse_instance,
-)
 
 if TYPE_CHECKING:
     from forewarn.client.aio import AsyncScheduledEventsClient
+    from forewarn.client.changes import DocumentChange, diff_documents
+    from forewarn.client.core import (
+        DEFAULT_API_VERSION,
+        INSTANCE_API_VERSION,
+        ClientOptions,
+        RetryPolicy,
+    )
+    from forewarn.client.discovery import Discovery, discover, option_245
+    from forewarn.client.endpoint import DEFAULT_ENDPOINT, resolve_endpoint
+    from forewarn.client.errors import (
+        BadRequestError,
+        ClientError,
+        DocumentError,
+        EndpointError,
+        EndpointTimeout,
+        EndpointUnreachable,
+        GoneError,
+        InvalidEndpoint,
+        NotFoundError,
+        RateLimitedError,
+        ServerError,
+    )
+    from forewarn.client.recording import DocumentRecorder
     from forewarn.client.sync import ScheduledEventsClient
+    from forewarn.contract import (
+        Document,
+        Event,
+        EventSource,
+        EventStatus,
+        EventType,
+        Instance,
+        ResourceType,
+        parse_document,
+        parse_instance,
+    )
+
+#: Where each name lives: a module is imported when one of its names is first asked for.
+#: A VM command loads only what it runs: the blocking twin and no asyncio, ``discover``
+#: and no HTTP, the errors alone to name a failure, and ``forewarn.client.http1`` imports
+#: nothing else of the package. The imports above (for type checkers), this map and
+#: ``__all__`` name the same: tests/vmside/test_lazy_names.py holds them equal.
+_LAZY = {
+    "AsyncScheduledEventsClient": "forewarn.client.aio",
+    "DocumentChange": "forewarn.client.changes",
+    "diff_documents": "forewarn.client.changes",
+    "DEFAULT_API_VERSION": "forewarn.client.core",
+    "INSTANCE_API_VERSION": "forewarn.client.core",
+    "ClientOptions": "forewarn.client.core",
+    "RetryPolicy": "forewarn.client.core",
+    "Discovery": "forewarn.client.discovery",
+    "discover": "forewarn.client.discovery",
+    "option_245": "forewarn.client.discovery",
+    "DEFAULT_ENDPOINT": "forewarn.client.endpoint",
+    "resolve_endpoint": "forewarn.client.endpoint",
+    "BadRequestError": "forewarn.client.errors",
+    "ClientError": "forewarn.client.errors",
+    "DocumentError": "forewarn.client.errors",
+    "EndpointError": "forewarn.client.errors",
+    "EndpointTimeout": "forewarn.client.errors",
+    "EndpointUnreachable": "forewarn.client.errors",
+    "GoneError": "forewarn.client.errors",
+    "InvalidEndpoint": "forewarn.client.errors",
+    "NotFoundError": "forewarn.client.errors",
+    "RateLimitedError": "forewarn.client.errors",
+    "ServerError": "forewarn.client.errors",
+    "DocumentRecorder": "forewarn.client.recording",
+    "ScheduledEventsClient": "forewarn.client.sync",
+    "Document": "forewarn.contract",
+    "Event": "forewarn.contract",
+    "EventSource": "forewarn.contract",
+    "EventStatus": "forewarn.contract",
+    "EventType": "forewarn.contract",
+    "Instance": "forewarn.contract",
+    "ResourceType": "forewarn.contract",
+    "parse_document": "forewarn.contract",
+    "parse_instance": "forewarn.contract",
+}
 
 
 def __getattr__(name: str) -> object:
-    # Each twin loads on first use: the VM commands are synchronous (no asyncio), the
-    # agent asynchronous (no socket-blocking twin).
-    if name == "AsyncScheduledEventsClient":
-        from forewarn.client.aio import AsyncScheduledEventsClient
-
-        return AsyncScheduledEventsClient
-    if name == "ScheduledEventsClient":
-        from forewarn.client.sync import ScheduledEventsClient
-
-        return ScheduledEventsClient
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [

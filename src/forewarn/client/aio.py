@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from forewarn.client import core
 from forewarn.client.changes import DocumentChange
-from forewarn.client.retrying import Decider
+from forewarn.client.retrying import Decider, uniform
 from forewarn.client.wire import AsyncWire
 from forewarn.contract import Document, Instance
 
@@ -40,7 +39,7 @@ class AsyncScheduledEventsClient:
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
-        jitter: Callable[[], float] = random.random,
+        jitter: Callable[[], float] = uniform,
         observer: Callable[[int | None], None] | None = None,
         **options: Unpack[core.ClientOptions],
     ) -> None:

@@ -1,49 +1,22 @@
-"""Where the metadata endpoint is: explicit URL, environment, DHCP option 245, or the default.
+"""Where the metadata endpoint is: explicit URL, environment, or the default.
 
-``resolve_endpoint`` is the cheap rule every client applies; ``discover`` adds what the
-Scheduled Events articles do for VMs without a virtual network: read the endpoint address
-that DHCP option 245 carries, from dhclient and systemd-networkd lease files.
+``resolve_endpoint`` is the cheap rule every client applies; ``discovery`` adds DHCP
+option 245 (only ``forewarn discover`` and the agent read lease files).
 """
 
 from __future__ import annotations
 
-import glob
-import ipaddress
 import os
-import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from urllib.parse import urlsplit
+from collections.abc import Mapping
 
 from forewarn.client.errors import InvalidEndpoint
+from forewarn.client.urlparts import split
 
-__all__ = [
-    "DEFAULT_ENDPOINT",
-    "DEFAULT_LEASE_GLOBS",
-    "Discovery",
-    "discover",
-    "option_245",
-    "resolve_endpoint",
-]
+__all__ = ["DEFAULT_ENDPOINT", "LEGACY_VARIABLE", "URL_VARIABLE", "resolve_endpoint"]
 
 DEFAULT_ENDPOINT = "http://169.254.169.254"
 URL_VARIABLE = "FOREWARN_IMDS_URL"
 LEGACY_VARIABLE = "SCHEDULEDEVENTSIP"
-
-#: Where dhclient (Debian/Ubuntu, RHEL, NetworkManager) and systemd-networkd keep leases.
-DEFAULT_LEASE_GLOBS: tuple[str, ...] = (
-    "/var/lib/dhcp/dhclient*.leases",
-    "/var/lib/dhclient/*.lease*",
-    "/var/lib/NetworkManager/*.lease",
-    "/run/systemd/netif/leases/*",
-)
-
-# dhclient: `option unknown-245 a9:fe:a9:fe;` (hex bytes, no zero padding) or a string.
-_DHCLIENT = re.compile(r'option\s+unknown-245\s+("(?:[^"\\]|\\.)*"|[0-9A-Fa-f:]+)\s*;')
-# systemd-networkd: `OPTION_245=A9FEA9FE`.
-_NETWORKD = re.compile(r"^OPTION_245=([0-9A-Fa-f:]+)\s*$", re.MULTILINE)
-_STRING_PART = re.compile(r"\\([0-7]{3})|\\(.)|(.)", re.DOTALL)
 
 
 def _as_url(value: str, origin: str) -> str:
@@ -54,17 +27,16 @@ def _as_url(value: str, origin: str) -> str:
     if "://" not in text:
         text = "http://" + text
     try:
-        url = urlsplit(text)
-        port = url.port  # a port that is not a number raises here
+        scheme, _, hostname, port, path = split(text)  # a port not a number raises here
     except ValueError as exc:
         raise InvalidEndpoint(f"{origin} {value!r} is not a URL: {exc}") from None
-    scheme = url.scheme.lower()
-    if scheme not in ("http", "https") or not url.hostname:
+    scheme = scheme.lower()
+    if scheme not in ("http", "https") or not hostname:
         raise InvalidEndpoint(f"{origin} {value!r} must be an http:// URL with a host")
-    host = url.hostname.lower()
+    host = hostname.lower()
     host = f"[{host}]" if ":" in host else host
     netloc = host if port is None else f"{host}:{port}"
-    return f"{scheme}://{netloc}{url.path}".rstrip("/")
+    return f"{scheme}://{netloc}{path}".rstrip("/")
 
 
 def resolve_endpoint(url: str | None = None, *, environ: Mapping[str, str] | None = None) -> str:
@@ -81,91 +53,3 @@ def resolve_endpoint(url: str | None = None, *, environ: Mapping[str, str] | Non
         if value:
             return _as_url(value, f"${name}")
     return DEFAULT_ENDPOINT
-
-
-def _address(data: bytes) -> str | None:
-    if len(data) != 4:
-        return None
-    return str(ipaddress.IPv4Address(data))
-
-
-def _hex_bytes(text: str) -> bytes | None:
-    try:
-        if ":" in text:
-            return bytes(int(part, 16) for part in text.split(":"))
-        return bytes.fromhex(text)
-    except ValueError:
-        return None
-
-
-def _dhclient_string(quoted: str) -> bytes:
-    """A dhclient quoted option value (octal escapes for unprintable bytes) as bytes."""
-    out = bytearray()
-    for octal, escaped, plain in _STRING_PART.findall(quoted[1:-1]):
-        if octal:
-            out.append(int(octal, 8) & 0xFF)
-        else:
-            out.extend((escaped or plain).encode("latin-1", "replace"))
-    return bytes(out)
-
-
-def option_245(text: str) -> str | None:
-    """The last IPv4 address option 245 carries in one lease file's text, or None."""
-    found: str | None = None
-    for match in _DHCLIENT.finditer(text):
-        value = match.group(1)
-        data = _dhclient_string(value) if value.startswith('"') else _hex_bytes(value)
-        found = (_address(data) if data is not None else None) or found
-    for match in _NETWORKD.finditer(text):
-        data = _hex_bytes(match.group(1))
-        found = (_address(data) if data is not None else None) or found
-    return found
-
-
-@dataclass(frozen=True, slots=True)
-class Discovery:
-    """The endpoint found, and where from (a variable, a lease file, or the default)."""
-
-    url: str
-    source: str
-    lease_file: Path | None = None
-
-
-def _lease_files(lease_files: Iterable[str | os.PathLike[str]] | None) -> list[Path]:
-    if lease_files is not None:
-        return [Path(p) for p in lease_files]
-    paths: list[Path] = []
-    for pattern in DEFAULT_LEASE_GLOBS:
-        paths.extend(Path(p) for p in sorted(glob.glob(pattern)))
-    return paths
-
-
-def discover(
-    lease_files: Iterable[str | os.PathLike[str]] | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-) -> Discovery:
-    """Find the endpoint as the articles do for VMs with or without a virtual network.
-
-    Order: $FOREWARN_IMDS_URL, $SCHEDULEDEVENTSIP, DHCP option 245 in the lease files
-    (the most recently written file wins; within a file, the last lease), then
-    ``http://169.254.169.254``. ``lease_files`` replaces the system's lease locations.
-    """
-    env = os.environ if environ is None else environ
-    for name in (URL_VARIABLE, LEGACY_VARIABLE):
-        if env.get(name, "").strip():
-            return Discovery(resolve_endpoint(environ=env), f"${name}")
-    hits: list[tuple[float, Path, str]] = []
-    for path in _lease_files(lease_files):
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-            mtime = path.stat().st_mtime
-        except OSError:
-            continue  # unreadable or vanished: other leases may still tell
-        address = option_245(text)
-        if address is not None:
-            hits.append((mtime, path, address))
-    if hits:
-        _, path, address = max(hits, key=lambda hit: hit[0])
-        return Discovery(f"http://{address}", "DHCP option 245", path)
-    return Discovery(DEFAULT_ENDPOINT, "default")

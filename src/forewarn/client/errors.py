@@ -6,7 +6,7 @@ came), the raw ``body`` and the ``url`` asked.
 
 from __future__ import annotations
 
-import msgspec
+from forewarn.contract.jsontext import JSONFormatError, loads
 
 __all__ = [
     "BadRequestError",
@@ -92,8 +92,8 @@ _BY_STATUS: dict[int, type[EndpointError]] = {
 
 def _error_text(body: bytes) -> str:
     try:
-        decoded = msgspec.json.decode(body)
-    except msgspec.DecodeError:
+        decoded = loads(body)
+    except JSONFormatError:
         return body.decode("utf-8", "replace").strip()
     if isinstance(decoded, dict) and isinstance(decoded.get("error"), str):
         return str(decoded["error"])

@@ -2,12 +2,17 @@
 its bytes arrive. The async ``wire`` (asyncio) and the blocking ``syncwire`` (a socket)
 feed it alike; the standard library's ``http.client`` would cost each VM command ~10 ms
 of start-up (it loads ssl and the email package) for the handful of requests it makes.
+Importing it loads nothing else of the client (the core, the contract) but ``origin``.
 """
 
 from __future__ import annotations
 
-from forewarn.client.core import RequestSpec
+from typing import TYPE_CHECKING
+
 from forewarn.client.origin import USER_AGENT, request_target
+
+if TYPE_CHECKING:
+    from forewarn.client.core import RequestSpec
 
 __all__ = ["MAX_BODY", "MAX_HEAD", "ProtocolError", "Response", "request_bytes"]
 

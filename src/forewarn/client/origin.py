@@ -1,13 +1,16 @@
 """What both lean clients (the blocking ``syncwire``, the async ``wire``) do alike around
 their own HTTP/1.1: parse an ``http://`` endpoint, write a request's target, and say what
-a connection that failed means. Standard library only, no I/O."""
+a connection that failed means. Standard library only (``urllib.parse`` only for a URL
+of an unusual shape: ``urlparts``), no I/O."""
 
 from __future__ import annotations
 
-from urllib.parse import urlencode, urlsplit
+from typing import TYPE_CHECKING
 
-from forewarn.client.core import RequestSpec, Transient
-from forewarn.client.errors import EndpointUnreachable
+from forewarn.client.urlparts import query, split
+
+if TYPE_CHECKING:
+    from forewarn.client.core import RequestSpec, Transient
 
 __all__ = ["USER_AGENT", "http_origin", "request_target", "unreachable"]
 
@@ -17,23 +20,26 @@ USER_AGENT = "forewarn-client"
 
 def http_origin(base: str) -> tuple[str, int, str]:
     """(host, port, authority) of ``base``; ValueError for anything but ``http://``."""
-    parts = urlsplit(base)
-    if parts.scheme != "http" or not parts.hostname:
+    scheme, netloc, hostname, port, _ = split(base)
+    if scheme != "http" or not hostname:
         raise ValueError(f"the lean client speaks http:// only, not {base!r}")
-    return parts.hostname, parts.port or 80, parts.netloc
+    return hostname, port or 80, netloc
 
 
 def request_target(spec: RequestSpec, authority: str) -> tuple[str, str]:
     """The request line's target of ``spec`` (path and query), and the URL errors name."""
-    target = urlsplit(spec.url).path or "/"
+    target = split(spec.url)[4] or "/"
     if spec.params:
-        target += "?" + urlencode(spec.params)
+        target += "?" + query(spec.params)
     return target, f"http://{authority}{target}"
 
 
 def unreachable(url: str, exc: Exception) -> Transient:
     """A connection refused, reset or closed mid-answer, or bytes that are no HTTP: worth
     another try."""
+    from forewarn.client.core import Transient  # ``http1`` imports this module alone
+    from forewarn.client.errors import EndpointUnreachable
+
     why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return Transient(
         EndpointUnreachable(f"cannot reach {url}: {why or type(exc).__name__}", url=url)

@@ -18,7 +18,15 @@ from forewarn.client.core import RetryPolicy, Transient
 if TYPE_CHECKING:
     import tenacity
 
-__all__ = ["Decider"]
+__all__ = ["Decider", "uniform"]
+
+
+def uniform() -> float:
+    """A draw from [0, 1), the twins' default jitter: ``random.random``, imported by the
+    first retry (a request answered at once never needs it)."""
+    from random import random
+
+    return random()
 
 
 class Decider:

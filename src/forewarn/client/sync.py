@@ -7,7 +7,6 @@ through httpx (``exchange``)."""
 from __future__ import annotations
 
 import functools
-import random
 import time
 from collections.abc import Callable, Iterator
 from types import TracebackType
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from forewarn.client import core
 from forewarn.client.changes import DocumentChange
-from forewarn.client.retrying import Decider
+from forewarn.client.retrying import Decider, uniform
 from forewarn.client.syncwire import SyncWire
 from forewarn.contract import Document, Instance
 
@@ -43,7 +42,7 @@ class ScheduledEventsClient:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
-        jitter: Callable[[], float] = random.random,
+        jitter: Callable[[], float] = uniform,
         **options: Unpack[core.ClientOptions],
     ) -> None:
         self._settings = core.Settings.create(

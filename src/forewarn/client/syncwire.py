@@ -31,6 +31,10 @@ class SyncWire:
 
     def __init__(self, base: str, local_address: str | None = None) -> None:
         self.host, self.port, self.authority = http_origin(base)
+        #: What ``getaddrinfo`` is asked: an ASCII name as bytes, which it takes as it is,
+        #: where a str is first encoded with the "idna" codec (loading it costs a command
+        #: more than its requests; bytes also make a bad label an OSError like any other).
+        self._lookup: str | bytes = self.host.encode() if self.host.isascii() else self.host
         self.local_address = local_address
         self._socket: socket.socket | None = None
 
@@ -68,7 +72,9 @@ class SyncWire:
         if self._socket is None:
             source = (self.local_address, 0) if self.local_address else None
             self._socket = socket.create_connection(
-                (self.host, self.port), timeout=settings.timeout, source_address=source
+                (self._lookup, self.port),  # type: ignore[arg-type]  # bytes work: getaddrinfo's
+                timeout=settings.timeout,
+                source_address=source,
             )
         connection = self._socket
         # the whole answer within the time-out (as the async twin), not each byte of it

@@ -31,14 +31,9 @@ if TYPE_CHECKING:
         ResourceType,
         resource_matches,
     )
-    from forewarn.contract.parse import (
-        DocumentFormatError,
-        StartRequestError,
-        parse_document,
-        parse_instance,
-        parse_start_requests,
-    )
+    from forewarn.contract.parse import DocumentFormatError, parse_document, parse_instance
     from forewarn.contract.render import RenderableEvent, render_document
+    from forewarn.contract.startrequests import StartRequestError, parse_start_requests
     from forewarn.contract.timefmt import format_rfc1123, parse_not_before
     from forewarn.contract.versions import (
         NEWEST_VERSIONS,
@@ -72,12 +67,12 @@ _LAZY = {
     "ResourceType": "model",
     "resource_matches": "model",
     "DocumentFormatError": "parse",
-    "StartRequestError": "parse",
     "parse_document": "parse",
     "parse_instance": "parse",
-    "parse_start_requests": "parse",
     "RenderableEvent": "render",
     "render_document": "render",
+    "StartRequestError": "startrequests",
+    "parse_start_requests": "startrequests",
     "format_rfc1123": "timefmt",
     "parse_not_before": "timefmt",
     "NEWEST_VERSIONS": "versions",

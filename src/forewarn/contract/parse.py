@@ -1,10 +1,10 @@
-"""Tolerant parsing of documents and instance metadata; strict parsing of StartRequests.
+"""Tolerant parsing of documents and instance metadata (StartRequests: ``startrequests``).
 
-Documents: real payloads differ by version and era (string incarnations, fields absent in
-older api-versions, ISO dates in old samples), so parsing accepts them all and keeps what
-it does not know (future types as strings, unknown keys and odd values in ``extra``); only
-a body that is not a document at all is a DocumentFormatError. StartRequests: the endpoint
-rejects a malformed body whole, naming the problem.
+Real payloads differ by version and era (string incarnations, fields absent in older
+api-versions, ISO dates in old samples), so parsing accepts them all and keeps what it
+does not know (future types as strings, unknown keys and odd values in ``extra``); only a
+body that is not a document at all is a DocumentFormatError. The client reads these on
+every VM, so the JSON is the standard library's (``jsontext``: as msgspec reads it).
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-import msgspec
-
+from forewarn.contract.jsontext import JSONFormatError, loads
 from forewarn.contract.model import (
     EMPTY_EXTRA,
     EVENT_KEYS,
@@ -28,13 +27,7 @@ from forewarn.contract.model import (
 )
 from forewarn.contract.timefmt import parse_not_before
 
-__all__ = [
-    "DocumentFormatError",
-    "StartRequestError",
-    "parse_document",
-    "parse_instance",
-    "parse_start_requests",
-]
+__all__ = ["DocumentFormatError", "parse_document", "parse_instance"]
 
 _E = TypeVar("_E", bound=StrEnum)
 
@@ -44,10 +37,6 @@ _DOCUMENT_KEYS = frozenset({"DocumentIncarnation", "Events"})
 
 class DocumentFormatError(ValueError):
     """A body that is not a Scheduled Events document (or not instance metadata)."""
-
-
-class StartRequestError(ValueError):
-    """A StartRequests body that cannot be accepted; the message names the problem."""
 
 
 def _known(enum: type[_E], value: str) -> _E | str:
@@ -111,8 +100,8 @@ def _event(raw: Any) -> Event:
 
 def _json(body: bytes | str, what: str) -> dict[str, Any]:
     try:
-        raw = msgspec.json.decode(body)
-    except msgspec.DecodeError as exc:
+        raw = loads(body)
+    except JSONFormatError as exc:
         raise DocumentFormatError(f"{what} is not JSON ({exc})") from None
     if not isinstance(raw, dict):
         raise DocumentFormatError(f"{what} must be a JSON object")
@@ -167,45 +156,3 @@ def parse_instance(body: bytes | str) -> Instance:
         location=text("location"),
         raw=MappingProxyType(raw),
     )
-
-
-def parse_start_requests(body: bytes | str) -> list[str]:
-    """The EventIds a POST asks to start, in order, or StartRequestError.
-
-    A ``DocumentIncarnation`` key (integer or string) is tolerated and ignored. Every
-    malformed body, however hostile (bad UTF-8, deep nesting), is a StartRequestError, so
-    the endpoint answers 400 and never 500.
-    """
-    try:
-        if isinstance(body, str):
-            body = body.encode()
-        body.decode()  # a clear message for bad UTF-8 anywhere, not only inside strings
-    except UnicodeError:
-        raise StartRequestError("Request body is not valid UTF-8") from None
-    body = body.removeprefix(b"\xef\xbb\xbf")  # Windows tools may prefix a UTF-8 BOM
-    if not body.strip():
-        raise StartRequestError('Request body is empty; expected {"StartRequests": [...]}')
-    try:
-        raw = msgspec.json.decode(body)
-    except msgspec.DecodeError:
-        raise StartRequestError("Request body is not valid JSON") from None
-    except RecursionError:  # msgspec's own depth guard: nothing was built, nothing to undo
-        raise StartRequestError("Request body is nested too deeply") from None
-    if not isinstance(raw, dict):
-        raise StartRequestError("Request body must be a JSON object")
-    requests = raw.get("StartRequests")
-    if requests is None:
-        raise StartRequestError("StartRequests is missing")
-    if not isinstance(requests, list):
-        raise StartRequestError("StartRequests must be a list")
-    if not requests:
-        raise StartRequestError("StartRequests is empty")
-    ids: list[str] = []
-    for index, entry in enumerate(requests):
-        if not isinstance(entry, dict):
-            raise StartRequestError(f"StartRequests[{index}] must be an object")
-        event_id = entry.get("EventId")
-        if not isinstance(event_id, str) or not event_id.strip():
-            raise StartRequestError(f"StartRequests[{index}] has no string EventId")
-        ids.append(event_id.strip())
-    return ids

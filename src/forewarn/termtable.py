@@ -4,22 +4,27 @@ A table is laid out for the terminal's width (80 columns when output is not a te
 ``COLUMNS``): optional columns go first, then phrases wrap at their spaces, then ids that
 may be cut are cut; the key fields always stay, and ids a user must copy stay whole.
 ``--wide`` prints every column at full width whatever the terminal. Styles only ever reach
-a terminal, and never with ``NO_COLOR`` set. Only rich: the VM side imports it, when it
-prints a table (rich is a third of a VM command's start-up: the others never load it).
+a terminal, and never with ``NO_COLOR`` set. ``table()`` prints without rich
+(``forewarn.plaintable``: the same bytes, without rich's ~50 ms of imports and layout)
+wherever it can: rich is loaded for ``build()`` (the live view of ``forewarn watch``,
+styled rows) and for a text whose width only rich knows. Cells, headers and titles are
+literal text, never rich markup or emoji codes.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
+
+from forewarn import plaintable
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["Column", "build", "console", "layout", "table"]
+__all__ = ["Column", "build", "console", "layout", "plain", "table"]
 
 #: Space between two columns: one of padding, one of the (blank) divider.
 GAP = 2
@@ -47,15 +52,11 @@ class Column:
 
 
 def _widest_line(text: str) -> int:
-    from rich.cells import cell_len
-
-    return max(cell_len(line) for line in text.split("\n"))
+    return max(plaintable.cell_len(line) for line in text.split("\n"))
 
 
 def _longest_word(text: str) -> int:
-    from rich.cells import cell_len
-
-    return max((cell_len(word) for word in text.split()), default=0)
+    return max((plaintable.cell_len(word) for word in text.split()), default=0)
 
 
 def _total(widths: Sequence[int]) -> int:
@@ -111,6 +112,11 @@ def console() -> Console:
     return Console(color_system=None if os.environ.get("NO_COLOR") else "auto")
 
 
+def _caption(columns: Sequence[Column], shown: Sequence[int]) -> str | None:
+    hidden = [c.header for i, c in enumerate(columns) if i not in shown]
+    return f"hidden to fit: {', '.join(hidden)} (--wide shows them)" if hidden else None
+
+
 def build(
     title: str,
     columns: Sequence[Column],
@@ -123,12 +129,13 @@ def build(
     """The table laid out for ``width`` and the width it takes (``styles``: one per row)."""
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     shown, widths = layout(columns, rows, width, wide=wide)
-    hidden = [c.header for i, c in enumerate(columns) if i not in shown]
+    caption = _caption(columns, shown)
     out = Table(
-        title=title,
-        caption=f"hidden to fit: {', '.join(hidden)} (--wide shows them)" if hidden else None,
+        title=Text(title, style="table.title"),
+        caption=Text(caption, style="table.caption") if caption else None,
         box=box.SIMPLE_HEAD,
         show_edge=False,
         pad_edge=False,
@@ -140,14 +147,43 @@ def build(
         column = columns[i]
         whole = column.role in ("key", "word")
         out.add_column(
-            column.header,
+            Text(column.header),
             width=widths[i],
             no_wrap=whole,
             overflow="ellipsis" if whole else "fold",
         )
     for n, row in enumerate(rows):
-        out.add_row(*(row[i] for i in shown), style=styles[n] if n < len(styles) else None)
+        style = styles[n] if n < len(styles) else None
+        out.add_row(*(Text(row[i]) for i in shown), style=style)
     return out, _total([widths[i] for i in shown])
+
+
+def plain(
+    title: str,
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    *,
+    wide: bool = False,
+    styled: bool = False,
+    widened: Callable[[int], int] | None = None,
+) -> str | None:
+    """What rich prints for ``build()``'s table (no row styles) on a console ``width``
+    wide, without rich: ANSI styles if ``styled`` (a colour terminal); with ``wide`` the
+    console is widened to the table (``widened``: the width it then has). None for a
+    text whose width only rich knows."""
+    shown, widths = layout(columns, rows, width, wide=wide)
+    if wide:
+        needed = max(width, _total([widths[i] for i in shown]))
+        width = widened(needed) if widened is not None else needed
+    return plaintable.render(
+        title,
+        [(columns[i].header, widths[i], columns[i].role in ("key", "word")) for i in shown],
+        [[row[i] for i in shown] for row in rows],
+        width,
+        caption=_caption(columns, shown),
+        styled=styled,
+    )
 
 
 def table(
@@ -158,6 +194,15 @@ def table(
     wide: bool = False,
 ) -> None:
     """Print ``rows`` under ``title``, laid out for the terminal (see the module)."""
+    screen = plaintable.screen()
+    if screen is not None:
+        text = plain(
+            title, columns, rows, screen.width(), wide=wide, styled=screen.styled,
+            widened=screen.width,
+        )  # fmt: skip
+        if text is not None:
+            plaintable.write(text)
+            return
     out = console()
     rendered, needed = build(title, columns, rows, out.width, wide=wide)
     if wide:

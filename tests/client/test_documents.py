@@ -177,6 +177,8 @@ def test_odd_values_are_kept_not_fatal() -> None:
         (b'{"DocumentIncarnation": "seven", "Events": []}', "DocumentIncarnation"),
         (b'{"DocumentIncarnation": 1, "Events": {"a": 1}}', "Events must be a list"),
         (b'{"DocumentIncarnation": 1, "Events": [{"EventType": "Freeze"}]}', "EventId"),
+        (b'{"DocumentIncarnation": 1, "Events": [], "x": "\xff"}', "UTF-8"),
+        (b"[" * 100_000, "nested too deeply"),
     ],
 )
 def test_a_body_that_is_no_document_is_a_document_error(body: bytes, fragment: str) -> None:
@@ -197,6 +199,24 @@ def test_error_bodies_are_carried(body: bytes) -> None:
     assert error.error.startswith("Bad request.")
     assert error.url.startswith(BASE + "/metadata/scheduledevents?api-version=")
     assert str(error).startswith("HTTP 400 from http://169.254.169.254/metadata/")
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [
+        (b'{"error": "bad \xff"}', '{"error": "bad \ufffd"}'),
+        (b"[" * 100_000, "[" * 100_000),
+        (b'{"error": 5}', '{"error": 5}'),
+        (b" not json ", "not json"),
+    ],
+)
+def test_an_error_body_that_is_not_imds_json_is_carried_as_text(body: bytes, text: str) -> None:
+    """Whatever an error answer carries, the caller gets the EndpointError (never the
+    JSON decoder's UnicodeDecodeError or RecursionError), its text what the body says."""
+    with pytest.raises(BadRequestError) as caught:
+        _get(body, status=400)
+    assert caught.value.body == body
+    assert caught.value.error == text
 
 
 def test_diff_by_id_ignoring_case() -> None:

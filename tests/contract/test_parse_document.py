@@ -3,6 +3,7 @@ kept), strict about bodies that are not documents."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -248,6 +249,32 @@ def test_tolerated_field_values(field: str, raw: str, attribute: str, expected: 
 def test_rejects_non_documents(body: bytes, match: str) -> None:
     with pytest.raises(DocumentFormatError, match=match):
         parse_document(body)
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        pytest.param(b'{"Events":[],"Note":"\xff"}', "UTF-8", id="not-utf8-in-a-string"),
+        pytest.param(b"[" * 100_000 + b"]" * 100_000, "deeply", id="nested-too-deeply"),
+        pytest.param(b'{"Events":[],"Big":1e999}', "out of range", id="number-out-of-range"),
+        pytest.param(b'{"Events":[],"Note":"\\ud800"}', "surrogate", id="lone-surrogate"),
+        pytest.param(b'{"Events":[],"N":NaN}', "NaN", id="nan"),
+    ],
+)
+def test_a_hostile_body_is_a_document_format_error(body: bytes, match: str) -> None:
+    """Not a UnicodeDecodeError or a RecursionError from the JSON decoder (msgspec let
+    both through): the client turns this error, and only this one, into a DocumentError."""
+    with pytest.raises(DocumentFormatError, match=match):
+        parse_document(body)
+
+
+def test_a_not_before_too_large_for_a_date_is_kept_as_text() -> None:
+    """email.utils raised OverflowError for such a zone, which ended the whole parse."""
+    not_before = "Mon, 19 Sep 2016 18:29:47 +99999999999999999999"
+    body = json.dumps({"Events": [{"EventId": "A", "NotBefore": not_before}]})
+    (event,) = parse_document(body).events
+    assert event.not_before is None
+    assert event.extra["NotBefore"] == not_before
 
 
 def test_document_format_error_is_a_value_error() -> None:

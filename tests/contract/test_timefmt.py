@@ -1,14 +1,15 @@
-"""RFC 1123 formatting and lenient NotBefore parsing."""
+"""RFC 1123 formatting and lenient NotBefore parsing, read as ``email.utils`` reads it
+(the module parses by hand: these compare the two)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from email.utils import formatdate
+from email.utils import formatdate, parsedate_to_datetime
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forewarn.contract import format_rfc1123, parse_not_before
@@ -111,3 +112,96 @@ def test_parse_not_before_only_ever_raises_value_error(text: str) -> None:
     except ValueError:
         return
     assert parsed is None or parsed.tzinfo is UTC
+
+
+def _as_email_reads(text: str) -> datetime | None:
+    """``parse_not_before`` as it was written on ``email.utils`` (its OverflowError, for a
+    year or a zone too large for a C int, taken as the ValueError it now is)."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        parsed = parsedate_to_datetime(text)
+    except (TypeError, ValueError, OverflowError):
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def _outcome(parse: Callable[[str], datetime | None], text: str) -> object:
+    try:
+        parsed = parse(text)
+    except ValueError:
+        return ValueError
+    return parsed if parsed is None else (parsed, parsed.tzinfo)
+
+
+#: Forms email.utils reads besides RFC 1123's own, and the UTC moment each one means.
+_EMAIL_FORMS = {
+    "no-day": ("19 Sep 2016 18:29:47 GMT", (2016, 9, 19, 18, 29, 47)),
+    "no-space-after-comma": ("Mon,19 Sep 2016 18:29:47 GMT", (2016, 9, 19, 18, 29, 47)),
+    "day-without-comma": ("mon 19 Sep 2016 18:29:47 GMT", (2016, 9, 19, 18, 29, 47)),
+    "rfc-850": ("Monday, 19-Sep-16 18:29:47 GMT", (2016, 9, 19, 18, 29, 47)),
+    "month-first": ("Mon, Sep 19 2016 18:29:47 GMT", (2016, 9, 19, 18, 29, 47)),
+    "long-month": ("Mon, 19 SEPTEMBER 2016 18:29:47 GMT", (2016, 9, 19, 18, 29, 47)),
+    "two-digit-year": ("Mon, 19 Sep 16 18:29:47 GMT", (2016, 9, 19, 18, 29, 47)),
+    "two-digit-year-1969": ("Fri, 19 Sep 69 18:29:47 GMT", (1969, 9, 19, 18, 29, 47)),
+    "no-seconds": ("Mon, 19 Sep 2016 18:29 GMT", (2016, 9, 19, 18, 29, 0)),
+    "dotted-time": ("Mon, 19 Sep 2016 18.29.47 GMT", (2016, 9, 19, 18, 29, 47)),
+    "named-zone": ("Mon, 19 Sep 2016 13:29:47 EST", (2016, 9, 19, 18, 29, 47)),
+    "zone-stuck-to-time": ("Mon, 19 Sep 2016 18:29:47+0200", (2016, 9, 19, 16, 29, 47)),
+    "unknown-zone-is-utc": ("Mon, 19 Sep 2016 18:29:47 -0000", (2016, 9, 19, 18, 29, 47)),
+    "no-zone-is-utc": ("Mon, 19 Sep 2016 18:29:47", (2016, 9, 19, 18, 29, 47)),
+    "sixty-minutes": ("Mon, 19 Sep 2016 18:29:47 +0060", (2016, 9, 19, 17, 29, 47)),
+    "zulu": ("19 Sep 2016 18:29:47 z", (2016, 9, 19, 18, 29, 47)),
+}
+
+
+@pytest.mark.parametrize("form", _EMAIL_FORMS)
+def test_parse_not_before_reads_what_email_utils_reads(form: str) -> None:
+    text, moment = _EMAIL_FORMS[form]
+    assert parse_not_before(text) == datetime(*moment, tzinfo=UTC)
+    assert _outcome(parse_not_before, text) == _outcome(_as_email_reads, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Mon, 19 Sep 2016 18:29:47 +99999999999999999999",  # a zone past a C int
+        "Mon, 19 Sep 99999999999999999999 18:29:47 GMT",  # so is the year
+        "Mon, 19 Sep 2016 18:29:47 +2400",  # a day or more off UTC
+        "Mon, 19 Sep 2016 18:29:47:00 GMT",
+        "Mon, 19 Sep 2016 18 GMT",
+        "Mon, 19 Foo 2016 18:29:47 GMT",
+        "Mon, 19 Sep 2016 1²:29:47 GMT",
+        "Mon, , Sep 2016 18:29:47 GMT",
+    ],
+)
+def test_parse_not_before_refuses_what_email_utils_refuses(text: str) -> None:
+    """With a ValueError, never another exception (the email package's OverflowError
+    escaped its callers: a document with such a NotBefore could not be read)."""
+    with pytest.raises(ValueError):
+        parse_not_before(text)
+
+
+_TOKENS = ["Mon,", "mon", "Monday,", "Sun", "19", "9", "019", "32", "0", "Sep", "sep",
+           "SEPTEMBER", "May", "mayo", "2016", "16", "69", "68", "99", "100", "-5", "18:29:47",
+           "18:29", "18.29.47", "18.29", "1:2:3:4", "25:00:00", "23:59:60", "GMT", "gmt",
+           "UT", "EST", "pdt", "+0200", "-0000", "+0000", "-0530", "+2400", "18:29:47+0200",
+           "18:29:47-0500", "19-Sep-16", "19-sep-2016", "19--16", ",", "2016,", "18:29:47,",
+           "9,", ":", "-", "+", "x", "1_0", "٣", "²", "Z", "+02:00", "a,b", "1,Sep",
+           "99999999999999999999"]  # fmt: skip
+
+
+@settings(max_examples=2000)
+@given(st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=7),
+       st.sampled_from([" ", "  ", "\t", ""]))  # fmt: skip
+def test_parse_not_before_agrees_with_email_utils(tokens: list[str], space: str) -> None:
+    text = space.join(tokens)
+    assert _outcome(parse_not_before, text) == _outcome(_as_email_reads, text)
+
+
+@given(st.text())
+def test_parse_not_before_agrees_with_email_utils_on_any_text(text: str) -> None:
+    assert _outcome(parse_not_before, text) == _outcome(_as_email_reads, text)

@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from forewarn.client.endpoint import (
     DEFAULT_ENDPOINT,
@@ -19,6 +19,9 @@ from forewarn.client.endpoint import (
     URL_VARIABLE,
     resolve_endpoint,
 )
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["DEFAULT_LEASE_GLOBS", "Discovery", "discover", "option_245"]
 
@@ -86,13 +89,18 @@ class Discovery:
     lease_file: Path | None = None
 
 
-def _lease_files(lease_files: Iterable[str | os.PathLike[str]] | None) -> list[Path]:
+def _lease_files(lease_files: Iterable[str | os.PathLike[str]] | None) -> list[str]:
     if lease_files is not None:
-        return [Path(p) for p in lease_files]
-    paths: list[Path] = []
+        return [os.fspath(p) for p in lease_files]
+    paths: list[str] = []
     for pattern in DEFAULT_LEASE_GLOBS:
-        paths.extend(Path(p) for p in sorted(glob.glob(pattern)))
+        paths.extend(sorted(glob.glob(pattern)))
     return paths
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as lease:
+        return lease.read()
 
 
 def discover(
@@ -110,11 +118,11 @@ def discover(
     for name in (URL_VARIABLE, LEGACY_VARIABLE):
         if env.get(name, "").strip():
             return Discovery(resolve_endpoint(environ=env), f"${name}")
-    hits: list[tuple[float, Path, str]] = []
+    hits: list[tuple[float, str, str]] = []
     for path in _lease_files(lease_files):
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-            mtime = path.stat().st_mtime
+            text = _read(path)
+            mtime = os.stat(path).st_mtime
         except OSError:
             continue  # unreadable or vanished: other leases may still tell
         address = option_245(text)
@@ -122,5 +130,7 @@ def discover(
             hits.append((mtime, path, address))
     if hits:
         _, path, address = max(hits, key=lambda hit: hit[0])
-        return Discovery(f"http://{address}", "DHCP option 245", path)
+        from pathlib import Path  # only for a lease found: it loads urllib.parse, ipaddress
+
+        return Discovery(f"http://{address}", "DHCP option 245", Path(path))
     return Discovery(DEFAULT_ENDPOINT, "default")

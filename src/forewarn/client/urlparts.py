@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 __all__ = ["query", "split"]
 
@@ -23,6 +24,7 @@ _PLAIN = re.compile(
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~")
 
 
+@lru_cache(maxsize=128)  # as urlsplit's: a client splits its endpoint's URL every request
 def split(url: str) -> tuple[str, str, str | None, int | None, str]:
     """``urlsplit(url)``'s scheme, netloc, hostname, port and path; ValueError where
     ``urlsplit`` or its ``port`` raises one."""

@@ -1,15 +1,14 @@
-"""JSON bodies read and written with the standard library, exactly as msgspec would.
+"""JSON bodies read and written with the standard library, exactly as msgspec does.
 
-The VM commands read a document of a few hundred bytes and write one StartRequests body:
-msgspec loaded for that cost them ~20 ms of start-up (decimal, uuid, typing_extensions
-…), where ``json`` is loaded by the commands anyway. ``loads`` accepts and refuses what
-``msgspec.json.decode`` does and returns equal values: NaN and Infinity, a number beyond a
-float's range, an integer of more digits than ``int`` reads, an escaped lone surrogate,
-bytes that are not UTF-8 (a BOM too) and nesting deeper than the interpreter's recursion
-limit are refused; a duplicate key keeps its last value. ``dumps`` writes msgspec's bytes
-(but for floats).
-tests/contract/test_jsontext.py holds both equal to msgspec's on the same inputs; the
-emulator's hot paths keep msgspec.
+A VM command reads a document of a few hundred bytes and writes one StartRequests body:
+loading msgspec for that cost it ~20 ms of start-up (decimal, uuid, typing_extensions…),
+where ``json`` is loaded by the commands anyway. ``loads`` accepts what
+``msgspec.json.decode`` accepts, with equal values (a duplicate key keeps its last value),
+and refuses what it refuses: NaN and Infinity, a number beyond a float's range, an
+integer of more than 4,300 characters or more digits than ``int`` reads, an escaped lone
+surrogate, bytes that are not UTF-8 (a BOM too), nesting deeper than the interpreter's
+recursion limit. ``dumps`` writes msgspec's bytes (floats aside).
+tests/contract/test_jsontext.py gives both the same inputs; the emulator keeps msgspec.
 """
 
 from __future__ import annotations
@@ -42,7 +41,20 @@ def _float(text: str) -> float:
     return value
 
 
+#: msgspec reads no integer longer than this, its sign included, whatever the digits
+#: ``int`` is allowed to read (``sys.set_int_max_str_digits``, which binds both).
+_INT_CHARS = 4300
+
+
+def _int(text: str) -> int:
+    if len(text) > _INT_CHARS:
+        raise JSONFormatError(f"integer out of range: {text[:40]}…")
+    return int(text)
+
+
 _DECODER = json.JSONDecoder(parse_float=_float, parse_constant=_constant)
+#: For a text that could hold such an integer: each integer through ``_int``.
+_LONG_DECODER = json.JSONDecoder(parse_float=_float, parse_constant=_constant, parse_int=_int)
 
 
 def _lone_surrogate(value: Any) -> bool:
@@ -70,7 +82,7 @@ def loads(body: bytes | bytearray | memoryview | str) -> Any:
             text = body
         else:
             text = str(body, "utf-8")
-        value = _DECODER.decode(text)
+        value = (_DECODER if len(text) <= _INT_CHARS else _LONG_DECODER).decode(text)
     except JSONFormatError:
         raise
     except json.JSONDecodeError as exc:

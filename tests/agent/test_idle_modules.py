@@ -33,6 +33,9 @@ NEVER = (
     "forewarn.agent.kubernetes_table",  # no [kubernetes] table
     "structlog",  # JSON lines are written by forewarn.agent.logs
     "typing_extensions",  # msgspec takes typing's
+    "pathlib",
+    "urllib.parse",  # only to hide a password in --print-config
+    "forewarn.client.recording",  # no `record` file
     "prometheus_client",  # nobody scraped /metrics
     "httpx",
     "rich",

@@ -41,7 +41,6 @@ from forewarn.client import (
     ClientError,
     Document,
     DocumentError,
-    DocumentRecorder,
     InvalidEndpoint,
     NotFoundError,
     resolve_endpoint,
@@ -52,6 +51,7 @@ if TYPE_CHECKING:
 
     from forewarn.agent.coordination import Coordinator
     from forewarn.agent.flow import EventFlow
+    from forewarn.client import DocumentRecorder
 
 __all__ = ["PER_TURN", "Agent", "AgentError"]
 
@@ -203,6 +203,8 @@ class Agent:
             client = self._client()
             self._approvals = ApprovalBatcher(client.approve)
             if config.record:
+                from forewarn.client import DocumentRecorder  # what replay plays, if asked
+
                 try:
                     self._recorder = DocumentRecorder(config.record, config.api_version)
                 except OSError as exc:

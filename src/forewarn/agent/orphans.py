@@ -13,14 +13,14 @@ import asyncio
 import contextlib
 import os
 import signal
-from pathlib import Path
 
 __all__ = ["alive", "end_group", "start_time"]
 
 
 def _stat(pid: int) -> list[str] | None:
     try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
+        with open(f"/proc/{pid}/stat") as stat:  # not pathlib: it loads urllib.parse
+            raw = stat.read()
     except OSError:
         return None
     # "pid (comm) state ppid ...": comm may hold spaces and parentheses.

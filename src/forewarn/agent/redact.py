@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["MASK", "redact"]
 
@@ -20,6 +19,8 @@ _SECRET_KEY = re.compile(r"(authorization|cookie|token|password|passwd|secret|ap
 def _url(value: str) -> str:
     if "@" not in value or "://" not in value:
         return value
+    from urllib.parse import urlsplit, urlunsplit  # not loaded by an agent that only runs
+
     try:
         parts = urlsplit(value)
     except ValueError:

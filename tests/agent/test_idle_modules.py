@@ -32,7 +32,8 @@ NEVER = (
     "forewarn.agent.template",
     "forewarn.agent.kubernetes_table",  # no [kubernetes] table
     "structlog",  # JSON lines are written by forewarn.agent.logs
-    "typing_extensions",  # msgspec takes typing's
+    "msgspec",  # the configuration's records are forewarn.agent.structs'
+    "typing_extensions",
     "pathlib",
     "urllib.parse",  # only to hide a password in --print-config
     "forewarn.client.recording",  # no `record` file

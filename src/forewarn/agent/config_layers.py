@@ -14,8 +14,7 @@ import tomllib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
+from forewarn.agent import structs
 from forewarn.agent.config_schema import (
     AgentConfig,
     ConfigError,
@@ -40,10 +39,10 @@ _CLI_ENV = {"CONFIG"}
 _LOCATION = re.compile(r"^(?P<message>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 
 
-def _scalar_fields(struct: type[msgspec.Struct]) -> dict[str, Any]:
+def _scalar_fields(struct: type[structs.Struct]) -> dict[str, Any]:
     return {
         f.name: f.type
-        for f in msgspec.structs.fields(struct)
+        for f in structs.fields(struct)
         if f.name not in ("coordination", "kubernetes", "handlers", "rules")
     }
 
@@ -56,7 +55,7 @@ _TABLES = {
 }
 
 
-def _explain(error: msgspec.ValidationError, source: str, prefix: str = "") -> ConfigError:
+def _explain(error: structs.ValidationError, source: str, prefix: str = "") -> ConfigError:
     """``Expected int - at `$.rules[0].min_vms``` -> ``file: rules[0].min_vms: expected int``."""
     match = _LOCATION.match(str(error))
     assert match is not None
@@ -81,8 +80,8 @@ def _check_handlers(handlers: Any, source: str) -> None:
         return
     for name, spec in handlers.items():
         try:
-            msgspec.convert(spec, HandlerSpec)
-        except msgspec.ValidationError as exc:
+            structs.convert(spec, HandlerSpec)
+        except structs.ValidationError as exc:
             raise _explain(exc, source, f"handlers.{name}") from None
 
 
@@ -92,8 +91,8 @@ def _convert_env(name: str, value: str, type_: Any) -> Any:
         given = [item.strip() for item in value.split(",") if item.strip()]
         given = _canonical(name[len(ENV_PREFIX) :].lower().partition("_")[2], given)
     try:
-        converted = msgspec.convert(given, type_, strict=False)
-    except msgspec.ValidationError as exc:
+        converted = structs.convert(given, type_, strict=False)
+    except structs.ValidationError as exc:
         why = str(exc).split(" - at")[0]
         why = why[:1].lower() + why[1:] + _known(type_)
         raise ConfigError(f"environment {name}={value!r}: {why}") from None
@@ -198,8 +197,8 @@ def load_config(
         _canonical_tables(merged)
         _check_handlers(merged.get("handlers"), source)
         try:  # the file alone must be valid: errors then point at the file's keys
-            msgspec.convert(merged, AgentConfig)
-        except msgspec.ValidationError as exc:
+            structs.convert(merged, AgentConfig)
+        except structs.ValidationError as exc:
             raise _explain(exc, source) from None
     env = env_settings(environ or {})
     _overlay(merged, env)
@@ -209,8 +208,8 @@ def load_config(
         raise ConfigError(f"flags: unknown setting {', '.join(unknown)}")
     _overlay(merged, given)
     try:
-        config = msgspec.convert(merged, AgentConfig)
-    except msgspec.ValidationError as exc:
+        config = structs.convert(merged, AgentConfig)
+    except structs.ValidationError as exc:
         raise _explain(exc, "environment or flags") from None
     try:
         config = check(config)
@@ -225,5 +224,5 @@ def load_config(
 
 def as_dict(config: AgentConfig) -> dict[str, Any]:
     """The effective configuration as plain data (``--print-config``)."""
-    data: dict[str, Any] = msgspec.to_builtins(config)
+    data: dict[str, Any] = structs.to_builtins(config)
     return data

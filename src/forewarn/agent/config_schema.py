@@ -1,9 +1,10 @@
 """The agent's configuration: one TOML file, typed, with every default written here.
 
-The schema is msgspec structs, so a wrong type or an unknown key is refused with the key's
-path (``rules[1].min_vms``); ``check()`` then refuses what types cannot say (a rule naming
-a handler nobody defined). Layering (defaults < file < environment < flags) lives in
-``settings.py``.
+The schema is typed records (``structs``: msgspec's structs and messages, without
+loading msgspec for a valid file), so a wrong type or an unknown key is refused with the
+key's path (``rules[1].min_vms``); ``check()`` then refuses what types cannot say (a rule
+naming a handler nobody defined). Layering (defaults < file < environment < flags) lives
+in ``config_layers.py``.
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Annotated, Any
 
-import msgspec
-from msgspec import Meta
-
+from forewarn.agent.structs import Meta, Struct, field, msgspec_type
 from forewarn.contract.model import EventSource, EventStatus
 from forewarn.contract.versions import SUPPORTED_VERSIONS, EventType
 
@@ -35,6 +34,7 @@ __all__ = [
     "WebhookSpec",
     "check",
     "check_value",
+    "json_schema",
     "parse_bind",
 ]
 
@@ -87,7 +87,7 @@ class OnCrash(StrEnum):
     FAIL = "fail"
 
 
-class _Handler(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, tag_field="type"):
+class _Handler(Struct, kw_only=True, forbid_unknown_fields=True, tag_field="type"):
     """Fields every handler has."""
 
     timeout: Positive = 60.0
@@ -160,7 +160,7 @@ class KubernetesTable(KubernetesSpec, kw_only=True, tag="kubernetes"):
     whole configuration can come from ``FOREWARN_AGENT_KUBERNETES_*``)."""
 
     enabled: bool = True
-    event_types: list[EventType] = msgspec.field(
+    event_types: list[EventType] = field(
         default_factory=lambda: [
             EventType.REBOOT,
             EventType.REDEPLOY,
@@ -173,14 +173,14 @@ class KubernetesTable(KubernetesSpec, kw_only=True, tag="kubernetes"):
     act_minutes_before: Minutes | None = None
 
 
-class RuleSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class RuleSpec(Struct, kw_only=True, forbid_unknown_fields=True):
     """One ordered rule: what it matches, then what it does."""
 
     name: str = ""
     # ---- match (an empty list or an absent bound matches anything)
     event_types: list[EventType] = []
     sources: list[EventSource] = []
-    statuses: list[EventStatus] = msgspec.field(default_factory=lambda: [EventStatus.SCHEDULED])
+    statuses: list[EventStatus] = field(default_factory=lambda: [EventStatus.SCHEDULED])
     min_duration: Annotated[int, Meta(ge=-1)] | None = None
     max_duration: Annotated[int, Meta(ge=-1)] | None = None
     this_vm: bool | None = None
@@ -196,7 +196,7 @@ class RuleSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     on_crash: OnCrash = OnCrash.RETRY
 
 
-class Coordination(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class Coordination(Struct, kw_only=True, forbid_unknown_fields=True):
     """Where agents of one event's VMs record whether they are ready."""
 
     backend: str = "redis"
@@ -209,7 +209,7 @@ class Coordination(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     claim_lease: Positive = 15.0
 
 
-class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class AgentConfig(Struct, kw_only=True, forbid_unknown_fields=True):
     """Everything the agent reads; the defaults suit a real Azure VM."""
 
     vm_name: str = ""
@@ -290,11 +290,11 @@ def _check_rule(config: AgentConfig, index: int, rule: RuleSpec) -> None:
     where = f"rules[{index}]"
     if rule.ignore and (rule.handlers or rule.recovery or rule.approval != Approval.NEVER):
         raise _err(where, "an ignore rule takes no handlers, recovery or approval")
-    for field in ("handlers", "recovery"):
-        for name in getattr(rule, field) or ():
+    for names in ("handlers", "recovery"):
+        for name in getattr(rule, names) or ():
             if name not in config.handlers:
                 known = ", ".join(sorted(config.handlers)) or "none"
-                raise _err(f"{where}.{field}", f"unknown handler {name!r} (defined: {known})")
+                raise _err(f"{where}.{names}", f"unknown handler {name!r} (defined: {known})")
     for low, high in (("min_duration", "max_duration"), ("min_vms", "max_vms")):
         lo, hi = getattr(rule, low), getattr(rule, high)
         if lo is not None and hi is not None and lo > hi:
@@ -392,3 +392,11 @@ def check(config: AgentConfig) -> AgentConfig:
         if not coordination.namespace or any(c.isspace() for c in coordination.namespace):
             raise _err("coordination.namespace", "must be a non-empty word")
     return config
+
+
+def json_schema() -> dict[str, Any]:
+    """The configuration's JSON Schema (the reference page's): msgspec's, of these types."""
+    import msgspec
+
+    schema: dict[str, Any] = msgspec.json.schema(msgspec_type(AgentConfig))
+    return schema

@@ -7,8 +7,7 @@ VM's events of ``event_types`` (the file's own rules, if any, match first).
 
 from __future__ import annotations
 
-import msgspec
-
+from forewarn.agent import structs
 from forewarn.agent.config_schema import AgentConfig, ConfigError, KubernetesSpec, RuleSpec
 
 __all__ = ["NAME", "with_kubernetes_table"]
@@ -28,7 +27,7 @@ def with_kubernetes_table(config: AgentConfig) -> AgentConfig:
         raise ConfigError(f"rules: the name {NAME!r} is taken by the [kubernetes] table")
     fields = {
         f.name: getattr(table, f.name)
-        for f in msgspec.structs.fields(KubernetesSpec)
+        for f in structs.fields(KubernetesSpec)
         if f.name not in _RULE_ONLY
     }
     rule = RuleSpec(
@@ -39,7 +38,7 @@ def with_kubernetes_table(config: AgentConfig) -> AgentConfig:
         approval=table.approval,
         act_minutes_before=table.act_minutes_before,
     )
-    return msgspec.structs.replace(
+    return structs.replace(
         config,
         handlers={**config.handlers, NAME: KubernetesSpec(**fields)},
         rules=[*config.rules, rule],

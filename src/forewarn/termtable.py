@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from forewarn import plaintable
 
@@ -34,9 +33,9 @@ LIST_MIN = 20
 Role = Literal["key", "word", "phrase", "list"]
 
 
-@dataclass(frozen=True, slots=True)
-class Column:
-    """One column and how it may give way when the terminal is narrow.
+class Column(NamedTuple):
+    """One column and how it may give way when the terminal is narrow (a NamedTuple:
+    dataclasses loads inspect, a tenth of a VM command's start-up).
 
     ``key``: an id, never wrapped; cut with an ellipsis down to ``shortest`` if that is
     set, else always whole (ids a user copies). ``word``: a short value, never wrapped.

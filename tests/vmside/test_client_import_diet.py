@@ -2,9 +2,9 @@
 client reads a document, approves an event, gets a refusal and the contract writes a date
 as ``events --url``, ``approve --url`` and ``watch`` do, and ``discover`` reads a lease;
 none of it loads msgspec, the email package, tenacity, ipaddress or urllib.parse, random,
-the idna codec, asyncio or httpx (``discover`` loads pathlib, and with it urllib.parse and
-ipaddress, only for the lease it found). A retry then loads tenacity and random: only a
-retry does.
+the idna codec, dataclasses (and inspect), asyncio or httpx. ``discover`` loads pathlib,
+and with it urllib.parse and ipaddress, only for a lease it found. A retry then loads
+tenacity and random: only a retry does.
 
 Behaviour, not timing: each step's result is checked, so a step that failed early cannot
 pass for one that loaded little.
@@ -38,7 +38,7 @@ DOCUMENT = {
 ABSENT = ("msgspec", "email", "email.utils", "tenacity", "ipaddress", "urllib.parse", "random",
           "encodings.idna", "asyncio", "httpx", "decimal", "typing_extensions", "calendar",
           "forewarn.client.aio", "forewarn.client.recording", "forewarn.contract.render",
-          "forewarn.contract.startrequests", "pathlib")  # fmt: skip
+          "forewarn.contract.startrequests", "pathlib", "dataclasses", "inspect")  # fmt: skip
 
 SCRIPT = """
 import json, sys

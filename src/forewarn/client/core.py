@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Final, TypedDict, TypeVar
 
 from forewarn.client.changes import DocumentChange, diff_documents
@@ -28,6 +27,7 @@ from forewarn.contract import (
     parse_instance,
 )
 from forewarn.contract.jsontext import dumps
+from forewarn.contract.values import Value, set_fields
 
 _T = TypeVar("_T")
 
@@ -60,8 +60,8 @@ INSTANCE_PATH = "/metadata/instance"
 
 
 class RequestSpec:
-    """One HTTP request, described; the twins send it. (A plain class, as ``Answer`` and
-    ``Settings``: each dataclass costs a VM command ~1 ms of start-up to create.)"""
+    """One HTTP request, described; the twins send it. (A plain slotted class, as ``Answer``
+    and ``Settings``: nothing compares or copies them, and they are made on every poll.)"""
 
     __slots__ = ("content", "headers", "method", "params", "url")
 
@@ -202,8 +202,7 @@ def settle(settings: Settings, answer: Answer) -> Answer:
     return answer
 
 
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
+class RetryPolicy(Value):
     """When to try again, as the Scheduled Events articles advise.
 
     410 (the endpoint is getting ready) is retried for ``gone_for`` seconds; 429, 5xx and
@@ -211,11 +210,24 @@ class RetryPolicy:
     ``backoff`` up to ``backoff_max`` seconds (a 429's Retry-After wins when it is longer).
     """
 
-    gone_for: float = 70.0
-    max_retries: int = 5
-    backoff: float = 0.5
-    backoff_max: float = 10.0
-    gone_interval: float = 1.0
+    __slots__ = ("gone_for", "max_retries", "backoff", "backoff_max", "gone_interval")  # noqa: RUF023
+
+    gone_for: float
+    max_retries: int
+    backoff: float
+    backoff_max: float
+    gone_interval: float
+
+    def __init__(
+        self,
+        gone_for: float = 70.0,
+        max_retries: int = 5,
+        backoff: float = 0.5,
+        backoff_max: float = 10.0,
+        gone_interval: float = 1.0,
+    ) -> None:
+        set_fields(self, gone_for, max_retries, backoff, backoff_max, gone_interval)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         for name in ("gone_for", "backoff", "backoff_max", "gone_interval"):

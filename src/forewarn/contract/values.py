@@ -57,10 +57,14 @@ def _returning(value: object) -> Callable[[], object]:
     return lambda: value
 
 
+_set = object.__setattr__
+
+
 def set_fields(value: Value, *fields: object) -> None:
-    """Set ``value``'s fields, in ``__slots__`` order: what its ``__init__`` calls."""
-    for name, field_value in zip(value.__slots__, fields, strict=True):
-        object.__setattr__(value, name, field_value)
+    """Set ``value``'s fields, in ``__slots__`` order: what its ``__init__`` calls (with
+    every field: tests/contract/test_values.py reads each one back)."""
+    for name, field_value in zip(value.__slots__, fields):  # noqa: B905 (a parse's hot path)
+        _set(value, name, field_value)
 
 
 @dataclass_transform(frozen_default=True)

@@ -48,6 +48,8 @@ NOT_WHILE_IDLE = (
     "forewarn.agent.approval",
     "forewarn.agent.orphans",
     "forewarn.agent.coordination",
+    "forewarn.agent.handlers.context",  # and with it dataclasses
+    "dataclasses",
     *NEVER,
 )
 

@@ -8,9 +8,8 @@ event as the endpoint wrote it; ``event_env`` the same as ``FOREWARN_*`` variabl
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from forewarn.contract import format_rfc1123, parse_not_before, resource_matches
 
@@ -81,8 +80,7 @@ def event_env(
     }
 
 
-@dataclass(frozen=True, slots=True)
-class StoredEvent:
+class StoredEvent(NamedTuple):
     """An event rebuilt from the agent's state file (it may have left the document)."""
 
     event_id: str

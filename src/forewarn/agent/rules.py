@@ -8,7 +8,7 @@ is ignored too, and said so in the log.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from forewarn.agent.config_schema import AgentConfig, Approval, KubernetesSpec, OnCrash, RuleSpec
 from forewarn.agent.events import EventView
@@ -19,8 +19,7 @@ SHORT_FREEZE = "short-freeze"
 NO_RULE = "no-rule"
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     """What to do with one event: the rule's name and its action (empty when ignored)."""
 
     rule: str

@@ -19,8 +19,7 @@ import contextlib
 import json
 import os
 import sqlite3
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import asyncio
@@ -72,8 +71,7 @@ class StateError(Exception):
     """The state file cannot be opened or written."""
 
 
-@dataclass(frozen=True, slots=True)
-class EventRecord:
+class EventRecord(NamedTuple):
     """One event as the agent remembers it."""
 
     event_id: str
@@ -93,8 +91,7 @@ class EventRecord:
     recovered_at: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class RunRecord:
+class RunRecord(NamedTuple):
     """One handler run of an event's phase."""
 
     position: int

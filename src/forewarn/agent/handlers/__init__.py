@@ -12,10 +12,11 @@ from forewarn.agent.config_schema import (
     PythonSpec,
     WebhookSpec,
 )
-from forewarn.agent.handlers.base import Handler, HandlerContext, HandlerFailed
+from forewarn.agent.handlers.base import Handler, HandlerFailed
 from forewarn.agent.handlers.command import ExecHandler
 
 if TYPE_CHECKING:
+    from forewarn.agent.handlers.context import HandlerContext
     from forewarn.agent.handlers.kubernetes import KubernetesHandler
     from forewarn.agent.handlers.pycall import PythonHandler
     from forewarn.agent.handlers.webhook import WebhookHandler
@@ -35,7 +36,12 @@ __all__ = [
 
 def __getattr__(name: str) -> object:
     # The kubernetes, webhook and python handlers are imported when a config names them:
-    # an agent that runs none does not hold their modules (or httpx) in memory.
+    # an agent that runs none does not hold their modules (or httpx) in memory; the
+    # context, when a handler first runs.
+    if name == "HandlerContext":
+        from forewarn.agent.handlers.context import HandlerContext
+
+        return HandlerContext
     if name == "PythonHandler":
         from forewarn.agent.handlers.pycall import PythonHandler
 

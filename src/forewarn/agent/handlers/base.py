@@ -7,47 +7,25 @@ handlers that start processes must end them when cancelled.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
-from forewarn.agent.clock import AgentClock
-from forewarn.agent.events import EventView, wire_event
+if TYPE_CHECKING:
+    from forewarn.agent.handlers.context import HandlerContext, Phase
 
 __all__ = ["Handler", "HandlerContext", "HandlerFailed", "Phase"]
 
-Phase = str  # "prepare" or "recover"
+
+def __getattr__(name: str) -> object:
+    # The context is made when a handler runs: its module (and dataclasses) load then.
+    if name in ("HandlerContext", "Phase"):
+        from forewarn.agent.handlers import context
+
+        return getattr(context, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class HandlerFailed(Exception):
     """A handler did not do its job; the message says what went wrong."""
-
-
-@dataclass(frozen=True)
-class HandlerContext:
-    """Everything a handler may read about the event it handles."""
-
-    event: EventView
-    vm_name: str
-    phase: Phase
-    #: NotBefore minus the safety margin (None for a Started event or in recovery).
-    deadline: datetime | None
-    #: Monotonic instant the runner cancels this handler at.
-    expires: float
-    clock: AgentClock = field(default_factory=AgentClock)
-    options: dict[str, Any] = field(default_factory=dict)
-    #: Told the pid of each process the handler starts (the state file keeps it).
-    on_process: Callable[[int], None] | None = None
-
-    @property
-    def event_json(self) -> dict[str, Any]:
-        """The event in its wire form."""
-        return wire_event(self.event)
-
-    def time_left(self) -> float:
-        """Seconds until the runner cancels this handler."""
-        return self.expires - self.clock.monotonic()
 
 
 class Handler:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 from forewarn.agent.config_schema import ExecSpec
 from forewarn.agent.events import event_env
-from forewarn.agent.handlers.base import Handler, HandlerContext, HandlerFailed
+from forewarn.agent.handlers.base import Handler, HandlerFailed
 from forewarn.agent.handlers.process import run_process, tail
+
+if TYPE_CHECKING:
+    from forewarn.agent.handlers.context import HandlerContext
 
 __all__ = ["ExecHandler"]
 

@@ -11,7 +11,7 @@ import contextlib
 import os
 import signal
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["ProcessResult", "run_process", "tail"]
 
@@ -19,8 +19,7 @@ __all__ = ["ProcessResult", "run_process", "tail"]
 KILL_GRACE = 2.0
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessResult:
+class ProcessResult(NamedTuple):
     """Exit status and captured output of a finished child."""
 
     returncode: int

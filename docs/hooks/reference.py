@@ -126,11 +126,9 @@ def fleet_schema() -> dict[str, Any]:
 
 
 def agent_schema() -> dict[str, Any]:
-    import msgspec
+    from forewarn.agent.config_schema import json_schema
 
-    from forewarn.agent.config_schema import AgentConfig
-
-    return msgspec.json.schema(AgentConfig)
+    return json_schema()
 
 
 def openapi() -> dict[str, Any]:

@@ -174,8 +174,8 @@ def test_a_valid_configuration_loads_no_msgspec(tmp_path: Path) -> None:
         "       'FOREWARN_AGENT_KUBERNETES_GRACE_PERIOD': '30'}\n"
         "for path in sys.argv[1:]:\n"
         "    load_config(path, env, {'vm_name': 'web-1', 'metrics_bind': ''})\n"
-        "print(json.dumps([m for m in ('msgspec', 'typing_extensions', 'pathlib', 'urllib.parse')"
-        " if m in sys.modules]))\n"
+        "print(json.dumps([m for m in ('msgspec', 'typing_extensions', 'pathlib', 'urllib.parse',"
+        " 'ipaddress') if m in sys.modules]))\n"
     )
     paths = [str(REPO / "examples" / "agent" / "agent.toml"), str(every)]
     out = subprocess.run([sys.executable, "-c", code, *paths], capture_output=True, text=True)
@@ -197,3 +197,25 @@ def test_the_json_schema_is_msgspecs_of_the_same_types() -> None:
         ((s, s.__struct_config__.tag) for s in HANDLERS)
     }}  # fmt: skip
     assert defs["ExecSpec"]["required"] == ["type", "argv"]
+
+
+def test_a_local_address_is_read_as_ipaddress_reads_it() -> None:
+    """Plain IPv4 addresses are taken without the ipaddress module; the rest it judges."""
+    import ipaddress
+    import random
+
+    from forewarn.agent.config_schema import check_value
+
+    rng = random.Random(31)
+    octets = ["0", "00", "1", "9", "10", "99", "100", "199", "200", "249", "250", "255", "256",
+              "300", "007", "-1", "", " 1", "1\n"]  # fmt: skip
+    values = [".".join(rng.choice(octets) for _ in range(rng.choice([3, 4, 4, 5])))
+              for _ in range(5000)]  # fmt: skip
+    values += ["::1", "fe80::1%eth0", "10.0.0.4", "1.2.3.4\n", "x", "٣.1.1.1"]
+    for value in values:
+        try:
+            ipaddress.ip_address(value)
+            valid = True
+        except ValueError:
+            valid = False
+        assert (check_value("local_address", value) is None) is valid, repr(value)

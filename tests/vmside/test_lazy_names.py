@@ -20,7 +20,8 @@ SRC = Path(forewarn.__file__).parent
 def lazy_packages() -> list[str]:
     found = []
     for init in sorted(SRC.rglob("__init__.py")):
-        if "def __getattr__(" in init.read_text(encoding="utf-8"):
+        text = init.read_text(encoding="utf-8")
+        if "def __getattr__(" in text or "__getattr__ = lazy_getattr(" in text:
             parts = init.parent.relative_to(SRC.parent).parts
             found.append(".".join(parts))
     return found

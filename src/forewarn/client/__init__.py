@@ -20,8 +20,9 @@ Exceptions (each carries ``status``, ``body`` and ``url``):
         └── ServerError          5xx still, after the retries
 """
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from forewarn.lazyexports import lazy_getattr
 
 if TYPE_CHECKING:
     from forewarn.client.aio import AsyncScheduledEventsClient
@@ -104,13 +105,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

@@ -5,8 +5,9 @@ model (the client hands it to its users), RFC 1123 dates, per-version rendering,
 parsing and error bodies.
 """
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from forewarn.lazyexports import lazy_getattr
 
 if TYPE_CHECKING:
     from forewarn.contract.errors import (
@@ -83,13 +84,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"forewarn.contract.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, "forewarn.contract.")
 
 
 __all__ = [

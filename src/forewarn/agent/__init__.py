@@ -8,27 +8,27 @@ PostgreSQL) -> recovery, with every step persisted in SQLite. Imports only
 
 from typing import TYPE_CHECKING
 
-from forewarn.agent.config_layers import load_config
-from forewarn.agent.config_schema import AgentConfig, Approval, ConfigError
+from forewarn.lazyexports import lazy_getattr
 
 if TYPE_CHECKING:
     from forewarn.agent.clock import AgentClock
+    from forewarn.agent.config_layers import load_config
+    from forewarn.agent.config_schema import AgentConfig, Approval, ConfigError
     from forewarn.agent.daemon import Agent, AgentError
 
+#: Where each name lives, loaded on first use: the daemon (asyncio, the client) only when
+#: asked for, so ``forewarn agent status`` and ``check-config`` run without it.
+_LAZY = {
+    "AgentClock": "forewarn.agent.clock",
+    "load_config": "forewarn.agent.config_layers",
+    "AgentConfig": "forewarn.agent.config_schema",
+    "Approval": "forewarn.agent.config_schema",
+    "ConfigError": "forewarn.agent.config_schema",
+    "Agent": "forewarn.agent.daemon",
+    "AgentError": "forewarn.agent.daemon",
+}
 
-def __getattr__(name: str) -> object:
-    # The daemon (asyncio, the client) loads when asked for: ``forewarn agent status``
-    # and ``check-config`` run without it.
-    if name in ("Agent", "AgentError"):
-        from forewarn.agent import daemon
-
-        return getattr(daemon, name)
-    if name == "AgentClock":
-        from forewarn.agent.clock import AgentClock
-
-        return AgentClock
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 __all__ = [
     "Agent",

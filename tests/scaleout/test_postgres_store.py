@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from forewarn.fabric import Changes, HistoryEntry, StoreUnavailable
+from forewarn.fabric import Changes, HistoryEntry
 from forewarn.store import StoreError
 from forewarn.store.postgres import Deposed, PostgresStore
 from forewarn.store.postgres_cluster import ChangeFeed, LeaderSession
@@ -59,18 +59,21 @@ def test_a_deposed_leader_can_no_longer_write(pg: PgDatabase) -> None:
         new.close()
 
 
-def test_lost_connections_fail_one_write_and_the_store_recovers(pg: PgDatabase) -> None:
+def test_connections_lost_while_idle_fail_no_write(pg: PgDatabase) -> None:
+    """The server dropping every idle connection (a restart, an outage ending) costs no
+    write: the pool replaces a dead connection at checkout (it was the first write after
+    an outage that failed, in CI, while /healthz already said 200)."""
     store = PostgresStore(pg.url)
     try:
         store.apply(_change("a"))
-        pg.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
-        with pytest.raises(StoreUnavailable, match="cannot write database"):
-            store.apply(_change("lost"))
-        store.apply(_change("b"))  # a fresh connection from the pool
-        assert [h.kind for h in store.history()] == ["a", "b"]
+        for kind in ("after the loss", "b"):
+            killed = pg.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            assert killed, "the store's connections were terminated"
+            store.apply(_change(kind))
+        assert [h.kind for h in store.history()] == ["a", "after the loss", "b"]
     finally:
         store.close()
 

@@ -94,6 +94,10 @@ class PostgresStore(SqlStore):
             kwargs={"autocommit": True, "application_name": self.session_name},
             open=False,
             name="forewarn-store",
+            # A connection the server dropped while it sat idle (a restart, an outage,
+            # pg_terminate_backend) is replaced at checkout instead of failing the first
+            # write after the database is back: one empty query per checkout.
+            check=psycopg_pool.ConnectionPool.check_connection,
         )
         try:
             self._pool.open(wait=True, timeout=10)

@@ -61,6 +61,13 @@ def test_unknown_scenarios_and_servers_without_an_engine(
     assert "no scenario called 'meteor-strike'" in unknown.json()["error"]
     bad = server.control("POST", "/api/v1/scenarios/runs", json={"nam": "x"}, headers=JSON)
     assert bad.status_code == 400
+    for body in (b'{"name": "user-reb\xffoot"}', b'\xff{"name": "user-reboot"}'):
+        not_utf8 = server.control("POST", "/api/v1/scenarios/runs", content=body, headers=JSON)
+        assert not_utf8.status_code == 400
+        assert not_utf8.json()["error"] == (
+            'invalid body: it is not valid UTF-8; expected {"name": "..."}'
+        )
+    assert _runs(server) == []  # nothing started
     bare = TestClient(ControlApp(make_fabric()).asgi)  # embedded, no scenario engine given
     assert bare.get("/api/v1/scenarios").json() == {"names": [], "runs": []}
     refused = bare.post("/api/v1/scenarios/runs", headers=JSON, json={"name": "user-reboot"})

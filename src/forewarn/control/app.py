@@ -36,6 +36,7 @@ from forewarn.control.json_views import (
     http_error,
     hung_up,
     json_error,
+    not_utf8,
     operation_out,
     shorten,
 )
@@ -142,10 +143,9 @@ def _decode(raw: bytes, kind: type[T]) -> T:
         return msgspec.json.decode(raw, type=kind)
     except msgspec.ValidationError as exc:
         raise _BadRequest(f"invalid body: {exc}") from None
-    except msgspec.DecodeError:
-        raise _BadRequest("request body is not valid JSON") from None
-    except UnicodeDecodeError:
-        raise _BadRequest("request body is not valid JSON: a string is not valid UTF-8") from None
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        detail = ": it is not valid UTF-8" if not_utf8(raw) else ""
+        raise _BadRequest(f"request body is not valid JSON{detail}") from None
     except RecursionError:
         raise _BadRequest("request body is not valid JSON: nested too deeply") from None
 

@@ -19,12 +19,27 @@ __all__ = [
     "http_error",
     "hung_up",
     "json_error",
+    "not_utf8",
     "operation_out",
     "shorten",
 ]
 
 #: Characters of an error message; what a client sent is never echoed back whole.
 MESSAGE_MAX = 1000
+
+
+def not_utf8(raw: bytes) -> bool:
+    """Whether a body msgspec refused is not UTF-8, which the error then says.
+
+    msgspec before 0.23 raised ``UnicodeDecodeError`` for bad UTF-8 in a string, 0.23 a
+    ``DecodeError`` like any other fault: the bytes give one answer for every version
+    (and for bad UTF-8 outside strings too).
+    """
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 def shorten(message: str, limit: int = MESSAGE_MAX) -> str:

@@ -25,7 +25,7 @@ from forewarn.control.dashboard.drills import ResetLog
 from forewarn.control.dashboard.hub import RELOAD, Hub, Message, sse
 from forewarn.control.dashboard.stream_messages import snapshot
 from forewarn.control.dashboard.wire import WireResponse, wire_transport
-from forewarn.control.json_views import json_error
+from forewarn.control.json_views import json_error, not_utf8
 from forewarn.control.qvalues import weighted
 from forewarn.control.schemas import ScenarioRunBody
 from forewarn.fabric import Fabric, NotFoundError
@@ -179,7 +179,7 @@ class DashboardRoutes:
         try:
             body = msgspec.json.decode(raw or b"{}", type=ScenarioRunBody)
         except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
-            why = "a string is not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else exc
+            why = "it is not valid UTF-8" if not_utf8(raw) else exc
             return json_error(f'invalid body: {why}; expected {{"name": "..."}}', 400)
         server = request.scope.get("server") or ("127.0.0.1", 80)
         host = f"[{server[0]}]" if ":" in str(server[0]) else str(server[0])

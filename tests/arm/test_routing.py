@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from starlette.testclient import TestClient
 
 from forewarn.arm import ArmApp, ArmFleet
 from forewarn.arm.paths import parse_path
 from forewarn.arm.wire import COMPUTE_VERSIONS
+from tests.control.conftest import TestClient
 from tests.support.fabrics import fleet, make_fabric
 
 SUB = "00000000-0000-4000-8000-00000000f0e1"

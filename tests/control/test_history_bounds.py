@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from starlette.testclient import TestClient
 
-from tests.control.conftest import API
+from tests.control.conftest import API, TestClient
 
 
 @pytest.mark.parametrize(

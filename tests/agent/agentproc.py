@@ -85,6 +85,7 @@ class AgentProcess:
             **inherited,
             "FOREWARN_IMDS_URL": endpoint,
             "PYTHONUNBUFFERED": "1",
+            "PYTHONFAULTHANDLER": "1",  # SIGABRT prints every thread's stack (``post_mortem``)
             **placed,
             **(env or {}),
         }
@@ -151,6 +152,21 @@ class AgentProcess:
             if all(found.get(k) == f'"{v}"' for k, v in labels.items()):
                 return float(value)
         return 0.0
+
+    def post_mortem(self, lines: int = 40) -> str:
+        """How the agent is, for a failure message: its exit code, or (still running) the
+        stack of every thread it had, dumped by SIGABRT through ``PYTHONFAULTHANDLER``."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGABRT)
+            with suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10)
+            time.sleep(0.5)  # the pump reads the last lines
+            how = "was running (stacks on SIGABRT)"
+        else:
+            how = f"had exited ({self.proc.returncode})"
+        tail = "\n".join(self.raw[-lines:])
+        return f"pid {self.proc.pid} {how}; its last output:\n{tail}"
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
         assert self.proc is not None

@@ -81,8 +81,9 @@ def run_groups(
                 "the approval may have gone out before a restart; not sending another"
             )
             if unsure or time.monotonic() > deadline:
-                tail = victim.raw[-12:] if victim is not None else []
-                assert unsure, f"no approval of {ids} in 90 s (seed {seed}): {tail}"
+                if not unsure:
+                    how = victim.post_mortem() if victim is not None else "no agent was killed"
+                    pytest.fail(f"no approval of {ids} in 90 s (seed {seed}): {how}")
                 at_most_once += [line["event_id"] for line in unsure]
                 break
             time.sleep(0.05)

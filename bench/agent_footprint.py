@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -324,10 +325,16 @@ def soak(root: Path, polls: int) -> dict[str, Any]:
 
 def vm_venv(root: Path) -> Path:
     """A venv holding only the VM install (and the redis extra, for coordination), built
-    from this checkout as the README's "Install on a VM" does."""
+    as the README's "Install on a VM" does from a copy of this checkout (pip building in
+    the checkout itself would leave build/ and an egg-info there)."""
+    tree = root / "forewarn"
+    shutil.copytree(REPO / "src", tree / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))  # fmt: skip
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(REPO / name, tree / name)
     venv = root / "vm-venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-input", f"{REPO}[redis]"],
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-input", f"{tree}[redis]"],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     return venv
 

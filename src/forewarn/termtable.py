@@ -49,6 +49,11 @@ class Column(NamedTuple):
     optional: int = 0
     shortest: int | None = None
 
+    @property
+    def unwrapped(self) -> bool:
+        """Never wrapped (a ``key`` or a ``word``): cut with an ellipsis instead."""
+        return self.role in ("key", "word")
+
 
 def _widest_line(text: str) -> int:
     return max(plaintable.cell_len(line) for line in text.split("\n"))
@@ -144,7 +149,7 @@ def build(
     )
     for i in shown:
         column = columns[i]
-        whole = column.role in ("key", "word")
+        whole = column.unwrapped
         out.add_column(
             Text(column.header),
             width=widths[i],
@@ -177,7 +182,7 @@ def plain(
         width = widened(needed) if widened is not None else needed
     return plaintable.render(
         title,
-        [(columns[i].header, widths[i], columns[i].role in ("key", "word")) for i in shown],
+        [(columns[i].header, widths[i], columns[i].unwrapped) for i in shown],
         [[row[i] for i in shown] for row in rows],
         width,
         caption=_caption(columns, shown),

@@ -68,6 +68,8 @@ CASES: list[tuple[str, str, str, dict[str, Any], int, str]] = [
     ("invalid-utf8-value", "POST", OPS, {"content": b'{"kind": "user-reboot", "target": "web-\xff"}'}, 400, "not valid UTF-8"),
     ("invalid-utf8-kind", "POST", OPS, {"content": b'{"kind": "\xff", "target": "web-0"}'}, 400, "not valid UTF-8"),
     ("invalid-utf8-key", "POST", OPS, {"content": b'{"kind": "user-reboot", "\xff": 1}'}, 400, "not valid UTF-8"),
+    ("invalid-utf8-only-key", "POST", OPS, {"content": b'{"\xff": 1}'}, 400, "not valid UTF-8"),
+    ("invalid-utf8-outside-strings", "POST", OPS, {"content": b'{"kind": "user-reboot"}\xff'}, 400, "not valid UTF-8"),
     ("deep-nesting", "POST", OPS, {"content": b'{"kind": "user-reboot", "target": ' + b"[" * 30000 + b"]" * 30000 + b"}"}, 400, "at `$.target`"),
     ("deep-nesting-top", "POST", OPS, {"content": b"[" * 30000 + b"]" * 30000}, 400, "Expected `object`, got `array`"),
     # events

@@ -87,14 +87,14 @@ class OnCrash(StrEnum):
     FAIL = "fail"
 
 
-class _Handler(Struct, kw_only=True, forbid_unknown_fields=True, tag_field="type"):
+class _Handler(Struct, forbid_unknown_fields=True, tag_field="type"):
     """Fields every handler has."""
 
     timeout: Positive = 60.0
     on_receipt: bool = False
 
 
-class ExecSpec(_Handler, kw_only=True, tag="exec"):
+class ExecSpec(_Handler, tag="exec"):
     """Run a program: event fields as ``FOREWARN_*`` env vars, the event JSON on stdin."""
 
     argv: Annotated[list[str], Meta(min_length=1)]
@@ -102,7 +102,7 @@ class ExecSpec(_Handler, kw_only=True, tag="exec"):
     cwd: str | None = None
 
 
-class WebhookSpec(_Handler, kw_only=True, tag="webhook"):
+class WebhookSpec(_Handler, tag="webhook"):
     """POST a JSON body built from ``body`` (string values are ``string.Template``s)."""
 
     url: str
@@ -114,14 +114,14 @@ class WebhookSpec(_Handler, kw_only=True, tag="webhook"):
     use_proxy_env: bool = True
 
 
-class PythonSpec(_Handler, kw_only=True, tag="python"):
+class PythonSpec(_Handler, tag="python"):
     """Call ``module:function`` (sync or async) with the handler context."""
 
     target: str
     options: dict[str, Any] = {}
 
 
-class KubernetesSpec(_Handler, kw_only=True, tag="kubernetes"):
+class KubernetesSpec(_Handler, tag="kubernetes"):
     """Taint, cordon and drain this node with kubectl; uncordon and untaint afterwards."""
 
     timeout: Positive = 600.0
@@ -155,7 +155,7 @@ class KubernetesSpec(_Handler, kw_only=True, tag="kubernetes"):
 HandlerSpec = ExecSpec | WebhookSpec | PythonSpec | KubernetesSpec
 
 
-class KubernetesTable(KubernetesSpec, kw_only=True, tag="kubernetes"):
+class KubernetesTable(KubernetesSpec, tag="kubernetes"):
     """``[kubernetes]``: the kubernetes handler and its rule in one table (a DaemonSet's
     whole configuration can come from ``FOREWARN_AGENT_KUBERNETES_*``)."""
 
@@ -173,7 +173,7 @@ class KubernetesTable(KubernetesSpec, kw_only=True, tag="kubernetes"):
     act_minutes_before: Minutes | None = None
 
 
-class RuleSpec(Struct, kw_only=True, forbid_unknown_fields=True):
+class RuleSpec(Struct, forbid_unknown_fields=True):
     """One ordered rule: what it matches, then what it does."""
 
     name: str = ""
@@ -196,7 +196,7 @@ class RuleSpec(Struct, kw_only=True, forbid_unknown_fields=True):
     on_crash: OnCrash = OnCrash.RETRY
 
 
-class Coordination(Struct, kw_only=True, forbid_unknown_fields=True):
+class Coordination(Struct, forbid_unknown_fields=True):
     """Where agents of one event's VMs record whether they are ready."""
 
     backend: str = "redis"
@@ -209,7 +209,7 @@ class Coordination(Struct, kw_only=True, forbid_unknown_fields=True):
     claim_lease: Positive = 15.0
 
 
-class AgentConfig(Struct, kw_only=True, forbid_unknown_fields=True):
+class AgentConfig(Struct, forbid_unknown_fields=True):
     """Everything the agent reads; the defaults suit a real Azure VM."""
 
     vm_name: str = ""

@@ -137,7 +137,6 @@ class Struct:
     def __init_subclass__(
         cls,
         *,
-        kw_only: bool = True,
         forbid_unknown_fields: bool | None = None,
         tag_field: str | None = None,
         tag: str | None = None,

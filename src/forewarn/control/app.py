@@ -143,7 +143,7 @@ def _decode(raw: bytes, kind: type[T]) -> T:
         return msgspec.json.decode(raw, type=kind)
     except msgspec.ValidationError as exc:
         raise _BadRequest(f"invalid body: {exc}") from None
-    except (msgspec.DecodeError, UnicodeDecodeError):
+    except msgspec.DecodeError:
         detail = ": it is not valid UTF-8" if not_utf8(raw) else ""
         raise _BadRequest(f"request body is not valid JSON{detail}") from None
     except RecursionError:

@@ -29,12 +29,8 @@ MESSAGE_MAX = 1000
 
 
 def not_utf8(raw: bytes) -> bool:
-    """Whether a body msgspec refused is not UTF-8, which the error then says.
-
-    msgspec before 0.23 raised ``UnicodeDecodeError`` for bad UTF-8 in a string, 0.23 a
-    ``DecodeError`` like any other fault: the bytes give one answer for every version
-    (and for bad UTF-8 outside strings too).
-    """
+    """Whether a body msgspec refused is not UTF-8, which the 400 then says (msgspec
+    reports bad UTF-8 as a ``DecodeError`` like any other fault, inside strings or not)."""
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:

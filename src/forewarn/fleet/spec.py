@@ -8,7 +8,6 @@ while the checks that run (and their messages, which say why) are in ``fleetfile
 
 from __future__ import annotations
 
-import inspect
 from importlib import resources
 from typing import Annotated, Any, Literal
 
@@ -174,30 +173,12 @@ class FleetSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, 
 
 def fleet_schema() -> dict[str, Any]:
     """The JSON Schema of fleet files, generated from the Structs that parse them."""
-    schema = _cleaned(msgspec.json.schema(FleetSpec))
+    schema = msgspec.json.schema(FleetSpec)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "forewarn fleet file",
         **schema,
     }
-
-
-def _cleaned(node: Any) -> Any:
-    """``node`` with every description dedented as ``inspect.cleandoc`` does.
-
-    msgspec 0.23 started to clean the docstrings it copies into descriptions; doing it
-    here gives the shipped schema the same bytes whichever msgspec generates it.
-    """
-    if isinstance(node, dict):
-        return {
-            key: inspect.cleandoc(value)
-            if key == "description" and isinstance(value, str)
-            else _cleaned(value)
-            for key, value in node.items()
-        }
-    if isinstance(node, list):
-        return [_cleaned(item) for item in node]
-    return node
 
 
 def example_fleet_text(name: str) -> str:

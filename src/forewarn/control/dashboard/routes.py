@@ -178,7 +178,7 @@ class DashboardRoutes:
         raw = await request.body()
         try:
             body = msgspec.json.decode(raw or b"{}", type=ScenarioRunBody)
-        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             why = "it is not valid UTF-8" if not_utf8(raw) else exc
             return json_error(f'invalid body: {why}; expected {{"name": "..."}}', 400)
         server = request.scope.get("server") or ("127.0.0.1", 80)

@@ -46,6 +46,7 @@ from forewarn.fabric.records import (
 )
 from forewarn.fabric.relay import Relay
 from forewarn.fabric.scope_view import ScopeView
+from forewarn.fabric.standing import Standing
 from forewarn.fabric.state import FabricState
 from forewarn.fabric.transaction import Tx, find_event
 from forewarn.fleet.topology import VM, ScopePolicy, Topology
@@ -98,6 +99,9 @@ class Fabric:
         self._relayed_until = -math.inf
         #: True in a scaled-out fleet: views may lag behind another front-end's.
         self.replicated = False
+        #: Until when this process may serve its views and write (``standing.py``): in a
+        #: scaled-out fleet, only as long after it last heard from the database.
+        self.standing = Standing()
         #: Each VM's last request to this process's endpoint (``note_request``).
         self.last_requests: dict[str, float] = {}
         #: The same, only of the VMs that asked since ``take_polled`` last took them.
@@ -287,7 +291,10 @@ class Fabric:
         was_enabled = recent or self.config.enablement == "always"
         if was_enabled and self._pipe.writes_on_hold():
             return False
-        self._note_scope_request(self._tx(now), scope_id, vm.name, enables=not was_enabled)
+        try:
+            self._note_scope_request(self._tx(now), scope_id, vm.name, enables=not was_enabled)
+        except StoreUnavailable:  # (refused for good, or not sure it still leads): a later
+            return False  # request tries again; the store's state says why (/healthz)
         return not was_enabled
 
     def repeated_poll(self, vm: VM) -> ScopeView | None:
@@ -475,7 +482,7 @@ class Fabric:
         A write that fails stops it (the timers stay due and are retried a moment later);
         it never raises for that, so a reader that caught up still gets its document.
         A follower fires nothing: its leader does."""
-        if self._follower is not None or self._pipe.writes_on_hold():
+        if self._follower is not None or self._pipe.writes_on_hold() or not self.standing.current():
             return 0
         fired = 0
         now = self._due_by() if until is None else min(until, self.clock.now())
@@ -629,6 +636,11 @@ class Fabric:
             raise StoreUnavailable(
                 "this process follows the fleet's leader and changes nothing itself; "
                 "send the request to the leader (see forewarn status)"
+            )
+        if not self.standing.current():
+            raise StoreUnavailable(
+                "this process has not heard from the fleet's database lately and may no "
+                "longer lead; it changes nothing until it knows (retry in a moment)"
             )
         changes = rules.seal(self._rules, tx, clock_position)
         return self._pipe.commit(changes, bookkeeping=bookkeeping)

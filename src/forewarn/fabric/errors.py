@@ -13,6 +13,8 @@ FabricError
 
 from __future__ import annotations
 
+from typing import Self
+
 __all__ = [
     "ClockError",
     "Conflict",
@@ -63,3 +65,13 @@ class StoreUnavailable(FabricError):
     def __init__(self, message: str, *, permanent: bool = False) -> None:
         super().__init__(message)
         self.permanent = permanent
+
+    def again(self) -> Self:
+        """The same failure as a new object, to raise once more: one object raised time
+        after time (a store refused for good, a failure shared by a group of commits)
+        would gather every raise's frames in its traceback, and each log line that shows
+        it would be longer than the last."""
+        fresh = type(self).__new__(type(self))
+        fresh.args = self.args
+        fresh.__dict__.update(self.__dict__)
+        return fresh

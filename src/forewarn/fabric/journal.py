@@ -59,8 +59,8 @@ class Commit:
                 continue
             if error is None:
                 waiter.set_result(None)
-            else:
-                waiter.set_exception(error)
+            else:  # each its own: one object raised by many callers grows a traceback
+                waiter.set_exception(error.again())
         self.waiters.clear()
 
 

@@ -115,7 +115,7 @@ class Pipeline:
         for good, or when an inline journal failed to write.
         """
         if self._permanent is not None:
-            raise self._permanent
+            raise self._permanent.again()
         for owing in self._owing:  # written with the change: a crash keeps both or neither
             owed = owing.owed(changes, self.work.events)
             if owed:
@@ -152,7 +152,7 @@ class Pipeline:
         self._journal.submit(commit)
         self._notify_change()
         if commit.done and commit.error is not None and not bookkeeping:
-            raise commit.error
+            raise commit.error.again()
         return commit
 
     def _view(
@@ -333,7 +333,10 @@ class Pipeline:
         await waiter
 
     def writes_on_hold(self) -> bool:
-        """True for a moment after a failed write: timers and bookkeeping wait."""
+        """True for a moment after a failed write, and for good once the store refuses
+        writes for good: timers and bookkeeping wait."""
+        if self._permanent is not None:
+            return True
         return self.error is not None and self._monotonic() < self._hold_until
 
     def probe(self) -> None:

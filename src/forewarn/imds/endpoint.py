@@ -53,7 +53,8 @@ __all__ = ["MAX_BODY", "RULE_HEADERS", "TOO_LARGE", "Endpoint", "ImdsSettings"]
 MAX_BODY = 64 * 1024
 
 #: In a scaled-out fleet, the longest a front-end behind another one waits to catch up
-#: before answering a VM that has seen a newer incarnation (If-None-Match).
+#: before answering a VM that has seen a newer incarnation (If-None-Match), and the
+#: longest one whose standing lapsed waits for the database to vouch for it again.
 CATCH_UP_SECONDS = 2.0
 
 #: The only request headers the rules look at (lower-case).
@@ -103,6 +104,13 @@ TOO_LARGE = Reply(413, error_body("Request body too large"))
 _APPROVED = Reply(200, b"")
 _INTERNAL_ERROR = Reply(500, error_body("Internal server error"))
 _VERSIONS = Reply(200, msgspec.json.encode({"apiVersions": list(INSTANCE_VERSIONS)}))
+_NOT_VOUCHED = Reply(
+    503,
+    error_body(
+        "This front-end has not heard from the fleet's database lately, so it cannot vouch "
+        "for its Scheduled Events document; retry in a moment"
+    ),
+)
 
 
 def normalise_path(raw: str) -> str:
@@ -325,7 +333,7 @@ class Endpoint:
         limit, first request, the scope's document, reaction tracking, metrics)."""
         poll: _Poll = ticket  # type: ignore[assignment]  # only ``ticket`` makes them
         vm = poll.vm
-        if self.faults.active or vm.name in self._deleted:
+        if self.faults.active or vm.name in self._deleted or not self.fabric.standing.current():
             return None
         if poll.if_none_match is not None and self.fabric.replicated:
             return None
@@ -389,6 +397,14 @@ class Endpoint:
         vm = self._resolver.resolve(request.client, request.local_port)
         if vm is None or vm.name in self._deleted:
             raise _Abort(_NOT_FOUND)
+        if (
+            route == SCHEDULED_EVENTS
+            and not self.fabric.standing.current()
+            and (request.method != "POST" or self.fabric.leading)
+        ):  # a scaled-out front-end that stopped for a while: its views (and, leading,
+            # its lead) may be older than what VMs were shown elsewhere (a follower relays
+            # an approval whatever its views are: the leader applies it if it still can)
+            return Reply(200, b"", wait=self._once_vouched(target, request))
         if self._limiter is not None and not self._limiter.allow(vm.name):
             raise _Abort(RATE_LIMITED)
         method = request.method
@@ -466,6 +482,17 @@ class Endpoint:
         wanted = _newest_etag(if_none_match)
         view = await self.fabric.view_at_least(vm.scope_id, wanted, CATCH_UP_SECONDS)
         return self._document(view, vm, version, if_none_match, delay)
+
+    async def _once_vouched(self, target: _Target, request: Request) -> Reply:
+        """The answer once the database vouched for this front-end again (``Standing``),
+        or 503 after ``CATCH_UP_SECONDS``: never a document it cannot vouch for."""
+        if not await self.fabric.standing.wait(CATCH_UP_SECONDS):
+            return _NOT_VOUCHED
+        try:
+            reply = self._handle(target, request)
+        except _Abort as abort:
+            return abort.reply
+        return reply if reply.wait is None else await reply.wait
 
     def _approve(self, vm: VM, body: bytes, version: ApiVersion) -> None:
         try:

@@ -28,6 +28,7 @@ from forewarn.store.postgres import (
     APPLICATION_PREFIX,
     CHANGES_CHANNEL,
     WRITE_TIMEOUT,
+    Deposed,
     PostgresStore,
 )
 from forewarn.store.postgres_schema import LEADER_LOCK, display_url
@@ -132,12 +133,19 @@ class LeaderSession:
         assert row is not None
         return int(row[0])
 
-    def still_leads(self, epoch: int) -> bool:
-        """False once the session is gone or another process took over."""
+    def still_leads(self, epoch: int, member: str | None = None) -> bool:
+        """False once the session is gone or another process took over. ``member``: also
+        report it alive (as ``ClusterTables.heartbeat``), in the same round trip, so that
+        no follower can find it silent for ``STALE_LEADER_SECONDS`` after this call
+        began (the leader's ``Standing`` counts on that)."""
         if self._conn is None or self._conn.closed:
             return False
         try:
-            row = self._conn.execute("SELECT epoch FROM leader WHERE id = 1").fetchone()
+            row = self._conn.execute(
+                "WITH beat AS (UPDATE members SET seen_at = now() WHERE id = %s)"
+                " SELECT epoch FROM leader WHERE id = 1",
+                (member,),
+            ).fetchone()
         except psycopg.Error:
             self.close()
             return False
@@ -341,8 +349,19 @@ class ClusterTables:
         return approvals, scopes
 
     def done(self, approvals: Sequence[int], scopes: Sequence[ScopeRequest]) -> None:
-        """Forget requests the leader applied (a scope request only if none came since)."""
+        """Forget requests the leader applied (a scope request only if none came since);
+        a store fenced with an epoch forgets nothing once another leader took over
+        (``Deposed``): a leader that woke up after it was deposed may have skipped
+        requests naming what the new leader made, and they are the new leader's to apply."""
+        epoch = self.store.epoch
         with self._tx() as conn:
+            if (
+                epoch is not None
+                and not conn.execute(  # (a takeover waits for this commit)
+                    "SELECT 1 FROM leader WHERE id = 1 AND epoch = %s FOR SHARE", (epoch,)
+                ).fetchone()
+            ):
+                raise Deposed(epoch)
             if approvals:
                 conn.execute("DELETE FROM approval_requests WHERE id = ANY(%s)", (list(approvals),))
             if scopes:  # one statement: a row at a time held the GIL against the loop

@@ -9,7 +9,10 @@ follower answers only once its own views include that change (bounded), so a cal
 that triggers an operation here and then reads here sees it.
 
 A follower whose replication is down answers ``/healthz`` with 503 (its views are going
-stale), as does a leader from the moment it finds it no longer leads. When the database
+stale), as does a leader from the moment it finds it no longer leads, and any process
+the database has not vouched for lately (its ``Standing``: it stopped for a while). A
+change sent to a leader in that state waits a moment for the leader to know whether it
+still leads, then is made there or forwarded. When the database
 cannot be reached, the cluster status and changes sent to a follower are 503 with the
 reason, within about a second. It also serves ``GET /api/v1/cluster``: this process, the
 leader, and every live member with its replication lag (what ``forewarn status`` prints).
@@ -66,10 +69,14 @@ class LeaderForwarding:
             await _json(send, 503, {"status": "unhealthy", "reason": reason})
         elif method in SAFE_METHODS:
             await self.app(scope, receive, send)
-        elif self.cluster.leading:
-            await self.app(scope, receive, self._stamped(send))
         else:
-            await self._forward(scope, receive, send)
+            standing = self.cluster.fabric.standing
+            if self.cluster.leading and not standing.current():  # it may have been deposed
+                await standing.wait(CATCH_UP_SECONDS)  # (the leader checks at once)
+            if self.cluster.leading:
+                await self.app(scope, receive, self._stamped(send))
+            else:
+                await self._forward(scope, receive, send)
 
     async def _status(self, method: str, send: Send) -> None:
         if method not in ("GET", "HEAD"):

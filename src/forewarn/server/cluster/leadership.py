@@ -15,6 +15,16 @@ advisory lock on a session of its own; the one that holds it leads:
 
 A leader that dies ends its session, which frees the lock: another process takes over
 within a second or so, and timers that came due meanwhile fire at once, in order.
+
+A process that stopped for a while (SIGSTOP, a paused VM, a partition from the database)
+wakes up not knowing whether it still leads, or how far its views fell behind. Its
+``Standing`` (``forewarn.fabric.standing``) is confirmed each time the database vouches
+for it (a leader's check that it still leads, which also reports it alive; a follower's
+catch-up or reload) and lapses ``STANDING_SECONDS`` later, before any follower could
+depose it: from then on it fires no timer, writes nothing and answers no VM from its
+views until it is confirmed again or has stepped down and reloaded. Stepping down stops
+the leader's work first and waits for its tasks a bounded time, never counting on a
+cancellation being delivered.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +77,11 @@ STALE_LEADER_SECONDS = 5.0
 #: The longest a request waits for a connection to read who leads (the control API
 #: answers 503 after that, rather than hold its caller while the database is away).
 LOOKUP_SECONDS = 1.0
+#: How long after the database last vouched for it a process serves and writes (well
+#: under ``STALE_LEADER_SECONDS``: a leader stops before anyone may depose it).
+STANDING_SECONDS = 2.5
+#: How long stepping down waits for each round of cancelled leader tasks to end.
+STEP_DOWN_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -109,9 +125,16 @@ class Cluster:
         self._on_written = on_written
         self._on_lead = on_lead
         self.relay = PostgresRelay(self.tables, self.member)
+        #: Woken when a request finds the standing lapsed: a leader checks at once.
+        self._recheck = asyncio.Event()
+        fabric.standing.require(STANDING_SECONDS, on_lapse=self._recheck.set)
         self.replicator = Replicator(
-            fabric, store, on_lag=metrics.observe_lag, on_reload=metrics.reloads.inc
-        )
+            fabric, store, on_lag=metrics.observe_lag, on_reload=metrics.reloads.inc,
+            on_current=fabric.standing.confirm,
+        )  # fmt: skip
+        #: The leader's checks that it still leads, on a thread of their own: never behind
+        #: other work in the loop's executor while its standing runs out.
+        self._lease_thread = ThreadPoolExecutor(1, thread_name_prefix="forewarn-lease")
         self.epoch: int | None = None
         self._scheduler = Scheduler(fabric, clock)
         #: One pass over the followers' requests at a time (the request loop's, and the
@@ -142,9 +165,10 @@ class Cluster:
         return self.store.head if self.leading else self.replicator.applied
 
     def healthy(self) -> bool:
-        """False while a follower's change feed is down (its views go stale), and from
-        the moment a leader finds it no longer leads (until it follows again)."""
-        return self.leading or self.replicator.connected
+        """False while a follower's change feed is down (its views go stale), from the
+        moment a leader finds it no longer leads (until it follows again), and while the
+        database has not vouched for this process lately (its ``Standing``)."""
+        return self.fabric.standing.current() and (self.leading or self.replicator.connected)
 
     def lag(self) -> float | None:
         """Commit-to-view time of the last change applied (0 on the leader)."""
@@ -223,6 +247,7 @@ class Cluster:
         with contextlib.suppress(StoreUnavailable):
             await asyncio.to_thread(self.tables.leave, self.member)
         await self.leader_http.aclose()
+        self._lease_thread.shutdown(wait=False)
 
     async def _elect(self) -> None:
         session = LeaderSession(self.store.url, self.store.session_name)
@@ -273,6 +298,7 @@ class Cluster:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._following
             self._following = None
+        asked = time.monotonic()
         epoch = await asyncio.to_thread(session.take_over, self.member, self.control_url)
         self.store.fence(epoch)
         if self._on_lead is not None:  # before anything can change or be asked of it
@@ -284,6 +310,7 @@ class Cluster:
         self._journal = ThreadedJournal(self.store, on_written=self._on_written)
         self.fabric.lead(snapshot, self._journal, clock_position=position)
         self.fabric.apply_relayed_first(self._apply_relayed)
+        self.fabric.standing.confirm(asked)  # (a load slower than the standing: checked next)
         self.epoch = epoch
         self.metrics.became_leader(epoch)
         log.info("leading the fleet", epoch=epoch, log_head=self.store.head, member=self.member)
@@ -299,21 +326,32 @@ class Cluster:
             asyncio.create_task(self._consume_requests(), name="forewarn-requests"),
             asyncio.create_task(self._prune(), name="forewarn-prune"),
         ]
-        while await asyncio.to_thread(session.still_leads, epoch):
-            await asyncio.sleep(ELECTION_SECONDS)
+        loop = asyncio.get_running_loop()
+        while True:
+            asked = time.monotonic()
+            if not await loop.run_in_executor(
+                self._lease_thread, session.still_leads, epoch, self.member
+            ):
+                break
+            self.fabric.standing.confirm(asked)
+            self._recheck.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(ELECTION_SECONDS):  # (or a lapse found sooner)
+                    await self._recheck.wait()
         if not self._stopping:
             log.warning("no longer leading the fleet", epoch=epoch)
 
     async def _step_down(self, session: LeaderSession) -> None:
         was_leading = self.epoch is not None
-        self.epoch = None  # not the leader from now on: /healthz and forwarding say so
-        for task in self._leader_tasks:
-            task.cancel()
-        for task in self._leader_tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._leader_tasks = []
+        # First, in this very turn of the loop, stop acting as the leader: not the leader
+        # from now on (/healthz and forwarding say so), no timer fires, nothing is written
+        # and no VM is answered from the leader's views until they are reloaded.
+        self.epoch = None
+        self.fabric.standing.withdraw()
+        self._scheduler.stop()
         self.fabric.follow(self.relay)
+        await _end(self._leader_tasks)
+        self._leader_tasks = []
         if self._journal is not None:
             await asyncio.to_thread(self._journal.close)  # fails (fenced) or lands
             await asyncio.sleep(0)  # its outcomes are reported on this loop
@@ -381,3 +419,25 @@ class Cluster:
             except Exception:  # reporting must never stop for good
                 log.exception("reporting this process failed")
             await asyncio.sleep(HEARTBEAT_SECONDS)
+
+
+async def _end(tasks: Sequence[asyncio.Task[None]]) -> None:
+    """Cancel ``tasks`` and wait for them to end, a bounded time: a cancellation that
+    does not land (Python 3.11's ``wait_for`` can drop one, and ``Scheduler.stop`` is
+    not the only loop that uses it) is sent again, and a task still running after three
+    rounds is named in the log and left behind, never waited for for ever."""
+    pending = {t for t in tasks if not t.done()}
+    for _ in range(3):
+        if not pending:
+            break
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=STEP_DOWN_SECONDS)
+    for task in tasks:  # retrieve what they ended with (nothing is awaited any more)
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            log.warning(
+                "a leader task had failed", task=task.get_name(), reason=repr(task.exception())
+            )
+    if pending:
+        log.error("leader tasks did not end when cancelled; left behind",
+                  tasks=sorted(t.get_name() for t in pending))  # fmt: skip

@@ -53,7 +53,11 @@ class Replicator:
         *,
         on_lag: Callable[[float], None] | None = None,
         on_reload: Callable[[], None] | None = None,
+        on_current: Callable[[float], None] | None = None,
     ) -> None:
+        """``on_current(asked_at)``: the views hold every change committed before
+        ``asked_at`` (``time.monotonic()``), after a reload or a read that found nothing
+        new (the fabric's ``Standing``)."""
         self.fabric = fabric
         self.store = store
         #: Sequence number of the last change applied (the state includes every earlier one).
@@ -63,6 +67,7 @@ class Replicator:
         self.connected = False
         self._on_lag = on_lag
         self._on_reload = on_reload
+        self._on_current = on_current
         self._advanced = asyncio.Condition()
 
     async def run(self, *, reload_first: bool) -> None:
@@ -101,20 +106,28 @@ class Replicator:
                     close_later(feed)
 
     async def _reload(self) -> None:
+        asked = time.monotonic()
         snapshot = await asyncio.to_thread(self.store.load)
         position = await asyncio.to_thread(self.store.clock_position)
         self.fabric.reload(snapshot, clock_position=position)
         self.applied = self.store.loaded_head
         if self._on_reload is not None:
             self._on_reload()
+        self._current(asked)
         await self._announce()
+
+    def _current(self, asked: float) -> None:
+        if self._on_current is not None:
+            self._on_current(asked)
 
     async def _catch_up(self, feed: ChangeFeed) -> bool:
         """Apply what the log holds after ``applied``; True when a hole forced a reload."""
         while True:
+            asked = time.monotonic()
             entries, db_now, oldest = await asyncio.to_thread(feed.since, self.applied)
             read_at = time.monotonic()
             if not entries:
+                self._current(asked)  # nothing newer was committed before ``asked``
                 return False
             if entries[0].seq != self.applied + 1:
                 log.warning(

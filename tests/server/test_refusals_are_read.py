@@ -276,3 +276,21 @@ def test_a_refused_body_sent_with_keep_alive_leaves_the_connection_usable(
         get = _head(listener, "Content-Length: 0").replace(b"PATCH ", b"GET ", 1)
         sock.sendall(get)
         assert _answer(sock).startswith(b"HTTP/1.1 200")
+
+
+def test_no_request_after_a_refused_body_is_served(arm: ArmServer) -> None:
+    """The control API's 413 says ``connection: close``: a request pipelined after the
+    refused body is read with it and dropped, never served."""
+    listener = next(listener for listener in _listeners(arm) if listener.name == "control")
+    before = _state(arm)
+    valid = b'{"kind": "user-reboot", "target": "solo"}'
+    with _connect(listener) as sock:
+        sock.sendall(
+            _head(listener, f"Content-Length: {2 * MIB}")
+            + b"x" * 2 * MIB
+            + _head(listener, f"Content-Length: {len(valid)}")
+            + valid
+        )
+        answer = _read_to_end(sock)
+    assert answer.startswith(b"HTTP/1.1 413") and answer.count(b"HTTP/1.1 ") == 1, answer
+    assert _state(arm) == before

@@ -181,8 +181,8 @@ class GuardedProtocol(HttpToolsProtocol):
         super().on_response_complete()
         if self._linger is not None:  # (started by ``close_after_reply``)
             self._unset_keepalive_if_required()
-        elif self._body_due and not self.transport.is_closing():
-            self._start_lingering(closes=False)
+        elif self._body_due and self.cycle.response_complete and not self.transport.is_closing():
+            self._start_lingering(closes=False)  # (the answered request's body, not a next one's)
 
     def data_received(self, data: bytes) -> None:
         if self._linger is None:
@@ -198,6 +198,7 @@ class GuardedProtocol(HttpToolsProtocol):
     def close_after_reply(self) -> None:
         """uvicorn closes after a reply: at once, or once the request's body is over."""
         if self._body_due and not self.transport.is_closing():
+            self.pipeline.clear()  # the reply said close: no request after it is served
             self._start_lingering(closes=True)
         else:
             self.transport.close()
@@ -290,7 +291,7 @@ class _CycleTransport(asyncio.Transport):
 def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
     for name, value in headers:
         if name == b"content-length":
-            return int(value)  # (the parser has checked that it is a number)
+            return int(value) if value.isdigit() else None  # (the parser checked it)
     return None
 
 

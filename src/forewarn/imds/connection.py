@@ -223,6 +223,7 @@ class Connection(asyncio.Protocol):
         if self.closing:
             linger = self._linger
             if linger is not None and not linger.took(len(data), self._shared.loop.time()):
+                self._linger = None
                 self._transport.close()  # past the bound: no more is read
             return  # lingering after a refusal: drained, not parsed
         if self._pending is not None:  # only if a read raced a pause
@@ -452,7 +453,7 @@ class Connection(asyncio.Protocol):
         if loop.time() < linger.deadline():
             self._timer = loop.call_at(linger.deadline(), self._linger_on)
         else:
-            self._timer = None
+            self._timer = self._linger = None
             self._transport.close()
 
     # -- what the server's timer, and its shedding, look at
@@ -472,8 +473,12 @@ class Connection(asyncio.Protocol):
 
     def shed_rank(self) -> tuple[int, float] | None:
         """For ``Room``: a request under way nearest its deadline first, then the longest
-        idle; never a connection a reply is held for, nor one closing already."""
-        if self.closing or self._held or self._queue:
+        idle; never a connection a reply is held for, nor one closing already (but one
+        lingering after a refusal goes first)."""
+        if self.closing:
+            linger = self._linger
+            return None if linger is None or self._lost else (0, linger.deadline())
+        if self._held or self._queue:
             return None
         reader = self._reader
         if reader is not None and reader.phase != BETWEEN:
@@ -484,6 +489,7 @@ class Connection(asyncio.Protocol):
         """Close now (idle, server shutdown, or shed for room)."""
         if not self._lost:
             self.closing = True
+            self._linger = None
             if self._reader is not None:
                 self._reader.last = True
             self._transport.close()

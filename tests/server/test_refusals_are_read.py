@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import socket
 import ssl
-import time
 import urllib.error
 import urllib.request
 from collections import Counter
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from forewarn.imds.lingering import LINGER_BYTES, LINGER_TIMEOUT
+from forewarn.imds.lingering import LINGER_BYTES
 from tests.arm.conftest import GROUP, SUBSCRIPTION, ArmServer, start_arm_server
 from tests.support.marks import slow
 
@@ -230,16 +229,12 @@ def test_a_declared_body_past_the_bound_is_closed_at_once(arm: ArmServer, name: 
     with _connect(listener) as within:
         within.sendall(_head(listener, f"Content-Length: {2 * MIB}"))
         assert _answer(within).startswith(b"HTTP/1.1 413")
-        time.sleep(LINGER_TIMEOUT / 4)
-        _send_body(within, 2 * MIB)
+        _send_body(within, 2 * MIB)  # (within LINGER_TIMEOUT of the answer)
         assert _read_to_end(within) == b""
     with _connect(listener) as beyond:
         beyond.sendall(_head(listener, f"Content-Length: {LINGER_BYTES + 1}"))
-        started = time.monotonic()
         assert _answer(beyond).startswith(b"HTTP/1.1 413")
-        assert _read_to_end(beyond) == b""
-        assert time.monotonic() - started < LINGER_TIMEOUT  # closed, not waited out
-        with pytest.raises(OSError):  # (a reset or a broken pipe)
+        with pytest.raises(OSError):  # closed, not lingering: a reset or a broken pipe
             _send_body(beyond, LINGER_BYTES)
     assert _state(arm) == before
 

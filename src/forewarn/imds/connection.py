@@ -448,7 +448,8 @@ class Connection(asyncio.Protocol):
     def _linger_on(self) -> None:
         """The lingering's deadline came: close, unless the client sent more since."""
         linger = self._linger
-        assert linger is not None
+        if linger is None:
+            return  # closed meanwhile (past the bound, or shed for room)
         loop = self._shared.loop
         if loop.time() < linger.deadline():
             self._timer = loop.call_at(linger.deadline(), self._linger_on)

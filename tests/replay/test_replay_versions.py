@@ -242,3 +242,15 @@ def test_a_document_without_events_is_served_at_every_version() -> None:
         {"DocumentIncarnation": 1, "Events": []},
         {"DocumentIncarnation": 2, "Events": []},
     ]
+
+
+def test_paths_are_routed_on_their_segments_as_serve_does(start_replay: Any) -> None:
+    """An encoded ``/`` or ``..`` is no separator (404, never another node); an encoded
+    letter is decoded, segment by segment, as the endpoint's listener does."""
+    replay = start_replay("--example", "contract")
+    version = "api-version=2021-02-01&format=text"
+    for path in ("compute%2fname", "compute/%2e%2e/compute/name", "compute%5cname"):
+        status, body = _raw_get(replay.port, f"/metadata/instance/{path}?{version}")
+        assert (status, json.loads(body)) == (404, {"error": "Not found"}), path
+    status, body = _raw_get(replay.port, f"/metadata/instance/compute/n%61me?{version}")
+    assert (status, body) == (200, b"myvm")

@@ -146,3 +146,19 @@ def test_stop_releases_the_ports() -> None:
         sock.bind(("127.0.0.1", port))
     with pytest.raises(ForewarnError, match="not running"):
         forewarn.events()
+
+
+def test_a_refused_body_is_read_by_a_script_that_sends_it_whole() -> None:
+    """The kit's control API lingers after a 413 as ``forewarn serve``'s does: urllib,
+    which writes the whole body before it reads, gets the 413 (not a reset)."""
+    with Forewarn(FLEET_YAML) as forewarn:
+        for _ in range(5):
+            request = urllib.request.Request(
+                forewarn.control_url + "/api/v1/operations",
+                data=b"x" * (5 * 1024 * 1024),
+                headers={"Content-Type": "application/json"},
+            )
+            with pytest.raises(urllib.error.HTTPError) as caught:
+                NO_PROXY.open(request, timeout=30)
+            assert caught.value.code == 413
+        assert forewarn.events() == []

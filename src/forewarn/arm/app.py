@@ -40,6 +40,7 @@ from forewarn.arm.wire import (
 from forewarn.eventgrid import EventGrid
 from forewarn.fabric import Fabric, FabricError
 from forewarn.fleet import UnknownName
+from forewarn.imds.segments import raw_path
 from forewarn.imds.tokens import TokenSigner
 
 log = logging.getLogger(__name__)
@@ -184,7 +185,10 @@ class ArmApp:
             return answer(body.body(), 500, {"x-ms-request-id": request_id})
 
     async def _serve(self, request: Request) -> Response:
-        path = parse_path(request.url.path)
+        try:
+            path = parse_path(raw_path(request.scope))  # routed on the path as sent
+        except ArmError as exc:
+            return error(exc, request.method)
         if Identity.handles(path):  # asked for before any token
             return await self.identity.answer(request, path)
         try:

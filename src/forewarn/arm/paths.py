@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from forewarn.arm.errors import ArmError
+from forewarn.imds.segments import decode_segment
+
 __all__ = ["ArmPath", "parse_path"]
 
 #: The longest name shown back in an error message.
@@ -32,21 +35,32 @@ class ArmPath:
 
 
 def parse_path(path: str) -> ArmPath:
-    """Split ``path`` (without its query) into shape and names."""
+    """Split ``path`` (as sent: raw, without its query) into shape and names, each segment
+    decoded after the split (``imds/segments.py``): an encoded ``/`` stays in its name.
+    A name that decodes to what no Azure name can hold is ARM's 400 ``InvalidResourceName``;
+    such a literal routes nowhere (404)."""
     segments = [s for s in path.split("/") if s]
     shape: list[str] = []
     names: list[str] = []
     literals_due = 1  # how many literal segments come before the next name
     for segment in segments:
+        decoded = decode_segment(segment)
         if literals_due:
-            low = segment.lower()
+            low = (segment if decoded is None else decoded).lower()
             shape.append(low)
             literals_due -= 1
             if low == "providers":
                 literals_due += 2  # the namespace, then a resource type
         else:
+            if decoded is None:
+                raise ArmError(
+                    400,
+                    "InvalidResourceName",
+                    f"The resource name '{shown_name(segment)}' is invalid: a name cannot "
+                    "hold '/', '\\', control characters or invalid UTF-8, nor be '.' or '..'.",
+                )
             shape.append("{}")
-            names.append(segment)
+            names.append(decoded)
             literals_due = 1
     return ArmPath("/".join(shape), tuple(names), "/" + "/".join(segments))
 

@@ -41,6 +41,7 @@ from forewarn.control.json_views import (
     shorten,
 )
 from forewarn.control.openapi import openapi_document
+from forewarn.control.raw_paths import RawPaths
 from forewarn.control.rehearsal_routes import ReactionRoutes
 from forewarn.control.schemas import (
     ActionBody,
@@ -290,7 +291,13 @@ class ControlApp:
         guard = Middleware(AccessGuard, hosts=HostPolicy(hosts), token=token, public=is_public)
         self.asgi = Starlette(
             routes=routes,
-            middleware=[Middleware(Compression), Middleware(BodyLimit), guard, *middleware],
+            middleware=[
+                Middleware(Compression),
+                Middleware(BodyLimit),
+                guard,
+                Middleware(RawPaths),
+                *middleware,
+            ],
             exception_handlers={
                 HTTPException: http_error,
                 ClientDisconnect: hung_up,

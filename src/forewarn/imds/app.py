@@ -14,6 +14,7 @@ from forewarn.fabric import Fabric
 from forewarn.imds.deferred import resolve
 from forewarn.imds.endpoint import MAX_BODY, TOO_LARGE, Endpoint, ImdsSettings
 from forewarn.imds.messages import Request
+from forewarn.imds.segments import raw_path
 from forewarn.rehearsal import ReactionTracker
 
 __all__ = ["ImdsApp"]
@@ -52,7 +53,8 @@ class ImdsApp:
             server = scope.get("server")
             request = Request(
                 method=scope["method"],
-                path=scope["path"],
+                # the path as sent: ``Endpoint`` decodes it segment by segment
+                path=raw_path(scope),
                 query=scope["query_string"],
                 headers=scope["headers"],
                 client=client[0] if client else None,

@@ -13,7 +13,8 @@ so that one client cannot hurt the others:
 - nothing is read from a client that is not reading its replies (write high-water mark),
   nor while a reply is held;
 - a refused request (too large, too slow, malformed) is answered, then the connection
-  closes after a short lingering half-close so that the client can read why;
+  half-closes and lingers, reading and discarding what the client still sends within the
+  bounds of ``lingering.py``, so that the client can read why;
 - when descriptors run short, the slowest requests and longest idle connections are
   closed to keep room for new VMs (``shedding.py``).
 """
@@ -28,19 +29,18 @@ from dataclasses import replace
 
 from forewarn.imds.deferred import settled
 from forewarn.imds.framing import CONTINUE
+from forewarn.imds.lingering import Linger
 from forewarn.imds.messages import RESET, Reply, Request
 from forewarn.imds.peers import Peer
 from forewarn.imds.reading import BETWEEN, SLICE, RequestReader
 from forewarn.imds.repeats import Book, Repeat
 from forewarn.imds.shared import Shared
 
-__all__ = ["IDLE_TIMEOUT", "LINGER", "PIPELINE_BUDGET", "Connection"]
+__all__ = ["IDLE_TIMEOUT", "PIPELINE_BUDGET", "Connection"]
 
 IDLE_TIMEOUT = 300.0
 #: Requests answered per connection before other connections get their turn.
 PIPELINE_BUDGET = 32
-#: Seconds a refused client gets to read our answer before the connection is dropped.
-LINGER = 2.0
 
 Queued = tuple[Request | Reply, bool]
 
@@ -54,6 +54,7 @@ class Connection(asyncio.Protocol):
         "_close",
         "_eof",
         "_held",
+        "_linger",
         "_lost",
         "_peer",
         "_pending",
@@ -109,6 +110,8 @@ class Connection(asyncio.Protocol):
         self.closing = False
         self._lost = False
         self._eof = False
+        #: After a refusal: what is still read and discarded, and until when.
+        self._linger: Linger | None = None
 
     # -- asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -218,6 +221,10 @@ class Connection(asyncio.Protocol):
 
     def _received_more(self, data: bytes) -> None:
         if self.closing:
+            linger = self._linger
+            if linger is not None and not linger.took(len(data), self._shared.loop.time()):
+                self._linger = None
+                self._transport.close()  # past the bound: no more is read
             return  # lingering after a refusal: drained, not parsed
         if self._pending is not None:  # only if a read raced a pause
             self._pending = memoryview(bytes(self._pending) + data)
@@ -255,14 +262,16 @@ class Connection(asyncio.Protocol):
         else:
             self._deliver(reply, request.method == "HEAD", close)
 
-    def refuse(self, reply: Reply) -> None:
-        """Answer ``reply`` in order, then close; nothing more is read."""
+    def refuse(self, reply: Reply, coming: int | None = None) -> None:
+        """Answer ``reply`` in order, then close; nothing more is parsed. ``coming``: the
+        bytes of the body still due, when declared (past ``LINGER_BYTES``: no lingering)."""
         assert self._reader is not None  # (only the reader refuses)
         self._reader.last = True
+        linger = Linger.worth(coming)
         if self._held:
-            self._hold_back((reply, True))
+            self._hold_back((reply, linger))
         else:
-            self._write(self._shared.encoder.encode(reply, True), True, linger=True)
+            self._write(self._shared.encoder.encode(reply, True), True, linger=linger)
 
     def send_continue(self) -> None:
         reader = self._reader
@@ -325,8 +334,8 @@ class Connection(asyncio.Protocol):
             item, close = queue.popleft()
             if isinstance(item, Request):
                 self._answer(item, close)
-            else:
-                self._write(self._shared.encoder.encode(item, True), True, linger=True)
+            else:  # a refusal (``close``: whether to linger)
+                self._write(self._shared.encoder.encode(item, True), True, linger=close)
             if self.closing:
                 return
         if self._held or self._write_paused:
@@ -426,13 +435,27 @@ class Connection(asyncio.Protocol):
             return
         self._stop()
         if linger and not self._eof and transport.can_write_eof():
-            # Half-close and drain for a moment: closing with unread input would reset the
-            # connection, and the client might lose the answer that says what was wrong.
+            # Half-close and drain (``lingering.py``): closing with unread input would reset
+            # the connection, and the client would lose the answer that says what was wrong.
             transport.write_eof()
-            self._timer = self._shared.loop.call_later(LINGER, transport.close)
+            loop = self._shared.loop
+            self._linger = Linger(loop.time())
+            self._timer = loop.call_at(self._linger.deadline(), self._linger_on)
             self._set_reading(True)
         else:
             transport.close()
+
+    def _linger_on(self) -> None:
+        """The lingering's deadline came: close, unless the client sent more since."""
+        linger = self._linger
+        if linger is None:
+            return  # closed meanwhile (past the bound, or shed for room)
+        loop = self._shared.loop
+        if loop.time() < linger.deadline():
+            self._timer = loop.call_at(linger.deadline(), self._linger_on)
+        else:
+            self._timer = self._linger = None
+            self._transport.close()
 
     # -- what the server's timer, and its shedding, look at
     def expire_if_late(self, now: float) -> None:
@@ -451,8 +474,12 @@ class Connection(asyncio.Protocol):
 
     def shed_rank(self) -> tuple[int, float] | None:
         """For ``Room``: a request under way nearest its deadline first, then the longest
-        idle; never a connection a reply is held for, nor one closing already."""
-        if self.closing or self._held or self._queue:
+        idle; never a connection a reply is held for, nor one closing already (but one
+        lingering after a refusal goes first)."""
+        if self.closing:
+            linger = self._linger
+            return None if linger is None or self._lost else (0, linger.deadline())
+        if self._held or self._queue:
             return None
         reader = self._reader
         if reader is not None and reader.phase != BETWEEN:
@@ -463,6 +490,7 @@ class Connection(asyncio.Protocol):
         """Close now (idle, server shutdown, or shed for room)."""
         if not self._lost:
             self.closing = True
+            self._linger = None
             if self._reader is not None:
                 self._reader.last = True
             self._transport.close()

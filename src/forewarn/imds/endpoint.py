@@ -43,6 +43,7 @@ from forewarn.imds.managed_identity import IDENTITY_TOKEN, ManagedIdentity
 from forewarn.imds.messages import RATE_LIMITED, Reply, Request, Ticket
 from forewarn.imds.ratelimit import RateLimiter
 from forewarn.imds.recorder import DocumentRecorder, RecordingCache
+from forewarn.imds.segments import decoded_path
 from forewarn.imds.tokens import TokenSigner
 from forewarn.rehearsal import ReactionTracker
 
@@ -113,14 +114,18 @@ _NOT_VOUCHED = Reply(
 )
 
 
-def normalise_path(raw: str) -> str:
-    """Lower-case path without trailing slash; absolute-form targets lose scheme and host."""
+def normalise_path(raw: str) -> str | None:
+    """Lower-case path without trailing slash, each segment decoded (``segments.py``);
+    absolute-form targets lose scheme and host. None: a segment decodes to no name."""
     if raw[:1] != "/":
         scheme_end = raw.find("://")
         if scheme_end != -1:
             slash = raw.find("/", scheme_end + 3)
             raw = raw[slash:] if slash != -1 else "/"
-    path = raw.lower()
+    decoded = decoded_path(raw)
+    if decoded is None:
+        return None
+    path = decoded.lower()
     if len(path) > 1 and path.endswith("/"):
         path = path.rstrip("/")
     return path
@@ -184,8 +189,11 @@ class _Target:
 
 def _target(raw_path: str, query_string: bytes) -> _Target:
     path = normalise_path(raw_path)
-    if path in (SCHEDULED_EVENTS, VERSIONS, IDENTITY_TOKEN):
-        route: str | None = path
+    route: str | None
+    if path is None:  # not a path any route has: 404
+        path, route = "", None
+    elif path in (SCHEDULED_EVENTS, VERSIONS, IDENTITY_TOKEN):
+        route = path
     elif path == INSTANCE or path.startswith(INSTANCE + "/"):
         route = INSTANCE
     else:

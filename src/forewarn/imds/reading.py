@@ -49,8 +49,9 @@ class RequestSink(Expiring, Protocol):
         """A whole request was read (``close``: the client asked for the last one)."""
         ...
 
-    def refuse(self, reply: Reply) -> None:
-        """Answer ``reply`` in order, then close; nothing more is read."""
+    def refuse(self, reply: Reply, coming: int | None = None) -> None:
+        """Answer ``reply`` in order, then close; nothing more is parsed (``coming``: the
+        bytes of the body still due, when known: ``lingering.py``)."""
         ...
 
     def send_continue(self) -> None:
@@ -200,8 +201,9 @@ class RequestReader:
         declared = self._declared
         if declared is not None:
             self._declared = None
-            if int(declared) > MAX_BODY:  # the parser has checked that it is a number
-                self._sink.refuse(TOO_LARGE)  # before any 100 Continue, and without reading it
+            size = int(declared)  # (the parser has checked that it is a number)
+            if size > MAX_BODY:  # before any 100 Continue, and without reading it
+                self._sink.refuse(TOO_LARGE, size)
                 return
         if self._expect_continue:
             self._expect_continue = False
@@ -307,7 +309,8 @@ class RequestReader:
         digits = match[0] if match else b""
         if start == 0 and len(digits) != len(line):
             return False  # an extension, and the digits before it unseen
-        if self._chunk_start + int(digits or b"0", 16) <= MAX_BODY:
+        size = int(digits or b"0", 16)
+        if self._chunk_start + size <= MAX_BODY:
             return False
-        self._sink.refuse(TOO_LARGE)
+        self._sink.refuse(TOO_LARGE, size - (self._body_size - self._chunk_start))
         return True

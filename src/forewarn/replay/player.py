@@ -41,6 +41,7 @@ from forewarn.contract.limits import RATE_LIMIT
 from forewarn.fabric.clock import Clock, monotonic, wall_time
 from forewarn.fleet.topology import VM
 from forewarn.imds import INSTANCE_VERSIONS, ImdsSettings, RateLimiter, Reply, Request
+from forewarn.imds.endpoint import normalise_path
 from forewarn.imds.instance import INSTANCE, instance_reply
 from forewarn.replay.recorded import Frame, RecordingError
 from forewarn.replay.versions import Rendered, refusal, renderable_frames
@@ -229,7 +230,7 @@ class ReplayEndpoint:
         """Answer one request (never raises for anything a client can send)."""
         if self._on_first_request and not self.started.is_set():
             self.start()
-        path = request.path.lower().rstrip("/") or "/"
+        path = normalise_path(request.path) or ""  # each segment decoded, as the endpoint's
         scheduled = path == SCHEDULED_EVENTS
         instance = path == INSTANCE or path.startswith(INSTANCE + "/")
         if not (scheduled or instance or path == VERSIONS):

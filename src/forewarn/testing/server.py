@@ -24,6 +24,7 @@ from typing import Any, Literal, Unpack
 import uvicorn
 import yaml
 
+from forewarn.admission import Budget, Gate, GuardedProtocol, Pool, guarded
 from forewarn.arm import ArmListener, serve_arm
 from forewarn.client import AsyncScheduledEventsClient, ScheduledEventsClient
 from forewarn.controlapi import ControlClient, ControlError, ControlRefused, TriggerOptions
@@ -215,8 +216,11 @@ class Forewarn:
         assert runtime is not None and listeners is not None
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
+        # The served listeners' admission and lingering close (``admission/guard.py``).
+        gate = Gate(Pool(Budget.of_process().api_connections))
         config = uvicorn.Config(runtime.control.asgi, lifespan="off", access_log=False,
-                                log_level="warning", server_header=False)  # fmt: skip
+                                log_level="warning", server_header=False,
+                                http=guarded(GuardedProtocol, gate))  # fmt: skip
         control = uvicorn.Server(config)
         scheduler = Scheduler(runtime.fabric, runtime.clock)
         runtime.fabric.run_due()

@@ -27,6 +27,7 @@ import msgspec
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from forewarn.fabric import StoreUnavailable
+from forewarn.imds.segments import raw_path
 from forewarn.server.cluster.leadership import Cluster
 
 __all__ = ["FORWARDED_HEADER", "SEQ_HEADER", "LeaderForwarding"]
@@ -121,7 +122,7 @@ class LeaderForwarding:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
-        target = url.rstrip("/") + scope["path"]
+        target = url.rstrip("/") + raw_path(scope)  # as sent: decoded, it might route elsewhere
         if scope.get("query_string"):
             target += "?" + scope["query_string"].decode("latin-1")
         try:

@@ -98,14 +98,13 @@ def _why_no_namespaces(error: str, code: int | None) -> str:
 
 
 def _unavailable(vm: VmTarget, why: str) -> NamespacesUnavailable:
+    url = f"http://{vm.upstream[0]}:{vm.upstream[1]}"
     if vm.source is None:
-        url = f"http://{vm.upstream[0]}:{vm.upstream[1]}"
         how = f"FOREWARN_IMDS_URL={url} (or --url {url}) speaks as VM {vm.name!r}"
     else:
-        url = f"http://{vm.upstream[0]}:{vm.upstream[1]}"
         how = (
-            f"FOREWARN_IMDS_URL={url} (or --url {url} --source-address {vm.source}) with "
-            f"source address {vm.source} speaks as VM {vm.name!r}"
+            f"FOREWARN_IMDS_URL={url} from source address {vm.source} (or --url {url} "
+            f"--source-address {vm.source}) speaks as VM {vm.name!r}"
         )
     return NamespacesUnavailable(
         f"cannot give VM {vm.name!r} its own network namespace here: {why}. Point the "

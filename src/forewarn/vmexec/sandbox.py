@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import sys
@@ -113,10 +114,11 @@ def _run_command(plan: Sandbox) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, plan.mask)
         for name in ("SIGPIPE", "SIGXFSZ"):  # Python ignores them; COMMAND must not
             signal.signal(getattr(signal, name), signal.SIG_DFL)
-        os.execvpe(plan.argv[0], list(plan.argv), dict(plan.env))
-    except FileNotFoundError:
-        print(f"forewarn exec: {plan.argv[0]}: command not found", file=sys.stderr)
-        os._exit(NOT_FOUND)
+        program = shutil.which(plan.argv[0], path=plan.env.get("PATH", os.defpath))
+        if program is None:  # as a shell says it (a PATH entry it may not enter is no match)
+            print(f"forewarn exec: {plan.argv[0]}: command not found", file=sys.stderr)
+            os._exit(NOT_FOUND)
+        os.execve(program, list(plan.argv), dict(plan.env))
     except OSError as exc:
         print(f"forewarn exec: {plan.argv[0]}: {exc.strerror}", file=sys.stderr)
         os._exit(NOT_EXECUTABLE)
@@ -143,7 +145,8 @@ def enter(plan: Sandbox, channel: socket.socket) -> None:
         try:
             listeners, lease = _make_world(plan)
         except OSError as exc:
-            channel.sendall(json.dumps({"error": str(exc), "errno": exc.errno}).encode())
+            failure = {"error": exc.strerror or str(exc), "errno": exc.errno}
+            channel.sendall(json.dumps(failure).encode())
             os._exit(1)
         report = json.dumps({"lease": lease}).encode()
         socket.send_fds(channel, [report], [s.fileno() for s in listeners])

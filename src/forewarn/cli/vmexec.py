@@ -27,9 +27,10 @@ def _forwards(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
 @click.option("--vm", required=True, help="The VM of the fleet COMMAND runs as.")
 @click.option(
     "--endpoint",
-    envvar="FOREWARN_IMDS_URL",
+    envvar=["FOREWARN_EXEC_ENDPOINT", "FOREWARN_IMDS_URL"],
     default=f"http://{DEFAULT_IMDS_BIND}",
-    help="The server's metadata endpoint (the VMs' and the control API's server).",
+    help="The metadata endpoint of the server whose control API --control names "
+    "(also $FOREWARN_EXEC_ENDPOINT, $FOREWARN_IMDS_URL).",
 )
 @click.option(
     "--forward",

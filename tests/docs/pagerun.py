@@ -27,7 +27,8 @@ heredocs, Python and shown output alike), by one free port: ``127.0.0.1:8169`` b
 ``127.0.0.1:PORT`` wherever it appears. A command that relies on a default instead gets
 the same port from the environment: ``FOREWARN_SERVE_IMDS_BIND``,
 ``FOREWARN_SERVE_CONTROL_BIND``, ``FOREWARN_REPLAY_IMDS_BIND`` (serve's and replay's
-options) and ``FOREWARN_CONTROL`` (the control API the operator's commands call). Only a
+options), ``FOREWARN_EXEC_ENDPOINT`` (the endpoint ``forewarn exec`` relays to) and
+``FOREWARN_CONTROL`` (the control API the operator's commands call). Only a
 port preceded by ``:``, ``=`` or a blank, and followed by neither a letter, a digit nor a
 ``-``, is replaced (never the ``9000`` in ``4000-9000-...``, ``9000-77`` or ``81690``: an
 id, a number); test_the_pages_use_only_ports_the_runner_moves holds each loopback address
@@ -141,6 +142,7 @@ def _environment(home: Path, ports: dict[int, int]) -> dict[str, str]:
         "FOREWARN_SERVE_IMDS_BIND": imds,
         "FOREWARN_SERVE_CONTROL_BIND": control,
         "FOREWARN_REPLAY_IMDS_BIND": imds,
+        "FOREWARN_EXEC_ENDPOINT": f"http://{imds}",
         "FOREWARN_CONTROL": f"http://{control}",
     }
 

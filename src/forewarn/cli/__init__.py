@@ -103,6 +103,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "Make the metadata endpoint fail like the real one: error statuses, latency, "
         "time-outs, connection resets, a co-tenant eating the rate budget.",
     ),
+    # any program, unmodified, as a VM: the real address, the VM's host name
+    "exec": LazyCommand(
+        "forewarn.cli.vmexec:exec_command",
+        "Run COMMAND as VM NAME: 169.254.169.254 answers as that VM, the host name is its own.",
+    ),
     "watch": LazyCommand(
         "forewarn.vmcli:watch",
         "Watch the Scheduled Events document live: changes as they happen, countdowns.",

@@ -345,6 +345,7 @@ class ControlApp:
             name=vm.name, scope=vm.scope_id, host=vm.host, zone=vm.zone,
             update_domain=vm.update_domain, fault_domain=vm.fault_domain, address=vm.address,
             port=vm.port, spot=vm.spot, vm_id=vm.vm_id, status=self.fabric.vm_status(vm.name),
+            computer_name=self.fabric.topology.azure.identity(vm).computer_name,
         )  # fmt: skip
 
     async def vms(self, request: Request) -> Response:

@@ -130,6 +130,8 @@ class VmOut(msgspec.Struct):
     spot: bool
     vm_id: str
     status: str
+    #: What its OS calls itself (``/metadata/instance``'s ``osProfile.computerName``).
+    computer_name: str = ""
 
 
 class ClockOut(msgspec.Struct):

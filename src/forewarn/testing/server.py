@@ -13,11 +13,14 @@ import asyncio
 import contextlib
 import random
 import shutil
+import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Unpack
 
@@ -125,6 +128,7 @@ class Forewarn:
         self._stop: asyncio.Event | None = None
         self._control: ControlClient | None = None
         self._clients: list[ScheduledEventsClient] = []
+        self._vm_processes: list[subprocess.Popen[Any]] = []
         self._ports: dict[str, int] = {}
         self.default_vm = ""
         self.endpoint_url = ""
@@ -252,6 +256,9 @@ class Forewarn:
 
     def stop(self) -> None:
         """Stop serving and delete every file; safe to call twice."""
+        for proc in self._vm_processes:
+            _end(proc)
+        self._vm_processes.clear()
         for client in self._clients:
             client.close()
         self._clients.clear()
@@ -305,6 +312,31 @@ class Forewarn:
         """An asyncio client speaking as ``vm`` (close it with ``await client.aclose()``)."""
         options.setdefault("first_call_timeout", 30.0)
         return AsyncScheduledEventsClient(self.url(vm), **options)
+
+    def vm_process(
+        self,
+        argv: Sequence[str],
+        vm: str | None = None,
+        *,
+        forward: Sequence[str | int] = (),
+        **popen: Any,
+    ) -> subprocess.Popen[Any]:
+        """Start the program under test as VM ``vm`` (default: the fleet's default VM),
+        unmodified: ``forewarn exec``, so ``http://169.254.169.254`` is this forewarn's
+        endpoint as that VM and its host name is the VM's computer name. ``forward``: ports
+        of the host's loopback it may reach (``6379``, ``"127.0.0.1:5432"``); the rest of
+        ``popen`` goes to ``subprocess.Popen``. Stopped (SIGTERM) when this forewarn stops.
+        """
+        name = vm or self.default_vm
+        self.url(name)  # an unknown VM fails here, plainly
+        command = [
+            sys.executable, "-m", "forewarn", "--control", self.control_url, "exec",
+            "--vm", name, "--endpoint", self.endpoint_url,
+            *(f"--forward={port}" for port in forward), "--", *argv,
+        ]  # fmt: skip
+        proc: subprocess.Popen[Any] = subprocess.Popen(command, **popen)
+        self._vm_processes.append(proc)
+        return proc
 
     # ------------------------------------------------------------------ control
 
@@ -379,3 +411,15 @@ class Forewarn:
         """Every transition so far, oldest first."""
         with self._api() as api:
             return api.history()
+
+
+def _end(proc: subprocess.Popen[Any]) -> None:
+    """A VM process ended: SIGTERM (forewarn exec passes it on), then SIGKILL."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -47,11 +47,9 @@ from forewarn.client import (
 )
 
 if TYPE_CHECKING:
-    import httpx
-
     from forewarn.agent.coordination import Coordinator
     from forewarn.agent.flow import EventFlow
-    from forewarn.client import DocumentRecorder
+    from forewarn.client import AsyncTransport, DocumentRecorder
 
 __all__ = ["PER_TURN", "Agent", "AgentError"]
 
@@ -81,7 +79,7 @@ class Agent:
         config: AgentConfig,
         *,
         clock: AgentClock | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: AsyncTransport | None = None,
     ) -> None:
         self.config = config
         self.clock = clock or AgentClock()

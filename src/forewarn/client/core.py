@@ -194,7 +194,7 @@ def transient(answer: Answer) -> Transient | None:
 
 def settle(settings: Settings, answer: Answer) -> Answer:
     """``answer`` came (every later call waits only ``timeout``); raises Transient when it
-    is worth another try. Each way of sending (httpx, ``wire``, ``syncwire``) ends here."""
+    is worth another try. Every transport's answer ends here."""
     settings.answered = True
     failure = transient(answer)
     if failure is not None:

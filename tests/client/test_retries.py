@@ -40,9 +40,7 @@ def _client(
     )  # fmt: skip
 
 
-def _gone_until(
-    fake: FakeTime, seconds: float, calls: list[float]
-) -> Callable[..., Answer]:
+def _gone_until(fake: FakeTime, seconds: float, calls: list[float]) -> Callable[..., Answer]:
     def handler(request: RequestSpec) -> Answer:
         calls.append(fake.now)
         return reply(410, GONE) if fake.now < seconds else reply(200, EMPTY)
@@ -136,7 +134,9 @@ def test_client_errors_are_not_retried(
 
 
 def test_a_dropped_connection_is_retried(fake_time: FakeTime) -> None:
-    script = Script([ConnectionRefusedError("refused"), ConnectionResetError("reset"), reply(200, EMPTY)])
+    script = Script(
+        [ConnectionRefusedError("refused"), ConnectionResetError("reset"), reply(200, EMPTY)]
+    )
     with _client(script, fake_time) as client:
         assert client.get().incarnation == 1
     assert len(fake_time.sleeps) == 2

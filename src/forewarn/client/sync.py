@@ -29,8 +29,8 @@ class ScheduledEventsClient:
     first call waits up to ``first_call_timeout`` (enabling Scheduled Events can take two
     minutes), 410 is retried for ``retry_gone_for`` seconds, 429/5xx and refused
     connections ``max_retries`` times with jittered back-off (``ClientOptions``: every
-    keyword but the test seams). ``transport`` is the test seam of HTTP (``MockTransport``); ``sleep``,
-    ``clock`` and ``jitter`` let tests run the retry rules without waiting.
+    keyword but the test seams). ``transport`` is the test seam of HTTP (``MockTransport``);
+    ``sleep``, ``clock`` and ``jitter`` let tests run the retry rules without waiting.
     """
 
     def __init__(

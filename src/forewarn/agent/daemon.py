@@ -31,7 +31,7 @@ from forewarn.agent.handlers import HandlerFailed, build_handlers
 from forewarn.agent.heap import trim
 from forewarn.agent.httpserver import HealthServer
 from forewarn.agent.logs import logger
-from forewarn.agent.metrics import AgentMetrics, LazyMetrics, NoMetrics
+from forewarn.agent.metrics import AgentMetrics, NoMetrics
 from forewarn.agent.rules import RuleBook
 from forewarn.agent.sdnotify import notify, watchdog_interval
 from forewarn.agent.services import Services
@@ -83,7 +83,7 @@ class Agent:
     ) -> None:
         self.config = config
         self.clock = clock or AgentClock()
-        self.metrics: AgentMetrics = LazyMetrics() if config.metrics_bind else NoMetrics()
+        self.metrics: AgentMetrics = AgentMetrics() if config.metrics_bind else NoMetrics()
         self.vm_name = ""
         self.log: Any = logger()
         self.rules = RuleBook(config)

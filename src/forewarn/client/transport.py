@@ -54,7 +54,7 @@ def url_of(spec: RequestSpec) -> str:
     return request_target(spec, split(spec.url)[1])[1]
 
 
-def failure(url: str, exc: OSError | Exception) -> ClientError:
+def failure(url: str, exc: Exception) -> ClientError:
     """What no answer means: a timeout is final, anything else worth another try."""
     if isinstance(exc, TimeoutError):
         from forewarn.client.errors import EndpointTimeout

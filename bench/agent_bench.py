@@ -57,8 +57,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 POLL = 1.0
 GOAL_DETECTION = POLL + 0.050
 GOAL_RSS_MB = 60.0
@@ -101,6 +99,8 @@ class Server:
              "--enablement", "always", *args],
             stdout=self.log, stderr=subprocess.STDOUT,
         )  # fmt: skip
+        import httpx  # here: agent_footprint's VM install (no httpx) imports this module
+
         self.http = httpx.Client(
             base_url=f"http://127.0.0.1:{self.control_port}", timeout=60, trust_env=False
         )
@@ -405,6 +405,8 @@ def big_document(root: Path, count: int) -> dict[str, Any]:
         [sys.executable, "-m", "forewarn", "agent", "run", "-c", str(config)],
         env=env, stderr=(workdir / "agent.log").open("w"),
     )  # fmt: skip
+    import httpx
+
     health = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60, trust_env=False)
     try:
         while not endpoint.gets:  # started, identity known, the document taken

@@ -220,16 +220,18 @@ def arm_routes_page() -> str:
     ]) + "\n"  # fmt: skip
 
 
-def _metric_rows(families: Iterable[Any], labels: Mapping[str, Sequence[str]]) -> list[list[str]]:
-    """A row per metric family a registry collects; ``labels``: the label names of each
+def _metric_rows(
+    families: Iterable[tuple[str, str, str]], labels: Mapping[str, Sequence[str]]
+) -> list[list[str]]:
+    """A row per metric family (name, type, help); ``labels``: the label names of each
     family that has them, as the code that creates it declares them."""
     exposed = {"counter": ["_total"], "histogram": ["_bucket", "_sum", "_count"],
                "gauge": [""], "summary": ["", "_sum", "_count"]}  # fmt: skip
     rows = []
-    for family in families:
-        names = ", ".join(f"`{family.name}{suffix}`" for suffix in exposed[family.type])
-        rows.append([names, family.type, ", ".join(f"`{x}`" for x in labels.get(family.name, ())),
-                     family.documentation])  # fmt: skip
+    for name, kind, documentation in families:
+        names = ", ".join(f"`{name}{suffix}`" for suffix in exposed[kind])
+        rows.append([names, kind, ", ".join(f"`{x}`" for x in labels.get(name, ())),
+                     documentation])  # fmt: skip
     return rows
 
 
@@ -237,7 +239,7 @@ def _metric_rows(families: Iterable[Any], labels: Mapping[str, Sequence[str]]) -
 def metrics_page() -> str:
     from prometheus_client import CollectorRegistry
 
-    from forewarn.agent.metrics import SPECS, AgentMetrics
+    from forewarn.agent.metrics import SPECS
     from forewarn.imds import metrics as endpoint
     from forewarn.server.cluster import metrics as cluster
 
@@ -246,6 +248,8 @@ def metrics_page() -> str:
     cluster.ClusterMetrics(server)
     server_labels = {**endpoint.LABELS, **cluster.LABELS}
     agent_labels = {name: labels for _, name, _, labels, _ in SPECS.values()}
+    served = [(f.name, f.type, f.documentation) for f in server.collect()]
+    agent = [(name, kind, text) for kind, name, text, _, _ in SPECS.values()]
     header = ["series", "type", "labels", "meaning"]
     return "\n\n".join([
         "# Metrics",
@@ -253,10 +257,10 @@ def metrics_page() -> str:
         "## The server",
         "`forewarn serve`'s control API. The `forewarn_cluster_*` and "
         "`forewarn_replication_*` series appear only when scaled out on PostgreSQL.",
-        table(header, _metric_rows(server.collect(), server_labels)),
+        table(header, _metric_rows(served, server_labels)),
         "## The agent",
         "`forewarn agent run` with `metrics_bind` set (default `127.0.0.1:9465`).",
-        table(header, _metric_rows(AgentMetrics("web-0").registry.collect(), agent_labels)),
+        table(header, _metric_rows(agent, agent_labels)),
     ]) + "\n"  # fmt: skip
 
 

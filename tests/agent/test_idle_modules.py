@@ -32,7 +32,8 @@ NEVER = (
     "forewarn.agent.template",
     "forewarn.agent.kubernetes_table",  # no [kubernetes] table
     "structlog",  # JSON lines are written by forewarn.agent.logs
-    "msgspec",  # the configuration's records are forewarn.agent.structs'
+    "msgspec",  # the configuration's records are dataclasses (forewarn.agent.records)
+    "tenacity",  # the client's retry loop is its own
     "typing_extensions",
     "pathlib",
     "urllib.parse",  # only to hide a password in --print-config
@@ -48,8 +49,7 @@ NOT_WHILE_IDLE = (
     "forewarn.agent.approval",
     "forewarn.agent.orphans",
     "forewarn.agent.coordination",
-    "forewarn.agent.handlers.context",  # and with it dataclasses
-    "dataclasses",
+    "forewarn.agent.handlers.context",
     *NEVER,
 )
 

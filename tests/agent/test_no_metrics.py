@@ -1,5 +1,5 @@
 """An agent with no ``metrics_bind`` counts into ``NoMetrics``: every update the real
-metrics take is taken and forgotten, and prometheus_client is never imported."""
+metrics take is taken and forgotten, and it renders nothing."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def test_every_metric_the_agent_keeps_is_taken_and_forgotten_without_metrics() -
     assert off.render() == b""
 
 
-def test_no_metrics_loads_no_prometheus_client() -> None:
+def test_no_metrics_loads_no_metrics_library() -> None:
     code = (
         "import sys\n"
         "from forewarn.agent.metrics import NoMetrics\n"

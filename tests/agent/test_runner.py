@@ -48,7 +48,7 @@ async def test_a_handler_never_runs_past_not_before_minus_the_margin() -> None:
     assert (outcome.result, outcome.detail) == ("timeout", "still running after 0.5 s")
     run = svc.state.runs(ev.event_id, "prepare")[0]
     assert (run.result, run.handler, run.interrupted) == ("timeout", "sleeper", False)
-    assert svc.metrics.handler_runs.labels("sleeper", "prepare", "timeout")._value.get() == 1
+    assert svc.metrics.handler_runs.labels("sleeper", "prepare", "timeout").value == 1
 
 
 async def test_past_the_deadline_a_handler_gets_late_timeout() -> None:

@@ -4,13 +4,14 @@ the retry rules."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import pytest
 
+from forewarn.client.core import Answer, RequestSpec
 from tests.support.serverproc import VIRTUAL, ServerProcess
 
 BASE = "http://169.254.169.254"
@@ -53,10 +54,10 @@ def fake_time() -> FakeTime:
 class Script:
     """A MockTransport handler answering from a list of replies (the last one repeats)."""
 
-    replies: list[httpx.Response | Exception]
-    requests: list[httpx.Request] = field(default_factory=list)
+    replies: list[Answer | Exception]
+    requests: list[RequestSpec] = field(default_factory=list)
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
+    def __call__(self, request: RequestSpec) -> Answer:
         self.requests.append(request)
         reply = self.replies[min(len(self.requests), len(self.replies)) - 1]
         if isinstance(reply, Exception):
@@ -64,8 +65,9 @@ class Script:
         return reply
 
 
-def reply(status: int, body: bytes | dict[str, Any] = b"", **headers: str) -> httpx.Response:
+def reply(status: int, body: bytes | dict[str, Any] = b"", **headers: str) -> Answer:
     """One canned answer (a dict body is sent as compact JSON)."""
     if isinstance(body, dict):
-        return httpx.Response(status, json=body, headers=headers)
-    return httpx.Response(status, content=body, headers=headers)
+        body = json.dumps(body, separators=(",", ":")).encode()
+        headers = {"content-type": "application/json", **headers}
+    return Answer(status, headers, body, "")

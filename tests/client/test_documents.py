@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import httpx
 import pytest
 
 from forewarn.client import (
@@ -16,6 +15,7 @@ from forewarn.client import (
     EventSource,
     EventStatus,
     EventType,
+    MockTransport,
     ResourceType,
     ScheduledEventsClient,
     diff_documents,
@@ -82,7 +82,7 @@ HEADER_MISSING = b'{"error":"Bad request. Required metadata header not specified
 
 def _get(body: bytes, status: int = 200, **headers: str) -> Document:
     client = ScheduledEventsClient(
-        BASE, transport=httpx.MockTransport(Script([reply(status, body, **headers)]))
+        BASE, transport=MockTransport(Script([reply(status, body, **headers)]))
     )
     with client:
         return client.get()

@@ -15,11 +15,13 @@ from forewarn.client import (
     EndpointTimeout,
     EndpointUnreachable,
     GoneError,
+    MockTransport,
     NotFoundError,
     RateLimitedError,
     ScheduledEventsClient,
     ServerError,
 )
+from forewarn.client.core import Answer, RequestSpec
 from tests.client.conftest import ADDRESS, BASE, FakeTime, Script, reply
 from tests.support.serverproc import ServerProcess, free_port
 
@@ -30,18 +32,16 @@ BROKEN = b'{"error":"Internal server error"}'
 
 
 def _client(
-    handler: Callable[[httpx.Request], httpx.Response], fake: FakeTime, **options: object
+    handler: Callable[[RequestSpec], Answer], fake: FakeTime, **options: object
 ) -> ScheduledEventsClient:
     return ScheduledEventsClient(
-        BASE, transport=httpx.MockTransport(handler), sleep=fake.sleep, clock=fake.clock,
+        BASE, transport=MockTransport(handler), sleep=fake.sleep, clock=fake.clock,
         **options,  # type: ignore[arg-type]
     )  # fmt: skip
 
 
-def _gone_until(
-    fake: FakeTime, seconds: float, calls: list[float]
-) -> Callable[..., httpx.Response]:
-    def handler(request: httpx.Request) -> httpx.Response:
+def _gone_until(fake: FakeTime, seconds: float, calls: list[float]) -> Callable[..., Answer]:
+    def handler(request: RequestSpec) -> Answer:
         calls.append(fake.now)
         return reply(410, GONE) if fake.now < seconds else reply(200, EMPTY)
 
@@ -134,7 +134,9 @@ def test_client_errors_are_not_retried(
 
 
 def test_a_dropped_connection_is_retried(fake_time: FakeTime) -> None:
-    script = Script([httpx.ConnectError("refused"), httpx.ReadError("reset"), reply(200, EMPTY)])
+    script = Script(
+        [ConnectionRefusedError("refused"), ConnectionResetError("reset"), reply(200, EMPTY)]
+    )
     with _client(script, fake_time) as client:
         assert client.get().incarnation == 1
     assert len(fake_time.sleeps) == 2
@@ -155,14 +157,14 @@ async def test_async_twin_follows_the_same_rules(fake_time: FakeTime) -> None:
     calls: list[float] = []
     gone = _gone_until(fake_time, 10.0, calls)
     async with AsyncScheduledEventsClient(
-        BASE, transport=httpx.MockTransport(gone), sleep=fake_time.asleep, clock=fake_time.clock
+        BASE, transport=MockTransport(gone), sleep=fake_time.asleep, clock=fake_time.clock
     ) as client:
         assert (await client.get()).incarnation == 1
     assert calls[-1] >= 10.0
 
     script = Script([reply(502, BROKEN)])
     async with AsyncScheduledEventsClient(
-        BASE, transport=httpx.MockTransport(script), sleep=fake_time.asleep,
+        BASE, transport=MockTransport(script), sleep=fake_time.asleep,
         clock=fake_time.clock, max_retries=4,
     ) as client:  # fmt: skip
         with pytest.raises(ServerError) as caught:

@@ -3,32 +3,32 @@ user-reboot lifecycle; conditional requests (If-None-Match) between changes."""
 
 from __future__ import annotations
 
-import httpx
-
 from forewarn.client import (
     EventStatus,
     EventType,
     ScheduledEventsClient,
 )
+from forewarn.client.core import Answer, RequestSpec, Settings
+from forewarn.client.syncwire import SyncWire
 from forewarn.testing import Forewarn
 
 
-class Recording(httpx.HTTPTransport):
-    """A real HTTP transport that remembers each request's If-None-Match and the status."""
+class Recording(SyncWire):
+    """The real HTTP transport, remembering each request's If-None-Match and the status."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
         self.seen: list[tuple[str | None, int]] = []
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        response = super().handle_request(request)
-        if request.method == "GET":
-            self.seen.append((request.headers.get("if-none-match"), response.status_code))
-        return response
+    def send(self, spec: RequestSpec, settings: Settings) -> Answer:
+        answer = super().send(spec, settings)
+        if spec.method == "GET":
+            self.seen.append((spec.headers.get("If-None-Match"), answer.status))
+        return answer
 
 
 def test_watch_follows_a_user_reboot(forewarn: Forewarn) -> None:
-    transport = Recording()
+    transport = Recording(forewarn.url("web-0"))
     with ScheduledEventsClient(forewarn.url("web-0"), transport=transport) as client:
         changes = client.watch(interval=0.01)
 

@@ -94,16 +94,16 @@ def served_series() -> set[str]:
     """Every family the server's and the agent's registries export, by its public name."""
     from prometheus_client import CollectorRegistry
 
-    from forewarn.agent.metrics import AgentMetrics
+    from forewarn.agent.metrics import SPECS
     from forewarn.imds.metrics import EndpointMetrics
     from forewarn.server.cluster.metrics import ClusterMetrics
 
     server = CollectorRegistry()
     EndpointMetrics(server)
     ClusterMetrics(server)
-    families = [*server.collect(), *AgentMetrics("web-0").registry.collect()]
     suffix = {"counter": "_total", "histogram": "_bucket"}
-    return {family.name + suffix.get(family.type, "") for family in families}
+    agent = {name + suffix.get(kind, "") for kind, name, *_ in SPECS.values()}
+    return agent | {family.name + suffix.get(family.type, "") for family in server.collect()}
 
 
 def test_the_metrics_and_arm_pages_name_what_is_served(site: Path) -> None:

@@ -1,10 +1,10 @@
 """Approvals share POSTs: the ids flows approve while one POST is out go in the next.
 
 A document of 10,000 events approved at once would otherwise be 10,000 POSTs at once,
-and httpx's pool spends time quadratic in the requests waiting for its connections, on
-the loop that answers /healthz and signals. Here one POST is out at a time, with at most
-``MAX_IDS`` ids and ``MAX_BYTES`` of body (the endpoint refuses bodies over 64 KiB); a
-lone approval still goes out on the next turn of the loop. The flows of an answered POST
+each on a connection of its own, on the loop that answers /healthz and signals. Here one
+POST is out at a time, with at most ``MAX_IDS`` ids and ``MAX_BYTES`` of body (the
+endpoint refuses bodies over 64 KiB); a lone approval still goes out on the next turn of
+the loop. The flows of an answered POST
 are woken ``WAKE_PER_TURN`` at a time, so 500 flows resuming do not stall the loop.
 
 The endpoint approves all of a POST's ids or none (400 when one is not this VM's, or has

@@ -96,7 +96,7 @@ def check_config(config_path: str, quiet: bool, skip_programs: bool) -> None:
     if quiet:
         return
     lines = [f"{config_path}: valid"]
-    kinds = [f"{name} ({spec.__struct_config__.tag})" for name, spec in config.handlers.items()]
+    kinds = [f"{name} ({spec.TAG})" for name, spec in config.handlers.items()]
     lines += [f"  handlers: {', '.join(kinds) or 'none'}", "  rules, first match wins:"]
     if config.ignore_freeze_under > 0:
         lines.append(f"    short-freeze: ignore Freeze under {config.ignore_freeze_under:g} s")

@@ -9,17 +9,15 @@ live in the file. Every error names where the bad value came from.
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from forewarn.agent import structs
+from forewarn.agent import records
 from forewarn.agent.config_schema import (
     AgentConfig,
     ConfigError,
     Coordination,
-    HandlerSpec,
     KubernetesTable,
     check,
     check_value,
@@ -36,14 +34,12 @@ ENV_PREFIX = "FOREWARN_AGENT_"
 #: Environment variables that are not settings of the file (read by the CLI itself).
 _CLI_ENV = {"CONFIG"}
 
-_LOCATION = re.compile(r"^(?P<message>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 
-
-def _scalar_fields(struct: type[structs.Struct]) -> dict[str, Any]:
+def _scalar_fields(record: type) -> dict[str, Any]:
     return {
-        f.name: f.type
-        for f in structs.fields(struct)
-        if f.name not in ("coordination", "kubernetes", "handlers", "rules")
+        name: type_
+        for name, type_ in records.hints(record).items()
+        if name not in ("coordination", "kubernetes", "handlers", "rules")
     }
 
 
@@ -55,34 +51,14 @@ _TABLES = {
 }
 
 
-def _explain(error: structs.ValidationError, source: str, prefix: str = "") -> ConfigError:
-    """``Expected int - at `$.rules[0].min_vms``` -> ``file: rules[0].min_vms: expected int``."""
-    match = _LOCATION.match(str(error))
-    assert match is not None
-    message, path = match["message"], (match["path"] or "").lstrip(".")
-    path = ".".join(p for p in (prefix, path) if p)
-    message = message[:1].lower() + message[1:]
-    unknown = re.match(r"object contains unknown field `([^`]+)`", message)
-    if unknown:
-        key = f"{path}.{unknown[1]}" if path else unknown[1]
-        return ConfigError(f"{source}: {key}: unknown key")
-    if path.startswith("handlers.") and path.endswith(".type"):
-        message += " (known: exec, webhook, python, kubernetes)"
-    field = re.sub(r"\[\d+\]$", "", path).rpartition(".")[2]
+def _explain(error: records.Invalid, source: str) -> ConfigError:
+    """``rules[0].min_vms: expected `int` >= 0``, from ``source``; an event type, status
+    or source not known also says which are."""
+    message = error.message
+    field = error.path.rpartition(".")[2].partition("[")[0]
     if field in _ENUMS and message.startswith("invalid enum value"):
         message += f" (known: {', '.join(_ENUMS[field])})"
-    return ConfigError(f"{source}: {path or '(top level)'}: {message}")
-
-
-def _check_handlers(handlers: Any, source: str) -> None:
-    """Handlers one by one, so an error names the handler (msgspec says ``handlers[...]``)."""
-    if not isinstance(handlers, dict):
-        return
-    for name, spec in handlers.items():
-        try:
-            structs.convert(spec, HandlerSpec)
-        except structs.ValidationError as exc:
-            raise _explain(exc, source, f"handlers.{name}") from None
+    return ConfigError(f"{source}: {error.path or '(top level)'}: {message}")
 
 
 def _convert_env(name: str, value: str, type_: Any) -> Any:
@@ -91,10 +67,9 @@ def _convert_env(name: str, value: str, type_: Any) -> Any:
         given = [item.strip() for item in value.split(",") if item.strip()]
         given = _canonical(name[len(ENV_PREFIX) :].lower().partition("_")[2], given)
     try:
-        converted = structs.convert(given, type_, strict=False)
-    except structs.ValidationError as exc:
-        why = str(exc).split(" - at")[0]
-        why = why[:1].lower() + why[1:] + _known(type_)
+        converted = records.convert(given, type_, strict=False)
+    except records.Invalid as exc:
+        why = exc.message + _known(type_)
         raise ConfigError(f"environment {name}={value!r}: {why}") from None
     problem = check_value(name[len(ENV_PREFIX) :].lower(), converted)
     if problem:
@@ -195,10 +170,9 @@ def load_config(
         source = os.fspath(path)
         merged = _read_toml(source)
         _canonical_tables(merged)
-        _check_handlers(merged.get("handlers"), source)
         try:  # the file alone must be valid: errors then point at the file's keys
-            structs.convert(merged, AgentConfig)
-        except structs.ValidationError as exc:
+            records.convert(merged, AgentConfig)
+        except records.Invalid as exc:
             raise _explain(exc, source) from None
     env = env_settings(environ or {})
     _overlay(merged, env)
@@ -208,8 +182,8 @@ def load_config(
         raise ConfigError(f"flags: unknown setting {', '.join(unknown)}")
     _overlay(merged, given)
     try:
-        config = structs.convert(merged, AgentConfig)
-    except structs.ValidationError as exc:
+        config: AgentConfig = records.convert(merged, AgentConfig)
+    except records.Invalid as exc:
         raise _explain(exc, "environment or flags") from None
     try:
         config = check(config)
@@ -224,5 +198,5 @@ def load_config(
 
 def as_dict(config: AgentConfig) -> dict[str, Any]:
     """The effective configuration as plain data (``--print-config``)."""
-    data: dict[str, Any] = structs.to_builtins(config)
+    data: dict[str, Any] = records.to_builtins(config)
     return data

@@ -1,9 +1,9 @@
 """The agent's configuration: one TOML file, typed, with every default written here.
 
-The schema is typed records (``structs``: msgspec's structs and messages, without
-loading msgspec for a valid file), so a wrong type or an unknown key is refused with the
-key's path (``rules[1].min_vms``); ``check()`` then refuses what types cannot say (a rule
-naming a handler nobody defined). Layering (defaults < file < environment < flags) lives
+The schema is typed records (dataclasses, read by ``records.convert``), so a wrong type
+or an unknown key is refused with the key's path (``rules[1].min_vms``) and what is
+allowed; ``check()`` then refuses what types cannot say (a rule naming a handler nobody
+defined). Layering (defaults < file < environment < flags) lives
 in ``config_layers.py``.
 """
 
@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Annotated, Any
 
-from forewarn.agent.structs import Meta, Struct, field, msgspec_type
+from forewarn.agent import records
+from forewarn.agent.records import Bounds
 from forewarn.contract.model import EventSource, EventStatus
 from forewarn.contract.versions import SUPPORTED_VERSIONS, EventType
 
@@ -40,11 +42,11 @@ __all__ = [
 
 #: The longest any duration may be: past it a timedelta overflows or a wait never ends.
 MAX_SECONDS = 30 * 86400.0
-Seconds = Annotated[float, Meta(ge=0, le=MAX_SECONDS)]
-Positive = Annotated[float, Meta(gt=0, le=MAX_SECONDS)]
-Minutes = Annotated[float, Meta(ge=0, le=MAX_SECONDS / 60)]
-PollInterval = Annotated[float, Meta(ge=0.05, le=3600)]
-Count = Annotated[int, Meta(ge=0, le=1_000_000)]
+Seconds = Annotated[float, Bounds(ge=0, le=MAX_SECONDS)]
+Positive = Annotated[float, Bounds(gt=0, le=MAX_SECONDS)]
+Minutes = Annotated[float, Bounds(ge=0, le=MAX_SECONDS / 60)]
+PollInterval = Annotated[float, Bounds(ge=0.05, le=3600)]
+Count = Annotated[int, Bounds(ge=0, le=1_000_000)]
 
 
 def parse_bind(bind: str) -> tuple[str, int]:
@@ -87,42 +89,55 @@ class OnCrash(StrEnum):
     FAIL = "fail"
 
 
-class _Handler(Struct, forbid_unknown_fields=True, tag_field="type"):
+@dataclass(kw_only=True)
+class _Handler:
     """Fields every handler has."""
 
     timeout: Positive = 60.0
     on_receipt: bool = False
 
 
-class ExecSpec(_Handler, tag="exec"):
+@dataclass(kw_only=True)
+class ExecSpec(_Handler):
     """Run a program: event fields as ``FOREWARN_*`` env vars, the event JSON on stdin."""
 
-    argv: Annotated[list[str], Meta(min_length=1)]
-    env: dict[str, str] = {}
+    TAG = "exec"
+
+    argv: Annotated[list[str], Bounds(min_length=1)]
+    env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
 
 
-class WebhookSpec(_Handler, tag="webhook"):
+@dataclass(kw_only=True)
+class WebhookSpec(_Handler):
     """POST a JSON body built from ``body`` (string values are ``string.Template``s)."""
+
+    TAG = "webhook"
 
     url: str
     timeout: Positive = 10.0
     retries: Count = 3
     backoff: Seconds = 1.0
-    headers: dict[str, str] = {}
+    headers: dict[str, str] = field(default_factory=dict)
     body: dict[str, Any] | None = None
     use_proxy_env: bool = True
 
 
-class PythonSpec(_Handler, tag="python"):
+@dataclass(kw_only=True)
+class PythonSpec(_Handler):
     """Call ``module:function`` (sync or async) with the handler context."""
 
+    TAG = "python"
+
     target: str
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = field(default_factory=dict)
 
 
-class KubernetesSpec(_Handler, tag="kubernetes"):
+@dataclass(kw_only=True)
+class KubernetesSpec(_Handler):
     """Taint, cordon and drain this node with kubectl; uncordon and untaint afterwards."""
+
+    TAG = "kubernetes"
 
     timeout: Positive = 600.0
     #: The node's name; empty: derived from the VM's (``aks-x-vmss_13`` -> ``aks-x-vmss00000d``).
@@ -145,7 +160,7 @@ class KubernetesSpec(_Handler, tag="kubernetes"):
     taint_value: str = "true"
     taint_effect: str = "NoSchedule"
     #: Seconds each pod gets to stop; -1: the pod's own terminationGracePeriodSeconds.
-    grace_period: Annotated[int, Meta(ge=-1, le=int(MAX_SECONDS))] = -1
+    grace_period: Annotated[int, Bounds(ge=-1, le=int(MAX_SECONDS))] = -1
     ignore_daemonsets: bool = True
     delete_emptydir_data: bool = True
     pdb_timeout: Positive = 300.0
@@ -155,7 +170,8 @@ class KubernetesSpec(_Handler, tag="kubernetes"):
 HandlerSpec = ExecSpec | WebhookSpec | PythonSpec | KubernetesSpec
 
 
-class KubernetesTable(KubernetesSpec, tag="kubernetes"):
+@dataclass(kw_only=True)
+class KubernetesTable(KubernetesSpec):
     """``[kubernetes]``: the kubernetes handler and its rule in one table (a DaemonSet's
     whole configuration can come from ``FOREWARN_AGENT_KUBERNETES_*``)."""
 
@@ -173,22 +189,23 @@ class KubernetesTable(KubernetesSpec, tag="kubernetes"):
     act_minutes_before: Minutes | None = None
 
 
-class RuleSpec(Struct, forbid_unknown_fields=True):
+@dataclass(kw_only=True)
+class RuleSpec:
     """One ordered rule: what it matches, then what it does."""
 
     name: str = ""
     # ---- match (an empty list or an absent bound matches anything)
-    event_types: list[EventType] = []
-    sources: list[EventSource] = []
+    event_types: list[EventType] = field(default_factory=list)
+    sources: list[EventSource] = field(default_factory=list)
     statuses: list[EventStatus] = field(default_factory=lambda: [EventStatus.SCHEDULED])
-    min_duration: Annotated[int, Meta(ge=-1)] | None = None
-    max_duration: Annotated[int, Meta(ge=-1)] | None = None
+    min_duration: Annotated[int, Bounds(ge=-1)] | None = None
+    max_duration: Annotated[int, Bounds(ge=-1)] | None = None
     this_vm: bool | None = None
     min_vms: Count | None = None
     max_vms: Count | None = None
     # ---- action
     ignore: bool = False
-    handlers: list[str] = []
+    handlers: list[str] = field(default_factory=list)
     recovery: list[str] | None = None
     approval: Approval = Approval.NEVER
     parallel: bool = False
@@ -196,7 +213,8 @@ class RuleSpec(Struct, forbid_unknown_fields=True):
     on_crash: OnCrash = OnCrash.RETRY
 
 
-class Coordination(Struct, forbid_unknown_fields=True):
+@dataclass(kw_only=True)
+class Coordination:
     """Where agents of one event's VMs record whether they are ready."""
 
     backend: str = "redis"
@@ -209,7 +227,8 @@ class Coordination(Struct, forbid_unknown_fields=True):
     claim_lease: Positive = 15.0
 
 
-class AgentConfig(Struct, forbid_unknown_fields=True):
+@dataclass(kw_only=True)
+class AgentConfig:
     """Everything the agent reads; the defaults suit a real Azure VM."""
 
     vm_name: str = ""
@@ -233,8 +252,8 @@ class AgentConfig(Struct, forbid_unknown_fields=True):
     log_level: str = "info"
     coordination: Coordination | None = None
     kubernetes: KubernetesTable | None = None
-    handlers: dict[str, HandlerSpec] = {}
-    rules: list[RuleSpec] = []
+    handlers: dict[str, HandlerSpec] = field(default_factory=dict)
+    rules: list[RuleSpec] = field(default_factory=list)
 
     def rule_name(self, index: int) -> str:
         """A rule's name, or ``rules[i]`` when it has none."""
@@ -397,8 +416,5 @@ def check(config: AgentConfig) -> AgentConfig:
 
 
 def json_schema() -> dict[str, Any]:
-    """The configuration's JSON Schema (the reference page's): msgspec's, of these types."""
-    import msgspec
-
-    schema: dict[str, Any] = msgspec.json.schema(msgspec_type(AgentConfig))
-    return schema
+    """The configuration's JSON Schema (the reference page's), of these types."""
+    return records.json_schema(AgentConfig)

@@ -31,7 +31,7 @@ from forewarn.agent.handlers import HandlerFailed, build_handlers
 from forewarn.agent.heap import trim
 from forewarn.agent.httpserver import HealthServer
 from forewarn.agent.logs import logger
-from forewarn.agent.metrics import AgentMetrics, LazyMetrics, NoMetrics
+from forewarn.agent.metrics import AgentMetrics, NoMetrics
 from forewarn.agent.rules import RuleBook
 from forewarn.agent.sdnotify import notify, watchdog_interval
 from forewarn.agent.services import Services
@@ -47,11 +47,9 @@ from forewarn.client import (
 )
 
 if TYPE_CHECKING:
-    import httpx
-
     from forewarn.agent.coordination import Coordinator
     from forewarn.agent.flow import EventFlow
-    from forewarn.client import DocumentRecorder
+    from forewarn.client import AsyncTransport, DocumentRecorder
 
 __all__ = ["PER_TURN", "Agent", "AgentError"]
 
@@ -81,11 +79,11 @@ class Agent:
         config: AgentConfig,
         *,
         clock: AgentClock | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: AsyncTransport | None = None,
     ) -> None:
         self.config = config
         self.clock = clock or AgentClock()
-        self.metrics: AgentMetrics = LazyMetrics() if config.metrics_bind else NoMetrics()
+        self.metrics: AgentMetrics = AgentMetrics() if config.metrics_bind else NoMetrics()
         self.vm_name = ""
         self.log: Any = logger()
         self.rules = RuleBook(config)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from forewarn.agent.config_schema import parse_bind
+from forewarn.agent.metrics import CONTENT_TYPE
 
 __all__ = ["HealthServer", "parse_bind"]
 
@@ -59,9 +60,7 @@ class HealthServer:
         if method not in ("GET", "HEAD"):
             return 405, "text/plain", b"method not allowed\n"
         if path == "/metrics":
-            from prometheus_client import CONTENT_TYPE_LATEST  # loaded by the metrics already
-
-            return 200, CONTENT_TYPE_LATEST, self._metrics()
+            return 200, CONTENT_TYPE, self._metrics()
         if path == "/healthz":
             return 200, "text/plain", b"ok\n"
         if path == "/readyz":

@@ -7,7 +7,8 @@ VM's events of ``event_types`` (the file's own rules, if any, match first).
 
 from __future__ import annotations
 
-from forewarn.agent import structs
+import dataclasses
+
 from forewarn.agent.config_schema import AgentConfig, ConfigError, KubernetesSpec, RuleSpec
 
 __all__ = ["NAME", "with_kubernetes_table"]
@@ -27,7 +28,7 @@ def with_kubernetes_table(config: AgentConfig) -> AgentConfig:
         raise ConfigError(f"rules: the name {NAME!r} is taken by the [kubernetes] table")
     fields = {
         f.name: getattr(table, f.name)
-        for f in structs.fields(KubernetesSpec)
+        for f in dataclasses.fields(KubernetesSpec)
         if f.name not in _RULE_ONLY
     }
     rule = RuleSpec(
@@ -38,7 +39,7 @@ def with_kubernetes_table(config: AgentConfig) -> AgentConfig:
         approval=table.approval,
         act_minutes_before=table.act_minutes_before,
     )
-    return structs.replace(
+    return dataclasses.replace(
         config,
         handlers={**config.handlers, NAME: KubernetesSpec(**fields)},
         rules=[*config.rules, rule],

@@ -1,11 +1,10 @@
 """The agent's log lines on stderr, one event per line, for journald and log shippers.
 
-``json`` (the default) is written here: the line structlog's JSONRenderer wrote after
-``add_log_level`` and an ISO UTC ``TimeStamper``, byte for byte (the bound fields, the
-call's, then ``event``, ``level``, ``timestamp``; what JSON cannot hold as its ``repr``),
-without structlog's thirty modules: ~0.6 MB of every VM's idle agent. ``console`` is
-structlog's ``ConsoleRenderer``, imported then; so is structlog's default, for a logger
-asked for before ``configure_logging`` (an agent run in a test's process).
+``json`` (the default): one JSON object a line, the bound fields, the call's, then
+``event``, ``level`` and ``timestamp`` (ISO 8601 UTC); what JSON cannot hold is written
+as its ``repr``. ``console``: ``TIMESTAMP [level    ] event  key=value ...`` (the keys
+sorted), for a person at a terminal. A logger asked for before ``configure_logging`` (an
+agent run in a test's process) writes console lines of every level.
 """
 
 from __future__ import annotations
@@ -16,52 +15,49 @@ import threading
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-__all__ = ["JsonLogger", "configure_logging", "logger"]
+__all__ = ["AgentLogger", "configure_logging", "logger"]
 
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 
 
-def _import_structlog() -> Any:
-    """structlog, imported as if rich were not installed.
-
-    structlog looks for rich at import, for pretty tracebacks in its console renderer;
-    the agent prints plain ones, and rich is ~5 MB and 80 modules of every VM's agent
-    (the VM install has it, for the VM commands' tables)."""
-    hide = "rich" not in sys.modules
-    if hide:
-        sys.modules["rich"] = None  # type: ignore[assignment]  # import rich: ImportError
-    try:
-        import structlog
-    finally:
-        if hide:
-            del sys.modules["rich"]
-    return structlog
-
-
 class _Sink:
-    """Where JSON lines go, and the least level written."""
+    """Where lines go (None: the process's stderr at the time), how, and the least level
+    written."""
 
-    __slots__ = ("level", "lock", "stream")
+    __slots__ = ("console", "level", "lock", "stream")
 
-    def __init__(self, level: int, stream: TextIO) -> None:
+    def __init__(self, level: int, console: bool, stream: TextIO | None) -> None:
         self.level = level
+        self.console = console
         self.stream = stream
         self.lock = threading.Lock()
 
-
-#: The JSON lines' sink once ``configure_logging("json")`` ran; None: structlog's.
-_sink: _Sink | None = None
-
-
-def _fallback(value: Any) -> Any:
-    """What JSON cannot hold: its ``__structlog__()``, else its ``repr`` (structlog's)."""
-    render = getattr(value, "__structlog__", None)
-    return render() if callable(render) else repr(value)
+    def write(self, text: str) -> None:
+        with self.lock:
+            stream = self.stream or sys.stderr
+            stream.write(text)
+            stream.flush()
 
 
-class JsonLogger:
-    """``bind``, ``debug``, ``info``, ``warning`` and ``error`` as structlog's bound logger
-    has them, each writing one JSON line (or nothing below the configured level)."""
+_sink = _Sink(0, True, None)
+
+
+def _timestamp() -> str:
+    return datetime.now(tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+def _console(line: dict[str, Any]) -> str:
+    event, level, stamp = line.pop("event"), line.pop("level"), line.pop("timestamp")
+    pairs = " ".join(
+        f"{key}={value if isinstance(value, str) else repr(value)}"
+        for key, value in sorted(line.items())
+    )
+    return f"{stamp} [{level:<9}] {event:<30} {pairs}".rstrip() + "\n"
+
+
+class AgentLogger:
+    """``bind``, ``debug``, ``info``, ``warning`` and ``error``, each writing one line (or
+    nothing below the configured level)."""
 
     __slots__ = ("_context", "_sink")
 
@@ -69,9 +65,9 @@ class JsonLogger:
         self._sink = sink
         self._context = context
 
-    def bind(self, **fields: Any) -> JsonLogger:
+    def bind(self, **fields: Any) -> AgentLogger:
         """A logger with ``fields`` added to this one's on every line."""
-        return JsonLogger(self._sink, {**self._context, **fields})
+        return AgentLogger(self._sink, {**self._context, **fields})
 
     def debug(self, event: str, **fields: Any) -> None:
         self._write(10, "debug", event, fields)
@@ -92,36 +88,17 @@ class JsonLogger:
         line = {**self._context, **fields}
         line["event"] = event
         line["level"] = name
-        line["timestamp"] = datetime.now(tz=UTC).isoformat().replace("+00:00", "Z")
-        text = json.dumps(line, default=_fallback) + "\n"
-        with sink.lock:
-            sink.stream.write(text)
-            sink.stream.flush()
+        line["timestamp"] = _timestamp()
+        sink.write(_console(line) if sink.console else json.dumps(line, default=repr) + "\n")
 
 
 def configure_logging(fmt: str = "json", level: str = "info", stream: TextIO | None = None) -> None:
-    """Set the process's agent logs up (the CLI calls this once)."""
+    """Set the process's agent logs up (the CLI calls this once): ``json`` or ``console``
+    lines of ``level`` and above, to ``stream`` (default: stderr)."""
     global _sink
-    threshold = _LEVELS[level]
-    if fmt == "json":
-        _sink = _Sink(threshold, stream or sys.stderr)
-        return
-    _sink = None
-    structlog = _import_structlog()
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.dev.ConsoleRenderer(colors=False),
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(threshold),
-        logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
-        cache_logger_on_first_use=False,
-    )
+    _sink = _Sink(_LEVELS[level], fmt == "console", stream or sys.stderr)
 
 
-def logger(**bound: Any) -> Any:
+def logger(**bound: Any) -> AgentLogger:
     """A logger with ``bound`` fields on every line."""
-    if _sink is not None:
-        return JsonLogger(_sink, bound)
-    return _import_structlog().get_logger("forewarn.agent").bind(**bound)
+    return AgentLogger(_sink, bound)

@@ -1,18 +1,23 @@
-"""The agent's Prometheus metrics, in a registry of its own (several agents may share a
-process, e.g. in the benchmark, and must not share counters).
+"""The agent's Prometheus metrics: counted here, and written in Prometheus's text
+exposition format (version 0.0.4) for ``/metrics``.
 
-An agent with no ``metrics_bind`` has nobody to show them to: it counts into
-``NoMetrics`` instead, and never imports prometheus_client (~4 MB of every VM's agent).
-One with a ``metrics_bind`` (the default: ``/healthz``, ``/readyz`` and ``/status`` are
-served there too) counts into ``LazyMetrics``, which loads prometheus_client on the first
-scrape of ``/metrics``: a VM nobody scrapes never pays for it.
+The agent keeps fourteen metrics of three kinds (counters, gauges, histograms) and shows
+them to one scraper: counting them is a dict of floats, and the text format is a line
+per series, so the VM install needs no Prometheus library (one distribution). Each agent
+has metrics of its own (several may share a process, e.g. in the benchmark). One with no
+``metrics_bind`` has nobody to show them to: it counts into ``NoMetrics``, which forgets.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SPECS", "AgentMetrics", "LazyMetrics", "NoMetrics"]
+__all__ = ["CONTENT_TYPE", "SPECS", "AgentMetrics", "Metric", "NoMetrics", "Series"]
+
+#: What ``/metrics`` answers as (the text format's media type).
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 _FAST = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 _MARGIN = (0, 1, 5, 10, 30, 60, 120, 300, 600, 900, 1800, 3600, 86400)
@@ -51,6 +56,125 @@ SPECS: dict[str, tuple[str, str, str, tuple[str, ...], tuple[float, ...]]] = {
 }  # fmt: skip
 
 
+def _number(value: float) -> str:
+    """A sample's value as Prometheus writes it (``1.0``, ``+Inf``, ``1e+06``)."""
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if math.isnan(value):
+        return "NaN"
+    text = repr(float(value))
+    dot = text.find(".")
+    if value > 0 and dot > 6:  # Go's exponent form, as a bucket's bound reads elsewhere
+        mantissa = f"{text[0]}.{text[1:dot]}{text[dot + 1 :]}".rstrip("0.")
+        return f"{mantissa}e+0{dot - 1}"
+    return text
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+class Series:
+    """One metric's series for one set of label values: a number (a counter's sum, a
+    gauge's value or function), or a histogram's bucket counts, sum and count."""
+
+    __slots__ = ("bounds", "buckets", "count", "function", "kind", "sum", "value")
+
+    def __init__(self, kind: str, bounds: tuple[float, ...]) -> None:
+        self.kind = kind
+        self.bounds = bounds
+        self.value = 0.0
+        self.function: Callable[[], float] | None = None
+        self.buckets = [0] * len(bounds)
+        self.sum = 0.0
+        self.count = 0
+
+    def inc(self, amount: float = 1) -> None:
+        if amount < 0 and self.kind == "counter":
+            raise ValueError("a counter only goes up")
+        self.value += amount
+
+    def set(self, value: float) -> None:
+        self.value = float(value)
+
+    def set_function(self, function: Callable[[], float]) -> None:
+        """The gauge shows ``function()`` at each scrape, whatever is set."""
+        self.function = function
+
+    def observe(self, value: float) -> None:
+        for index, bound in enumerate(self.bounds):
+            if value <= bound:
+                self.buckets[index] += 1
+        self.sum += value
+        self.count += 1
+
+    def current(self) -> float:
+        return float(self.function()) if self.function is not None else self.value
+
+
+class Metric:
+    """One metric: its series by label values (``labels()``), or its one series."""
+
+    def __init__(self, kind: str, name: str, text: str, labels: tuple[str, ...],
+                 buckets: tuple[float, ...]) -> None:  # fmt: skip
+        self.kind, self.name, self.text = kind, name, text
+        self.label_names = labels
+        self.bounds = buckets
+        self.series: dict[tuple[str, ...], Series] = {}
+        if not labels:
+            self.series[()] = Series(kind, buckets)
+
+    def labels(self, *values: str, **named: str) -> Series:
+        """The series of these label values (made, at zero, the first time)."""
+        if named:
+            values = tuple(named[name] for name in self.label_names if name in named)
+        if len(values) != len(self.label_names) or (named and len(named) != len(values)):
+            raise ValueError(f"{self.name} takes the labels {', '.join(self.label_names)}")
+        key = tuple(str(v) for v in values)
+        series = self.series.get(key)
+        if series is None:
+            series = self.series[key] = Series(self.kind, self.bounds)
+        return series
+
+    def _one(self) -> Series:
+        if self.label_names:
+            raise ValueError(f"{self.name}: labels() first")
+        return self.series[()]
+
+    def inc(self, amount: float = 1) -> None:
+        self._one().inc(amount)
+
+    def set(self, value: float) -> None:
+        self._one().set(value)
+
+    def set_function(self, function: Callable[[], float]) -> None:
+        self._one().set_function(function)
+
+    def observe(self, value: float) -> None:
+        self._one().observe(value)
+
+    def lines(self) -> list[str]:
+        """This metric in the text format: its HELP and TYPE, then a line per sample."""
+        name = self.name + ("_total" if self.kind == "counter" else "")
+        out = [f"# HELP {name} {self.text}", f"# TYPE {name} {self.kind}"]
+        for key, series in self.series.items():
+            pairs = [f'{n}="{_escape(v)}"' for n, v in zip(self.label_names, key, strict=True)]
+            if self.kind != "histogram":
+                out.append(f"{name}{_labels(pairs)} {_number(series.current())}")
+                continue
+            for bound, count in zip((*self.bounds, math.inf), (*series.buckets, series.count),
+                                    strict=True):  # fmt: skip
+                bucket = [*pairs, f'le="{_number(bound)}"']
+                out.append(f"{name}_bucket{_labels(bucket)} {_number(count)}")
+            out.append(f"{name}_count{_labels(pairs)} {_number(series.count)}")
+            out.append(f"{name}_sum{_labels(pairs)} {_number(series.sum)}")
+        return out
+
+
+def _labels(pairs: list[str]) -> str:
+    return "{" + ",".join(pairs) + "}" if pairs else ""
+
+
 class AgentMetrics:
     """Counters, gauges and histograms the daemon updates; ``render()`` is /metrics."""
 
@@ -70,23 +194,15 @@ class AgentMetrics:
     info: Any
 
     def __init__(self, vm: str = "") -> None:
-        import prometheus_client
-
-        self.registry = prometheus_client.CollectorRegistry(auto_describe=True)
-        kinds = {"counter": prometheus_client.Counter, "gauge": prometheus_client.Gauge,
-                 "histogram": prometheus_client.Histogram}  # fmt: skip
-        for attribute, (kind, name, text, labels, buckets) in SPECS.items():
-            extra = {"buckets": buckets} if buckets else {}
-            metric = kinds[kind](name, text, labels, registry=self.registry, **extra)
-            setattr(self, attribute, metric)
+        for attribute, spec in SPECS.items():
+            setattr(self, attribute, Metric(*spec))
         if vm:
             self.info.labels(vm=vm).set(1)
 
     def render(self) -> bytes:
         """The text exposition format."""
-        from prometheus_client import generate_latest
-
-        return generate_latest(self.registry)
+        lines = [line for attribute in SPECS for line in getattr(self, attribute).lines()]
+        return ("\n".join(lines) + "\n").encode()
 
 
 class _Nothing:
@@ -115,7 +231,7 @@ class NoMetrics(AgentMetrics):
     """``AgentMetrics``' attributes, recording nothing (no ``metrics_bind``): every metric
     the daemon names is one ``_Nothing``, so a metric added above needs nothing here."""
 
-    def __init__(self, vm: str = "") -> None:  # no super(): no prometheus_client
+    def __init__(self, vm: str = "") -> None:  # no super(): nothing to count into
         pass
 
     def __getattr__(self, name: str) -> Any:
@@ -125,171 +241,3 @@ class NoMetrics(AgentMetrics):
 
     def render(self) -> bytes:
         return b""
-
-
-#: Observations a histogram keeps before its first scrape; past them, the real metrics load.
-PENDING_OBSERVATIONS = 1024
-
-#: A child's label values, in the order ``SPECS`` names the labels (() for none).
-_Key = tuple[str, ...]
-
-
-def _child(real: Any, key: _Key) -> Any:
-    """The prometheus_client metric's child for ``key`` (itself, for a metric without labels)."""
-    return real.labels(*key) if key else real
-
-
-class _Tally:
-    """One metric before the first scrape: what each update would have done, in brief
-    (a counter's sum, a gauge's value and function, a histogram's observations), kept per
-    label values; once the real metrics are loaded, every update goes to them.
-
-    The replay does one kind of update at a time, whatever order they came in: sums and
-    last values, then functions (a gauge's function hides whatever is set, before it or
-    after, in prometheus_client as here), then observations."""
-
-    def __init__(self, owner: LazyMetrics, attribute: str) -> None:
-        self.owner = owner
-        self.attribute = attribute
-        self.label_names = SPECS[attribute][3]
-        self.values: dict[_Key, float] = {}
-        self.set_keys: set[_Key] = set()
-        self.functions: dict[_Key, Any] = {}
-        self.observed: dict[_Key, list[float]] = {}
-
-    def labels(self, *values: str, **named: str) -> _Child:
-        if self.owner.loaded is not None:
-            return getattr(self.owner.loaded, self.attribute).labels(*values, **named)  # type: ignore[no-any-return]
-        if values and named:
-            raise ValueError("Can't pass both *args and **kwargs")
-        given = len(values) if values else len(named)
-        if not self.label_names or given != len(self.label_names):
-            raise ValueError("Incorrect label count")
-        if named and set(named) != set(self.label_names):
-            raise ValueError("Incorrect label names")
-        key = tuple(str(v) for v in values) or tuple(str(named[n]) for n in self.label_names)
-        self._create(key)
-        return _Child(self, key)
-
-    def _create(self, key: _Key) -> None:
-        """A child exists (and is scraped, at zero) from its first ``labels()`` on."""
-        if SPECS[self.attribute][0] == "histogram":
-            self.observed.setdefault(key, [])
-        else:
-            self.values.setdefault(key, 0.0)
-
-    def _no_labels(self) -> _Child:
-        if self.label_names:
-            raise ValueError(f"{SPECS[self.attribute][1]}: labels() first")
-        return _Child(self, ())
-
-    def inc(self, amount: float = 1) -> None:
-        self._no_labels().inc(amount)
-
-    def set(self, value: float) -> None:
-        self._no_labels().set(value)
-
-    def observe(self, value: float) -> None:
-        self._no_labels().observe(value)
-
-    def set_function(self, function: Any) -> None:
-        self._no_labels().set_function(function)
-
-    def replay(self, real: Any) -> None:
-        """Do to ``real`` (the prometheus_client metric) what was done to this tally."""
-        for key, value in self.values.items():
-            (_child(real, key).set if key in self.set_keys else _child(real, key).inc)(value)
-        for key, function in self.functions.items():
-            _child(real, key).set_function(function)
-        for key, observed in self.observed.items():
-            child = _child(real, key)
-            for value in observed:
-                child.observe(value)
-
-
-class _Child:
-    """A metric with its label values, as ``labels()`` gives it."""
-
-    __slots__ = ("key", "tally")
-
-    def __init__(self, tally: _Tally, key: _Key) -> None:
-        self.tally = tally
-        self.key = key
-
-    def _real(self) -> Any:
-        loaded = self.tally.owner.loaded
-        if loaded is None:
-            return None
-        return _child(getattr(loaded, self.tally.attribute), self.key)
-
-    def inc(self, amount: float = 1) -> None:
-        if (real := self._real()) is not None:
-            real.inc(amount)
-            return
-        if amount < 0 and SPECS[self.tally.attribute][0] == "counter":
-            raise ValueError("Counters can only be incremented by non-negative amounts.")
-        values = self.tally.values
-        values[self.key] = values.get(self.key, 0.0) + amount
-
-    def set(self, value: float) -> None:
-        if (real := self._real()) is not None:
-            real.set(value)
-            return
-        self.tally.values[self.key] = float(value)
-        self.tally.set_keys.add(self.key)
-
-    def set_function(self, function: Any) -> None:
-        if (real := self._real()) is not None:
-            real.set_function(function)
-            return
-        self.tally.functions[self.key] = function
-
-    def observe(self, value: float) -> None:
-        if (real := self._real()) is not None:
-            real.observe(value)
-            return
-        observed = self.tally.observed.setdefault(self.key, [])
-        observed.append(value)
-        if len(observed) >= PENDING_OBSERVATIONS:
-            self.tally.owner.load()
-
-
-class LazyMetrics(AgentMetrics):
-    """``AgentMetrics`` that loads prometheus_client on the first ``render()`` (the first
-    scrape): until then each metric is a ``_Tally``, replayed into the real one then.
-
-    What a scrape shows is what ``AgentMetrics`` would have shown, but for the counters'
-    ``_created`` samples: the time of the first scrape, not of the start."""
-
-    def __init__(self, vm: str = "") -> None:  # no super(): no prometheus_client yet
-        self._vm = vm
-        self._tallies: dict[str, _Tally] = {}
-        #: The real metrics, once loaded.
-        self.loaded: AgentMetrics | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_") or name not in SPECS:
-            raise AttributeError(name)
-        if self.loaded is not None:
-            return getattr(self.loaded, name)
-        tally = self._tallies.get(name)
-        if tally is None:
-            tally = self._tallies[name] = _Tally(self, name)
-        return tally
-
-    def load(self) -> AgentMetrics:
-        """The real metrics, loaded (and every update so far replayed) on first use."""
-        if self.loaded is None:
-            real = AgentMetrics(self._vm)
-            for name, tally in self._tallies.items():
-                tally.replay(getattr(real, name))
-            self.loaded = real
-            self._tallies.clear()
-        return self.loaded
-
-    @property
-    def registry(self) -> Any:  # type: ignore[override]
-        return self.load().registry
-
-    def render(self) -> bytes:
-        return self.load().render()

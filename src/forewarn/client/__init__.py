@@ -3,7 +3,8 @@
 Sync and async twins (``ScheduledEventsClient``, ``AsyncScheduledEventsClient``) carry out
 what one I/O-free core decides (requests, answers, retries, change diffing). The documents
 they hand back are the contract's one wire model (``Document``, ``Event``…, re-exported
-here). This package imports nothing of the emulator: it ships to real VMs.
+here). They send through a ``Transport`` (the client's own HTTP/1.1; ``MockTransport`` in
+tests). This package imports the standard library only: it ships to real VMs.
 
 Exceptions (each carries ``status``, ``body`` and ``url``):
 
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     )
     from forewarn.client.recording import DocumentRecorder
     from forewarn.client.sync import ScheduledEventsClient
+    from forewarn.client.transport import AsyncTransport, MockTransport, Transport
     from forewarn.contract import (
         Document,
         Event,
@@ -93,6 +95,9 @@ _LAZY = {
     "ServerError": "forewarn.client.errors",
     "DocumentRecorder": "forewarn.client.recording",
     "ScheduledEventsClient": "forewarn.client.sync",
+    "AsyncTransport": "forewarn.client.transport",
+    "MockTransport": "forewarn.client.transport",
+    "Transport": "forewarn.client.transport",
     "Document": "forewarn.contract",
     "Event": "forewarn.contract",
     "EventSource": "forewarn.contract",
@@ -113,6 +118,7 @@ __all__ = [
     "DEFAULT_ENDPOINT",
     "INSTANCE_API_VERSION",
     "AsyncScheduledEventsClient",
+    "AsyncTransport",
     "BadRequestError",
     "ClientError",
     "ClientOptions",
@@ -131,12 +137,14 @@ __all__ = [
     "GoneError",
     "Instance",
     "InvalidEndpoint",
+    "MockTransport",
     "NotFoundError",
     "RateLimitedError",
     "ResourceType",
     "RetryPolicy",
     "ScheduledEventsClient",
     "ServerError",
+    "Transport",
     "diff_documents",
     "discover",
     "option_245",

@@ -1,7 +1,6 @@
 """``AsyncScheduledEventsClient``: the asyncio twin; decisions live in ``core``, so only
-the awaited calls are written here. It speaks to an http:// endpoint itself (``wire``: a
-poll costs a fraction of httpx's CPU, and httpx is never imported); a custom httpx
-transport (the test seam) or an https:// endpoint goes through httpx (``exchange``)."""
+the awaited calls are written here. It sends through a ``transport.AsyncTransport``: the
+client's own HTTP/1.1 on asyncio (``wire``) unless a test plugs in another."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Unpack
 
 from forewarn.client import core
 from forewarn.client.changes import DocumentChange
@@ -19,7 +18,7 @@ from forewarn.client.wire import AsyncWire
 from forewarn.contract import Document, Instance
 
 if TYPE_CHECKING:
-    import httpx
+    from forewarn.client.transport import AsyncTransport
 
 __all__ = ["AsyncScheduledEventsClient"]
 
@@ -36,7 +35,7 @@ class AsyncScheduledEventsClient:
         self,
         url: str | None = None,
         *,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: AsyncTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
         jitter: Callable[[], float] = uniform,
@@ -49,19 +48,9 @@ class AsyncScheduledEventsClient:
         self._sleep = sleep
         self._decider = functools.partial(Decider, self._settings.policy, clock, jitter)
         self._observer = observer
-        self._wire: AsyncWire | None = None
-        self._http: Any = None
-        local_address = options.get("local_address")
-        if transport is None and self._settings.base.startswith("http://"):
-            self._wire = AsyncWire(self._settings.base, local_address)
-            return
-        import httpx
-
-        from forewarn.client.exchange import HTTPX_OPTIONS
-
-        if transport is None:
-            transport = httpx.AsyncHTTPTransport(local_address=local_address)
-        self._http = httpx.AsyncClient(transport=transport, **HTTPX_OPTIONS)
+        self._transport: AsyncTransport = transport or AsyncWire(
+            self._settings.base, options.get("local_address")
+        )
 
     @property
     def url(self) -> str:
@@ -77,7 +66,9 @@ class AsyncScheduledEventsClient:
 
     async def _once(self, spec: core.RequestSpec) -> core.Answer:
         try:
-            answer = await self._exchange(spec)
+            answer = core.settle(
+                self._settings, await self._transport.send_async(spec, self._settings)
+            )
         except core.Transient as failure:
             if self._observer is not None:
                 self._observer(failure.status)
@@ -90,37 +81,16 @@ class AsyncScheduledEventsClient:
             self._observer(answer.status)
         return answer
 
-    async def _exchange(self, spec: core.RequestSpec) -> core.Answer:
-        if self._wire is not None:
-            return await self._wire.request(spec, self._settings)
-        import httpx
-
-        from forewarn.client.exchange import answer_of, failure_of, request_options
-
-        try:
-            response = await self._http.request(**request_options(spec, self._settings))
-        except httpx.TransportError as exc:
-            raise failure_of(spec, exc) from None
-        return answer_of(response, self._settings)
-
     async def _send(self, spec: core.RequestSpec) -> core.Answer:
         decider = self._decider()
-        try:
-            return await self._once(spec)  # nearly always: no retry machinery at all
-        except core.Transient as failure:
-            delay = decider.after_first(failure)
-            if delay is None:
-                raise failure.cause from None
-        await self._sleep(delay)
-        import tenacity  # loaded by the first retry: most processes never need it
-
-        try:
-            async for attempt in tenacity.AsyncRetrying(sleep=self._sleep, **decider.options()):
-                with attempt:
-                    answer = await self._once(spec)
-        except core.Transient as failure:
-            raise failure.cause from None
-        return answer
+        while True:
+            try:
+                return await self._once(spec)
+            except core.Transient as failure:
+                delay = decider.after(failure)
+                if delay is None:
+                    raise failure.cause from None
+            await self._sleep(delay)
 
     # ------------------------------------------------------------------ the API
 
@@ -163,11 +133,8 @@ class AsyncScheduledEventsClient:
             await self._sleep(interval)
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
-        if self._wire is not None:
-            self._wire.close()
-        else:
-            await self._http.aclose()
+        """Close the idle connections."""
+        self._transport.close()
 
     async def __aenter__(self) -> AsyncScheduledEventsClient:
         return self

@@ -6,32 +6,22 @@ this package re-exports; only the client watches, so only the client diffs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from forewarn.contract import Document, Event
-from forewarn.contract.values import Value, set_fields
 
 __all__ = ["DocumentChange", "diff_documents"]
 
 
-class DocumentChange(Value):
+@dataclass(frozen=True, slots=True)
+class DocumentChange:
     """What changed between two documents; the first change of a watch adds every event."""
 
-    __slots__ = ("document", "added", "updated", "removed", "previous")  # noqa: RUF023 (in order)
-
     document: Document
-    added: tuple[Event, ...]
-    updated: tuple[Event, ...]
-    removed: tuple[Event, ...]
-    previous: Document | None
-
-    def __init__(
-        self,
-        document: Document,
-        added: tuple[Event, ...] = (),
-        updated: tuple[Event, ...] = (),
-        removed: tuple[Event, ...] = (),
-        previous: Document | None = None,
-    ) -> None:
-        set_fields(self, document, added, updated, removed, previous)
+    added: tuple[Event, ...] = ()
+    updated: tuple[Event, ...] = ()
+    removed: tuple[Event, ...] = ()
+    previous: Document | None = None
 
     def __bool__(self) -> bool:
         return bool(self.added or self.updated or self.removed)

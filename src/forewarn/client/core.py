@@ -6,8 +6,10 @@ only carry out what these functions decide, so both behave identically by constr
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Final, TypedDict, TypeVar
 
 from forewarn.client.changes import DocumentChange, diff_documents
@@ -26,8 +28,6 @@ from forewarn.contract import (
     parse_document,
     parse_instance,
 )
-from forewarn.contract.jsontext import dumps
-from forewarn.contract.values import Value, set_fields
 
 _T = TypeVar("_T")
 
@@ -107,7 +107,8 @@ def approve_request(base: str, api_version: str, event_ids: tuple[str, ...]) -> 
     for event_id in event_ids:
         if not isinstance(event_id, str) or not event_id.strip():
             raise ValueError(f"event ids must be non-empty strings, got {event_id!r}")
-    body = dumps({"StartRequests": [{"EventId": i.strip()} for i in event_ids]})
+    ids = [{"EventId": i.strip()} for i in event_ids]
+    body = json.dumps({"StartRequests": ids}, separators=(",", ":")).encode()
     headers = {"Metadata": "true", "Content-Type": "application/json"}
     return RequestSpec(
         "POST", base + SCHEDULED_EVENTS_PATH, {"api-version": api_version}, headers, body
@@ -194,7 +195,7 @@ def transient(answer: Answer) -> Transient | None:
 
 def settle(settings: Settings, answer: Answer) -> Answer:
     """``answer`` came (every later call waits only ``timeout``); raises Transient when it
-    is worth another try. Each way of sending (httpx, ``wire``, ``syncwire``) ends here."""
+    is worth another try. Every transport's answer ends here."""
     settings.answered = True
     failure = transient(answer)
     if failure is not None:
@@ -202,7 +203,8 @@ def settle(settings: Settings, answer: Answer) -> Answer:
     return answer
 
 
-class RetryPolicy(Value):
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
     """When to try again, as the Scheduled Events articles advise.
 
     410 (the endpoint is getting ready) is retried for ``gone_for`` seconds; 429, 5xx and
@@ -210,24 +212,11 @@ class RetryPolicy(Value):
     ``backoff`` up to ``backoff_max`` seconds (a 429's Retry-After wins when it is longer).
     """
 
-    __slots__ = ("gone_for", "max_retries", "backoff", "backoff_max", "gone_interval")  # noqa: RUF023
-
-    gone_for: float
-    max_retries: int
-    backoff: float
-    backoff_max: float
-    gone_interval: float
-
-    def __init__(
-        self,
-        gone_for: float = 70.0,
-        max_retries: int = 5,
-        backoff: float = 0.5,
-        backoff_max: float = 10.0,
-        gone_interval: float = 1.0,
-    ) -> None:
-        set_fields(self, gone_for, max_retries, backoff, backoff_max, gone_interval)
-        self.__post_init__()
+    gone_for: float = 70.0
+    max_retries: int = 5
+    backoff: float = 0.5
+    backoff_max: float = 10.0
+    gone_interval: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("gone_for", "backoff", "backoff_max", "gone_interval"):

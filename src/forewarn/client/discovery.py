@@ -10,6 +10,7 @@ import glob
 import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from forewarn.client.endpoint import (
@@ -18,7 +19,6 @@ from forewarn.client.endpoint import (
     URL_VARIABLE,
     resolve_endpoint,
 )
-from forewarn.contract.values import Value, set_fields
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -80,17 +80,13 @@ def option_245(text: str) -> str | None:
     return found
 
 
-class Discovery(Value):
+@dataclass(frozen=True, slots=True)
+class Discovery:
     """The endpoint found, and where from (a variable, a lease file, or the default)."""
-
-    __slots__ = ("url", "source", "lease_file")  # noqa: RUF023 (the fields, in order)
 
     url: str
     source: str
-    lease_file: Path | None
-
-    def __init__(self, url: str, source: str, lease_file: Path | None = None) -> None:
-        set_fields(self, url, source, lease_file)
+    lease_file: Path | None = None
 
 
 def _lease_files(lease_files: Iterable[str | os.PathLike[str]] | None) -> list[str]:

@@ -6,7 +6,7 @@ came), the raw ``body`` and the ``url`` asked.
 
 from __future__ import annotations
 
-from forewarn.contract.jsontext import JSONFormatError, loads
+import json
 
 __all__ = [
     "BadRequestError",
@@ -92,8 +92,8 @@ _BY_STATUS: dict[int, type[EndpointError]] = {
 
 def _error_text(body: bytes) -> str:
     try:
-        decoded = loads(body)
-    except JSONFormatError:
+        decoded = json.loads(body)
+    except (ValueError, RecursionError):
         return body.decode("utf-8", "replace").strip()
     if isinstance(decoded, dict) and isinstance(decoded.get("error"), str):
         return str(decoded["error"])

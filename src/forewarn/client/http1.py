@@ -1,8 +1,8 @@
-"""The lean clients' HTTP/1.1, without I/O: a request's bytes, and a response parsed as
+"""The client's one HTTP/1.1, without I/O: a request's bytes, and a response parsed as
 its bytes arrive. The async ``wire`` (asyncio) and the blocking ``syncwire`` (a socket)
-feed it alike; the standard library's ``http.client`` would cost each VM command ~10 ms
-of start-up (it loads ssl and the email package) for the handful of requests it makes.
-Importing it loads nothing else of the client (the core, the contract) but ``origin``.
+feed it alike. The endpoint is plain HTTP on a link-local address (no proxy, no
+redirects, no compression): one request written in one piece, a response read by
+Content-Length, chunks or to the close, is all it takes.
 """
 
 from __future__ import annotations

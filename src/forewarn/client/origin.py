@@ -1,7 +1,7 @@
-"""What both lean clients (the blocking ``syncwire``, the async ``wire``) do alike around
-their own HTTP/1.1: parse an ``http://`` endpoint, write a request's target, and say what
-a connection that failed means. Standard library only (``urllib.parse`` only for a URL
-of an unusual shape: ``urlparts``), no I/O."""
+"""What both of the client's HTTP/1.1 transports (the blocking ``syncwire``, the async
+``wire``) do alike: parse an endpoint's origin, write a request's target, and say what a
+connection that failed means. Standard library only (``urllib.parse`` only for a URL of
+an unusual shape: ``urlparts``), no I/O."""
 
 from __future__ import annotations
 
@@ -18,12 +18,15 @@ __all__ = ["USER_AGENT", "http_origin", "request_target", "unreachable"]
 USER_AGENT = "forewarn-client"
 
 
-def http_origin(base: str) -> tuple[str, int, str]:
-    """(host, port, authority) of ``base``; ValueError for anything but ``http://``."""
+def http_origin(base: str) -> tuple[str, int, str, bool]:
+    """(host, port, authority, over TLS) of ``base``; ValueError for anything but
+    ``http://`` or ``https://``. The metadata endpoint is plain http:// on a link-local
+    address; https:// (a proxy of it, a test rig) goes over the standard library's ssl."""
     scheme, netloc, hostname, port, _ = split(base)
-    if scheme != "http" or not hostname:
-        raise ValueError(f"the lean client speaks http:// only, not {base!r}")
-    return hostname, port or 80, netloc
+    if scheme not in ("http", "https") or not hostname:
+        raise ValueError(f"the client speaks http:// and https:// only, not {base!r}")
+    tls = scheme == "https"
+    return hostname, port or (443 if tls else 80), netloc, tls
 
 
 def request_target(spec: RequestSpec, authority: str) -> tuple[str, str]:
@@ -31,7 +34,8 @@ def request_target(spec: RequestSpec, authority: str) -> tuple[str, str]:
     target = split(spec.url)[4] or "/"
     if spec.params:
         target += "?" + query(spec.params)
-    return target, f"http://{authority}{target}"
+    scheme = "https" if spec.url.startswith("https:") else "http"
+    return target, f"{scheme}://{authority}{target}"
 
 
 def unreachable(url: str, exc: Exception) -> Transient:

@@ -10,12 +10,11 @@ disk) is kept in ``error`` and the watch goes on: recording never stops the watc
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-
-import msgspec
 
 from forewarn.contract import Document
 
@@ -35,7 +34,7 @@ class JsonLines:
 
     def write(self, line: Mapping[str, object]) -> bool:
         """Append ``line``; False (and ``error`` says why) when it could not be."""
-        data = memoryview(msgspec.json.encode(line) + b"\n")
+        data = memoryview(_line(line) + b"\n")
         start, size = self._file.tell(), len(data)
         try:
             while data:
@@ -55,11 +54,31 @@ class JsonLines:
         self._file.close()
 
 
-def _one_line(body: bytes) -> bytes:
+class RawJSON(bytes):
+    """JSON text written into a line as it is (a document's bytes as served)."""
+
+
+def _line(line: Mapping[str, object]) -> bytes:
+    """``line`` as compact JSON, its ``RawJSON`` values written as they are."""
+    raw = {key: value for key, value in line.items() if isinstance(value, RawJSON)}
+    if not raw:
+        return _compact(line)
+    head = _compact({k: v for k, v in line.items() if k not in raw})[:-1]
+    parts = [b"%s:%s" % (_compact(key), value) for key, value in raw.items()]
+    return head + (b"," if len(head) > 1 else b"") + b",".join(parts) + b"}"
+
+
+def _compact(value: object) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _one_line(body: bytes) -> RawJSON:
     """``body`` as served when it is one line already (replay serves it byte for byte),
     else made one (a line holds one document)."""
     body = body.strip()
-    return msgspec.json.format(body, indent=0) if b"\n" in body or b"\r" in body else body
+    if b"\n" in body or b"\r" in body:
+        body = json.dumps(json.loads(body), ensure_ascii=False).encode()
+    return RawJSON(body)
 
 
 class DocumentRecorder:
@@ -95,7 +114,7 @@ class DocumentRecorder:
             line["vm"] = self.vm
         line["api_version"] = self.api_version
         line["incarnation"] = document.incarnation
-        line["body"] = msgspec.Raw(_one_line(body))
+        line["body"] = _one_line(body)
         if self.lines.write(line):
             self._last = (document.incarnation, body)
             self.written += 1

@@ -1,22 +1,16 @@
-"""The retry loop's wiring to tenacity, shared by both twins.
+"""The client's one retry loop's decisions, shared by both twins.
 
-The decisions are ``RetryPolicy.delay`` (pure); this only feeds it the attempt count, the
-elapsed time from the client's own clock (so tests can fake time) and one jitter draw per
-failure, and tells tenacity to wait that long or give up.
-
-The first attempt is made without tenacity (``after_first``): nearly every request is
-answered at once, and a tenacity loop per poll cost more CPU than the poll itself.
+The rules are ``RetryPolicy.delay`` (pure); a ``Decider`` feeds it the attempts made so
+far, the time elapsed on the client's own clock (so tests can fake time) and one jitter
+draw per failure. The twins loop: send, and on a ``Transient`` failure wait what
+``after`` says or give up when it says None.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from forewarn.client.core import RetryPolicy, Transient
-
-if TYPE_CHECKING:
-    import tenacity
 
 __all__ = ["Decider", "uniform"]
 
@@ -30,7 +24,7 @@ def uniform() -> float:
 
 
 class Decider:
-    """One request's retry decisions, in the order tenacity asks: retry?, wait, stop?"""
+    """One request's retry decisions, from its first attempt on."""
 
     def __init__(
         self, policy: RetryPolicy, clock: Callable[[], float], jitter: Callable[[], float]
@@ -39,33 +33,10 @@ class Decider:
         self._clock = clock
         self._jitter = jitter
         self._start = clock()
-        self._delay: float | None = None
-        self._attempts_before = 0  # attempts made before tenacity took over
+        self._attempts = 0
 
-    def after_first(self, failure: Transient) -> float | None:
-        """The first attempt failed with ``failure``: seconds to wait, or None to give up.
-        Tenacity's attempts then count from the second."""
-        self._attempts_before = 1
-        return self._decide(failure, 1)
-
-    def _decide(self, failure: Transient, attempt: int) -> float | None:
+    def after(self, failure: Transient) -> float | None:
+        """An attempt failed with ``failure``: seconds to wait, or None to give up."""
+        self._attempts += 1
         elapsed = self._clock() - self._start
-        self._delay = self._policy.delay(failure, attempt, elapsed, self._jitter())
-        return self._delay
-
-    def _retry(self, state: tenacity.RetryCallState) -> bool:
-        outcome = state.outcome
-        error = outcome.exception() if outcome is not None else None
-        if not isinstance(error, Transient):
-            return False
-        return self._decide(error, state.attempt_number + self._attempts_before) is not None
-
-    def _wait(self, state: tenacity.RetryCallState) -> float:
-        return self._delay or 0.0
-
-    def _stop(self, state: tenacity.RetryCallState) -> bool:
-        return self._delay is None
-
-    def options(self) -> dict[str, Any]:
-        """Keyword arguments for ``tenacity.Retrying`` / ``AsyncRetrying``."""
-        return {"retry": self._retry, "wait": self._wait, "stop": self._stop, "reraise": True}
+        return self._policy.delay(failure, self._attempts, elapsed, self._jitter())

@@ -1,8 +1,6 @@
 """``ScheduledEventsClient``: the blocking twin; decisions live in ``core``, so only the
-calls themselves are written here. An http:// endpoint is asked on a socket
-(``syncwire``, the clients' own HTTP/1.1: the VM commands start without httpx or
-http.client); a custom httpx transport (the test seam) or an https:// endpoint goes
-through httpx (``exchange``)."""
+calls themselves are written here. It sends through a ``transport.Transport``: the
+client's own HTTP/1.1 on a socket (``syncwire``) unless a test plugs in another."""
 
 from __future__ import annotations
 
@@ -10,7 +8,7 @@ import functools
 import time
 from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Unpack
 
 from forewarn.client import core
 from forewarn.client.changes import DocumentChange
@@ -19,7 +17,7 @@ from forewarn.client.syncwire import SyncWire
 from forewarn.contract import Document, Instance
 
 if TYPE_CHECKING:
-    import httpx
+    from forewarn.client.transport import Transport
 
 __all__ = ["ScheduledEventsClient"]
 
@@ -31,15 +29,15 @@ class ScheduledEventsClient:
     first call waits up to ``first_call_timeout`` (enabling Scheduled Events can take two
     minutes), 410 is retried for ``retry_gone_for`` seconds, 429/5xx and refused
     connections ``max_retries`` times with jittered back-off (``ClientOptions``: every
-    keyword but the test seams). ``transport`` is the test seam of HTTP; ``sleep``,
-    ``clock`` and ``jitter`` let tests run the retry rules without waiting.
+    keyword but the test seams). ``transport`` is the test seam of HTTP (``MockTransport``);
+    ``sleep``, ``clock`` and ``jitter`` let tests run the retry rules without waiting.
     """
 
     def __init__(
         self,
         url: str | None = None,
         *,
-        transport: httpx.BaseTransport | None = None,
+        transport: Transport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         jitter: Callable[[], float] = uniform,
@@ -50,19 +48,9 @@ class ScheduledEventsClient:
         )
         self._sleep = sleep
         self._decider = functools.partial(Decider, self._settings.policy, clock, jitter)
-        self._wire: SyncWire | None = None
-        self._http: Any = None
-        local_address = options.get("local_address")
-        if transport is None and self._settings.base.startswith("http://"):
-            self._wire = SyncWire(self._settings.base, local_address)
-            return
-        import httpx
-
-        from forewarn.client.exchange import HTTPX_OPTIONS
-
-        if transport is None:
-            transport = httpx.HTTPTransport(local_address=local_address)
-        self._http = httpx.Client(transport=transport, **HTTPX_OPTIONS)
+        self._transport: Transport = transport or SyncWire(
+            self._settings.base, options.get("local_address")
+        )
 
     @property
     def url(self) -> str:
@@ -76,37 +64,16 @@ class ScheduledEventsClient:
 
     # ------------------------------------------------------------------ I/O only
 
-    def _once(self, spec: core.RequestSpec) -> core.Answer:
-        if self._wire is not None:
-            return self._wire.request(spec, self._settings)
-        import httpx
-
-        from forewarn.client.exchange import answer_of, failure_of, request_options
-
-        try:
-            response = self._http.request(**request_options(spec, self._settings))
-        except httpx.TransportError as exc:
-            raise failure_of(spec, exc) from None
-        return answer_of(response, self._settings)
-
     def _send(self, spec: core.RequestSpec) -> core.Answer:
         decider = self._decider()
-        try:
-            return self._once(spec)  # nearly always: no retry machinery at all
-        except core.Transient as failure:
-            delay = decider.after_first(failure)
-            if delay is None:
-                raise failure.cause from None
-        self._sleep(delay)
-        import tenacity  # loaded by the first retry: most processes never need it
-
-        try:
-            for attempt in tenacity.Retrying(sleep=self._sleep, **decider.options()):
-                with attempt:
-                    answer = self._once(spec)
-        except core.Transient as failure:
-            raise failure.cause from None
-        return answer
+        while True:
+            try:
+                return core.settle(self._settings, self._transport.send(spec, self._settings))
+            except core.Transient as failure:
+                delay = decider.after(failure)
+                if delay is None:
+                    raise failure.cause from None
+            self._sleep(delay)
 
     # ------------------------------------------------------------------ the API
 
@@ -147,11 +114,8 @@ class ScheduledEventsClient:
             self._sleep(interval)
 
     def close(self) -> None:
-        """Close the connection pool."""
-        if self._wire is not None:
-            self._wire.close()
-        else:
-            self._http.close()
+        """Close the connection."""
+        self._transport.close()
 
     def __enter__(self) -> ScheduledEventsClient:
         return self

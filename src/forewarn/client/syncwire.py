@@ -1,13 +1,10 @@
-"""The blocking twin's HTTP/1.1 for the endpoint: a socket, and the parser the async
-``wire`` feeds (``http1``).
+"""The blocking twin's transport: the client's HTTP/1.1 (``http1``) on a socket.
 
-The VM commands (``forewarn watch``, ``events --url``, ``approve --url``) ask a plain
-http:// endpoint a handful of times; importing httpx cost them more start-up than all
-the rest of their work, and ``http.client`` (which loads ssl and the email package) a
-tenth of it. One kept-alive connection, as ``wire`` keeps for the async twin: one the
-server closed while idle is replaced before a request is written on it (so an approval
-is never lost to a keep-alive time-out), and a GET that finds it closed anyway (the
-server closed it as the request went out) is sent once more on a new one.
+One kept-alive connection, as ``wire`` keeps for the async twin: one the server closed
+while idle is replaced before a request is written on it (so an approval is never lost
+to a keep-alive time-out), and a GET that finds it closed anyway (the server closed it
+as the request went out) is sent once more on a new one. An https:// endpoint's socket
+is wrapped by the standard library's ssl (imported then only).
 """
 
 from __future__ import annotations
@@ -15,10 +12,10 @@ from __future__ import annotations
 import socket
 import time
 
-from forewarn.client.core import Answer, RequestSpec, Settings, settle
-from forewarn.client.errors import EndpointTimeout
+from forewarn.client.core import Answer, RequestSpec, Settings
 from forewarn.client.http1 import ProtocolError, Response, request_bytes
-from forewarn.client.origin import http_origin, unreachable
+from forewarn.client.origin import http_origin
+from forewarn.client.transport import failure
 
 __all__ = ["SyncWire"]
 
@@ -30,7 +27,7 @@ class SyncWire:
     """Requests to one endpoint on one kept-alive connection."""
 
     def __init__(self, base: str, local_address: str | None = None) -> None:
-        self.host, self.port, self.authority = http_origin(base)
+        self.host, self.port, self.authority, self.tls = http_origin(base)
         #: What ``getaddrinfo`` is asked: an ASCII name as bytes, which it takes as it is,
         #: where a str is first encoded with the "idna" codec (loading it costs a command
         #: more than its requests; bytes also make a bad label an OSError like any other).
@@ -38,23 +35,18 @@ class SyncWire:
         self.local_address = local_address
         self._socket: socket.socket | None = None
 
-    def request(self, spec: RequestSpec, settings: Settings) -> Answer:
-        """Send ``spec``; the answer (raises ``Transient`` when it is worth another try,
-        ``EndpointTimeout`` when none came in time)."""
+    def send(self, spec: RequestSpec, settings: Settings) -> Answer:
+        """Send ``spec``; the answer (``transport``'s rules when none came)."""
         payload, url = request_bytes(spec, self.authority)
         try:
             response = self._exchange(payload, spec, settings)
-        except TimeoutError:
-            self.close()
-            raise EndpointTimeout(f"{url} did not answer in time", url=url) from None
         except (OSError, ProtocolError) as exc:
             self.close()
-            raise unreachable(url, exc) from None
-        answer = Answer(response.status, response.headers, bytes(response.body), url)
-        return settle(settings, answer)
+            raise failure(url, exc) from None
+        return Answer(response.status, response.headers, bytes(response.body), url)
 
     def _exchange(self, payload: bytes, spec: RequestSpec, settings: Settings) -> Response:
-        if self._socket is not None and _closed_by_peer(self._socket):
+        if self._socket is not None and not self.tls and _closed_by_peer(self._socket):
             self.close()  # the server's keep-alive time-out: nothing was sent on it
         reused = self._socket is not None
         response = self._once(payload, spec, settings)
@@ -76,6 +68,11 @@ class SyncWire:
                 timeout=settings.timeout,
                 source_address=source,
             )
+            if self.tls:
+                import ssl
+
+                context = ssl.create_default_context()
+                self._socket = context.wrap_socket(self._socket, server_hostname=self.host)
         connection = self._socket
         # the whole answer within the time-out (as the async twin), not each byte of it
         deadline = time.monotonic() + settings.read_timeout()

@@ -1,11 +1,8 @@
-"""A lean HTTP/1.1 exchange on asyncio for the endpoint, the async twin's default.
+"""The async twin's transport: the client's HTTP/1.1 (``http1``) on asyncio.
 
-The agent runs on every VM and mostly asks an unchanged document once a second: through
-httpx that poll cost ~4 ms of CPU and the import ~10 MB, where deciding "nothing changed"
-(a 304) is a few hundred microseconds. The endpoint is plain HTTP on a link-local address
-(no proxy, no TLS, no redirects, no compression), so one kept-alive connection, a request
-written in one piece and a response read by Content-Length (or chunks, or to the close)
-is all it takes. A custom httpx transport still goes through httpx (``exchange``).
+The agent runs on every VM and mostly asks an unchanged document once a second: deciding
+"nothing changed" (a 304) is a few hundred microseconds on a kept-alive connection. An
+https:// endpoint's connections go over the standard library's ssl (imported then only).
 
 The connection is dropped after any failure, a ``Connection: close`` or an HTTP/1.0
 answer; a GET that finds its kept-alive connection closed by the server meanwhile (no
@@ -15,11 +12,12 @@ byte of answer) is sent once more on a new one, as httpx's pool does.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
-from forewarn.client.core import Answer, RequestSpec, Settings, settle
-from forewarn.client.errors import EndpointTimeout
+from forewarn.client.core import Answer, RequestSpec, Settings
 from forewarn.client.http1 import ProtocolError, Response, request_bytes
-from forewarn.client.origin import http_origin, unreachable
+from forewarn.client.origin import http_origin
+from forewarn.client.transport import failure
 
 __all__ = ["AsyncWire", "ProtocolError"]
 
@@ -85,31 +83,32 @@ class AsyncWire:
     and an approval may be under way at once, each on a connection of its own."""
 
     def __init__(self, base: str, local_address: str | None = None) -> None:
-        self.host, self.port, self.authority = http_origin(base)
+        self.host, self.port, self.authority, tls = http_origin(base)
         self.local_address = local_address
         self._idle: list[_Connection] = []
+        self._ssl: Any = None
+        if tls:
+            import ssl
+
+            self._ssl = ssl.create_default_context()
 
     async def _connect(self, timeout: float) -> _Connection:
         loop = asyncio.get_running_loop()
         local = (self.local_address, 0) if self.local_address else None
         async with asyncio.timeout(timeout):
             _, connection = await loop.create_connection(
-                _Connection, self.host, self.port, local_addr=local
+                _Connection, self.host, self.port, local_addr=local, ssl=self._ssl
             )
         return connection
 
-    async def request(self, spec: RequestSpec, settings: Settings) -> Answer:
-        """Send ``spec``; the answer (raises ``Transient`` when it is worth another try,
-        ``EndpointTimeout`` when none came in time)."""
+    async def send_async(self, spec: RequestSpec, settings: Settings) -> Answer:
+        """Send ``spec``; the answer (``transport``'s rules when none came)."""
         payload, url = request_bytes(spec, self.authority)
         try:
             response = await self._exchange(payload, spec, settings)
-        except TimeoutError:
-            raise EndpointTimeout(f"{url} did not answer in time", url=url) from None
         except (OSError, ProtocolError) as exc:
-            raise unreachable(url, exc) from None
-        answer = Answer(response.status, response.headers, bytes(response.body), url)
-        return settle(settings, answer)
+            raise failure(url, exc) from None
+        return Answer(response.status, response.headers, bytes(response.body), url)
 
     def _take_idle(self) -> _Connection | None:
         while self._idle:

@@ -16,8 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from forewarn.client.recording import DocumentRecorder, JsonLines
 from forewarn.conformance.session import document_version
 from forewarn.conformance.wire import Exchange
@@ -63,7 +61,7 @@ class Recorder:
             return
         try:
             document = parse_document(answer.body)
-        except (DocumentFormatError, msgspec.DecodeError, RecursionError):
+        except DocumentFormatError:
             return
         recorder = self._documents.setdefault(version, DocumentRecorder(self._lines, version))
         recorder.vm = self.vm()

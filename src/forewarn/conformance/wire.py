@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import msgspec
+from forewarn.contract.parse import json_value
 
 __all__ = ["NOT_JSON", "Answer", "Exchange", "Wire", "WireError"]
 
@@ -54,8 +54,8 @@ class Answer:
     def json(self) -> Any:
         """The body as JSON, or ``NOT_JSON``."""
         try:
-            return msgspec.json.decode(self.body)
-        except (msgspec.DecodeError, RecursionError):
+            return json_value(self.body)
+        except ValueError:
             return NOT_JSON
 
     def short(self, limit: int = 120) -> str:

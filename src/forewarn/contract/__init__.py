@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     )
 
 #: Where each name lives: a module is imported when one of its names is first asked for,
-#: so ``forewarn --version`` (which needs only ``addresses``) does not load msgspec and
+#: so ``forewarn --version`` (which needs only ``addresses``) does not load json and
 #: the date parsing, a third of its start-up. The imports above (for type checkers), this
 #: map and ``__all__`` name the same: tests/vmside/test_lazy_names.py holds them equal.
 _LAZY = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import msgspec
+import json
 
 from forewarn.contract.versions import NEWEST_VERSIONS
 
@@ -35,9 +35,10 @@ NOT_FOUND = "Not found"
 
 def error_body(message: str) -> bytes:
     """``{"error": message}`` as compact JSON."""
-    return msgspec.json.encode({"error": message})
+    return json.dumps({"error": message}, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def version_error_body(message: str, newest: tuple[str, ...] = NEWEST_VERSIONS) -> bytes:
     """An api-version error, which also suggests the newest versions (of this path)."""
-    return msgspec.json.encode({"error": message, "newest-versions": list(newest)})
+    body = {"error": message, "newest-versions": list(newest)}
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()

@@ -11,12 +11,12 @@ a client. They hold wire values only: no scopes, no operations.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
-from forewarn.contract.values import Value, set_fields
 from forewarn.contract.versions import EventType
 
 __all__ = [
@@ -70,42 +70,20 @@ class ResourceType(StrEnum):
     VIRTUAL_MACHINE = RESOURCE_TYPE
 
 
-class Event(Value):
-    """One event. ``not_before`` is aware UTC, None once Started (``""`` on the wire).
-
-    A frozen value (``forewarn.contract.values``: a dataclass to ``dataclasses``)."""
-
-    __slots__ = (  # noqa: RUF023 (the fields, in order)
-        "event_id", "event_type", "status", "resource_type", "resources", "not_before",
-        "description", "source", "duration_seconds", "extra",
-    )  # fmt: skip
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event. ``not_before`` is aware UTC, None once Started (``""`` on the wire)."""
 
     event_id: str
     event_type: EventType | str
     status: EventStatus | str
-    resource_type: ResourceType | str
-    resources: tuple[str, ...]
-    not_before: datetime | None
-    description: str
-    source: EventSource | str
-    duration_seconds: int
-    extra: Mapping[str, Any]
-
-    def __init__(
-        self,
-        event_id: str,
-        event_type: EventType | str,
-        status: EventStatus | str,
-        resource_type: ResourceType | str = ResourceType.VIRTUAL_MACHINE,
-        resources: tuple[str, ...] = (),
-        not_before: datetime | None = None,
-        description: str = "",
-        source: EventSource | str = EventSource.PLATFORM,
-        duration_seconds: int = -1,
-        extra: Mapping[str, Any] = EMPTY_EXTRA,
-    ) -> None:
-        set_fields(self, event_id, event_type, status, resource_type, resources, not_before,
-                   description, source, duration_seconds, extra)  # fmt: skip
+    resource_type: ResourceType | str = ResourceType.VIRTUAL_MACHINE
+    resources: tuple[str, ...] = ()
+    not_before: datetime | None = None
+    description: str = ""
+    source: EventSource | str = EventSource.PLATFORM
+    duration_seconds: int = -1
+    extra: Mapping[str, Any] = field(default_factory=lambda: EMPTY_EXTRA)
 
     def __hash__(self) -> int:  # ``extra`` is a mapping: hash the wire fields only
         return hash((self.event_id, self.event_type, self.status, self.resources, self.not_before))
@@ -120,24 +98,14 @@ class Event(Value):
         return any(resource_matches(r, vm_name) for r in self.resources)
 
 
-class Document(Value):
+@dataclass(frozen=True, slots=True)
+class Document:
     """A whole Scheduled Events document, with the ETag it came with (if any)."""
 
-    __slots__ = ("incarnation", "events", "etag", "extra")  # noqa: RUF023 (the fields, in order)
-
     incarnation: int
-    events: tuple[Event, ...]
-    etag: str | None
-    extra: Mapping[str, Any]
-
-    def __init__(
-        self,
-        incarnation: int,
-        events: tuple[Event, ...] = (),
-        etag: str | None = None,
-        extra: Mapping[str, Any] = EMPTY_EXTRA,
-    ) -> None:
-        set_fields(self, incarnation, events, etag, extra)
+    events: tuple[Event, ...] = ()
+    etag: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=lambda: EMPTY_EXTRA)
 
     def __hash__(self) -> int:
         return hash((self.incarnation, self.events, self.etag))
@@ -152,38 +120,19 @@ class Document(Value):
         return next((e for e in self.events if e.event_id.lower() == wanted), None)
 
 
-class Instance(Value):
+@dataclass(frozen=True, slots=True)
+class Instance:
     """The part of ``/metadata/instance`` an agent needs (all of it in ``raw``, which
     equality leaves out)."""
 
-    __slots__ = (  # noqa: RUF023 (the fields, in order)
-        "compute_name", "vm_id", "vm_scale_set_name", "platform_update_domain",
-        "platform_fault_domain", "zone", "location", "raw",
-    )  # fmt: skip
-    _uncompared = frozenset({"raw"})
-
     compute_name: str
-    vm_id: str | None
-    vm_scale_set_name: str | None
-    platform_update_domain: int | None
-    platform_fault_domain: int | None
-    zone: str | None
-    location: str | None
-    raw: Mapping[str, Any]
-
-    def __init__(
-        self,
-        compute_name: str,
-        vm_id: str | None = None,
-        vm_scale_set_name: str | None = None,
-        platform_update_domain: int | None = None,
-        platform_fault_domain: int | None = None,
-        zone: str | None = None,
-        location: str | None = None,
-        raw: Mapping[str, Any] = EMPTY_EXTRA,
-    ) -> None:
-        set_fields(self, compute_name, vm_id, vm_scale_set_name, platform_update_domain,
-                   platform_fault_domain, zone, location, raw)  # fmt: skip
+    vm_id: str | None = None
+    vm_scale_set_name: str | None = None
+    platform_update_domain: int | None = None
+    platform_fault_domain: int | None = None
+    zone: str | None = None
+    location: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=lambda: EMPTY_EXTRA, compare=False)
 
     def __hash__(self) -> int:
         return hash((self.compute_name, self.vm_id))

@@ -3,17 +3,18 @@
 Real payloads differ by version and era (string incarnations, fields absent in older
 api-versions, ISO dates in old samples), so parsing accepts them all and keeps what it
 does not know (future types as strings, unknown keys and odd values in ``extra``); only a
-body that is not a document at all is a DocumentFormatError. The client reads these on
-every VM, so the JSON is the standard library's (``jsontext``: as msgspec reads it).
+body that is not a document at all is a DocumentFormatError: bytes that are not UTF-8,
+not JSON, NaN or a number beyond a float, a lone surrogate, nesting too deep.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from forewarn.contract.jsontext import JSONFormatError, loads
 from forewarn.contract.model import (
     EMPTY_EXTRA,
     EVENT_KEYS,
@@ -27,7 +28,7 @@ from forewarn.contract.model import (
 )
 from forewarn.contract.timefmt import parse_not_before
 
-__all__ = ["DocumentFormatError", "parse_document", "parse_instance"]
+__all__ = ["DocumentFormatError", "json_value", "parse_document", "parse_instance"]
 
 _E = TypeVar("_E", bound=StrEnum)
 
@@ -98,10 +99,47 @@ def _event(raw: Any) -> Event:
     )
 
 
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if value in (_INFINITY, -_INFINITY):
+        raise ValueError(f"number out of range: {text[:40]}")
+    return value
+
+
+_INFINITY = float("inf")
+_DECODER = json.JSONDecoder(parse_float=_float, parse_constant=_constant)
+#: A ``\\u`` escape of a surrogate: only then can the decoded text hold a lone one.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def json_value(body: bytes | str) -> Any:
+    """The JSON value of ``body`` (UTF-8 bytes, or text); ValueError saying why not
+    (NaN, a number beyond a float and a lone surrogate are no JSON either)."""
+    try:
+        text = body if isinstance(body, str) else str(body, "utf-8")
+        value = _DECODER.decode(text)
+    except UnicodeError:
+        raise ValueError("not valid UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{exc.msg} (character {exc.pos})") from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    if _SURROGATE_ESCAPE.search(text):  # a lone one is text no UTF-8 can hold
+        try:
+            json.dumps(value, ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            raise ValueError("a lone surrogate in a string") from None
+    return value
+
+
 def _json(body: bytes | str, what: str) -> dict[str, Any]:
     try:
-        raw = loads(body)
-    except JSONFormatError as exc:
+        raw = json_value(body)
+    except ValueError as exc:
         raise DocumentFormatError(f"{what} is not JSON ({exc})") from None
     if not isinstance(raw, dict):
         raise DocumentFormatError(f"{what} must be a JSON object")

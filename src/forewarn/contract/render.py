@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
-
-import msgspec
 
 from forewarn.contract.model import RESOURCE_TYPE, EventStatus
 from forewarn.contract.timefmt import format_rfc1123
@@ -14,7 +14,8 @@ from forewarn.contract.versions import ApiVersion, EventType
 __all__ = ["RenderableEvent", "render_document"]
 
 
-class RenderableEvent(msgspec.Struct, frozen=True, kw_only=True):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RenderableEvent:
     """What the renderer needs of an event; NotBefore as a POSIX timestamp."""
 
     event_id: str
@@ -68,4 +69,4 @@ def render_document(
             if e.event_type in version.event_types
         ],
     }
-    return msgspec.json.encode(body)
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()

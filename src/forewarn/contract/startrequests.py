@@ -1,10 +1,10 @@
 """Strict parsing of a StartRequests body: the endpoint rejects a malformed one whole,
-naming the problem. The emulator's endpoint parses every approval it is sent, so this
-keeps msgspec's decoder (the VM side only writes such bodies)."""
+naming the problem."""
 
 from __future__ import annotations
 
-import msgspec
+import json
+from typing import NoReturn
 
 __all__ = ["StartRequestError", "parse_start_requests"]
 
@@ -30,10 +30,10 @@ def parse_start_requests(body: bytes | str) -> list[str]:
     if not body.strip():
         raise StartRequestError('Request body is empty; expected {"StartRequests": [...]}')
     try:
-        raw = msgspec.json.decode(body)
-    except msgspec.DecodeError:
+        raw = json.loads(body, parse_constant=_not_json)
+    except ValueError:
         raise StartRequestError("Request body is not valid JSON") from None
-    except RecursionError:  # msgspec's own depth guard: nothing was built, nothing to undo
+    except RecursionError:  # the decoder's depth guard: nothing was built, nothing to undo
         raise StartRequestError("Request body is nested too deeply") from None
     if not isinstance(raw, dict):
         raise StartRequestError("Request body must be a JSON object")
@@ -53,3 +53,8 @@ def parse_start_requests(body: bytes | str) -> list[str]:
             raise StartRequestError(f"StartRequests[{index}] has no string EventId")
         ids.append(event_id.strip())
     return ids
+
+
+def _not_json(name: str) -> NoReturn:
+    """NaN, Infinity and -Infinity, which Python's json reads and JSON has not."""
+    raise ValueError(f"{name} is not JSON")

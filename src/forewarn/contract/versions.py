@@ -6,9 +6,8 @@ endpoint and the client never compare date strings by hand.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
-
-from forewarn.contract.values import Value, set_fields
 
 __all__ = [
     "NEWEST_VERSIONS",
@@ -29,34 +28,17 @@ class EventType(StrEnum):
     TERMINATE = "Terminate"
 
 
-class ApiVersion(Value):
+@dataclass(frozen=True, slots=True)
+class ApiVersion:
     """One supported api-version and the wire features it carries."""
-
-    __slots__ = (  # noqa: RUF023 (the fields, in order)
-        "name", "event_types", "underscore_iaas_names", "has_description", "has_event_source",
-        "has_duration", "post_needs_metadata_header",
-    )  # fmt: skip
 
     name: str
     event_types: frozenset[EventType]
-    underscore_iaas_names: bool
-    has_description: bool
-    has_event_source: bool
-    has_duration: bool
-    post_needs_metadata_header: bool
-
-    def __init__(
-        self,
-        name: str,
-        event_types: frozenset[EventType],
-        underscore_iaas_names: bool = False,
-        has_description: bool = False,
-        has_event_source: bool = False,
-        has_duration: bool = False,
-        post_needs_metadata_header: bool = True,
-    ) -> None:
-        set_fields(self, name, event_types, underscore_iaas_names, has_description,
-                   has_event_source, has_duration, post_needs_metadata_header)  # fmt: skip
+    underscore_iaas_names: bool = False
+    has_description: bool = False
+    has_event_source: bool = False
+    has_duration: bool = False
+    post_needs_metadata_header: bool = True
 
 
 _BASE = frozenset({EventType.FREEZE, EventType.REBOOT, EventType.REDEPLOY})

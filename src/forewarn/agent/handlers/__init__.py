@@ -36,7 +36,7 @@ __all__ = [
 
 def __getattr__(name: str) -> object:
     # The kubernetes, webhook and python handlers are imported when a config names them:
-    # an agent that runs none does not hold their modules (or httpx) in memory; the
+    # an agent that runs none does not hold their modules (or urllib) in memory; the
     # context, when a handler first runs.
     if name == "HandlerContext":
         from forewarn.agent.handlers.context import HandlerContext

@@ -7,6 +7,7 @@ any other status is an answer, and fails at once unless it is 2xx.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from forewarn.agent.config_schema import WebhookSpec
@@ -44,25 +45,68 @@ class WebhookHandler(Handler):
         )
 
     async def prepare(self, ctx: HandlerContext) -> str:
-        body = self.body(ctx)
+        data = json.dumps(self.body(ctx), default=_json_default).encode()
         spec = self.spec
         delay = spec.backoff
         last = ""
-        import httpx  # here: an agent without webhooks never loads httpx (~10 MB)
-
-        async with httpx.AsyncClient(timeout=spec.timeout, trust_env=spec.use_proxy_env) as http:
-            for attempt in range(spec.retries + 1):
-                if attempt:
-                    await asyncio.sleep(delay)
-                    delay *= 2
-                try:
-                    response = await http.post(spec.url, json=body, headers=spec.headers)
-                except httpx.HTTPError as exc:
-                    last = f"{type(exc).__name__}: {exc}".rstrip(": ")
-                    continue
-                if response.is_success:
-                    return f"HTTP {response.status_code} after {attempt + 1} attempt(s)"
-                last = f"HTTP {response.status_code}: {response.text[:200]}"
-                if response.status_code != 429 and response.status_code < 500:
-                    break
+        for attempt in range(spec.retries + 1):
+            if attempt:
+                await asyncio.sleep(delay)
+                delay *= 2
+            try:
+                status, answer = await asyncio.to_thread(_post, spec, data)
+            except _NoAnswer as exc:
+                last = str(exc)
+                continue
+            if 200 <= status < 300:
+                return f"HTTP {status} after {attempt + 1} attempt(s)"
+            last = f"HTTP {status}: {answer[:200].decode('utf-8', 'replace')}"
+            if status != 429 and status < 500:
+                break
         raise HandlerFailed(f"POST {spec.url}: {last}")
+
+
+class _NoAnswer(Exception):
+    """No HTTP answer came; the message says which step failed and why."""
+
+
+def _json_default(value: Any) -> Any:
+    """A TOML date or time in a body: its ISO 8601 text."""
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _post(spec: WebhookSpec, data: bytes) -> tuple[int, bytes]:
+    """POST ``data`` to ``spec.url`` (blocking: run in a thread): the status and body of
+    the answer, redirects included as answers. The standard library's urllib: http.client,
+    ssl for https://, the environment's proxies when ``use_proxy_env``."""
+    import http.client
+    import urllib.error
+    import urllib.request
+
+    class NoRedirects(urllib.request.HTTPRedirectHandler):
+        """A redirect is an answer (a 3xx fails the handler), never followed."""
+
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    proxies = urllib.request.ProxyHandler(None if spec.use_proxy_env else {})
+    opener = urllib.request.build_opener(proxies, NoRedirects())
+    headers = {"Content-Type": "application/json", **spec.headers}
+    request = urllib.request.Request(spec.url, data=data, headers=headers, method="POST")
+    try:
+        with opener.open(request, timeout=spec.timeout) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, exc.read()
+    except urllib.error.URLError as exc:  # no connection (refused, no route, TLS, DNS)
+        reason = exc.reason
+        kind = "ConnectTimeout" if isinstance(reason, TimeoutError) else "ConnectError"
+        why = reason.strerror if isinstance(reason, OSError) and reason.strerror else reason
+        raise _NoAnswer(f"{kind}: {why}".rstrip(": ")) from None
+    except TimeoutError:
+        raise _NoAnswer("ReadTimeout: no answer in time") from None
+    except (OSError, http.client.HTTPException) as exc:  # reset, closed, not HTTP
+        raise _NoAnswer(f"ReadError: {exc}".rstrip(": ")) from None

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from forewarn.controlapi.errors import ControlError
-from forewarn.exits import CommandError, fail
+from forewarn.vm.exits import CommandError, closed_pipe, fail
 
 __all__ = ["OneLineErrors", "fail", "finite"]
 
@@ -36,10 +36,12 @@ class OneLineErrors(click.Group):
             fail(exc.format_message(), exc.exit_code)
         except click.ClickException as exc:
             fail(exc.format_message(), exc.exit_code)
-        except CommandError as exc:  # the click-free commands' (forewarn.vmcommands)
+        except CommandError as exc:  # a VM-side function's
             fail(str(exc), exc.exit_code)
         except click.Abort:
             fail("aborted")
+        except BrokenPipeError:
+            closed_pipe()
         except ControlError as exc:  # the control API's message is already one line
             fail(str(exc))
         sys.exit(code if isinstance(code, int) else 0)

@@ -74,7 +74,7 @@ def main(prog_name: str | None = None) -> None:
         from forewarn.cli import lacking
         from forewarn.vm.exits import fail
 
-        if exc.name != "click":
+        if exc.name is None or not exc.name.startswith(("click", "forewarn.cli")):
             raise
-        fail(lacking(_command_word(argv), "click"))
+        fail(lacking(_command_word(argv), exc.name))  # (a VM-only install: the zipapp)
     group(prog_name=prog_name)

@@ -7,14 +7,20 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from forewarn.controlapi.errors import ControlError
-from forewarn.vm.exits import CommandError, closed_pipe, fail
+from forewarn.vm import exits
+from forewarn.vm.exits import CommandError, closed_pipe
 
 __all__ = ["OneLineErrors", "fail", "finite"]
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """The emulator's error: one line, wrapped on a terminal only."""
+    exits.fail(message, code, terminal_only=True)
 
 
 def finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:

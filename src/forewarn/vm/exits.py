@@ -1,6 +1,7 @@
-"""How a command ends in error: one ``forewarn: error:`` message on stderr (wrapped to
-the output's width) and an exit code: 2 for a usage mistake (argparse's and click's), 1
-for anything else. The VM commands and the emulator's click group end alike.
+"""How a command ends in error: one ``forewarn: error:`` message on stderr and an exit
+code: 2 for a usage mistake (argparse's and click's), 1 for anything else. The VM commands
+and the emulator's click group end alike; a VM command's message is wrapped to the
+output's width wherever it goes, the emulator's on a terminal only (its logs keep a line).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import os
 import sys
 from typing import NoReturn
 
-from forewarn.vm.text import fit
+from forewarn.vm.text import fit, stderr_terminal_width
 
 __all__ = ["USAGE", "CommandError", "UsageProblem", "closed_pipe", "fail"]
 
@@ -29,10 +30,17 @@ class UsageProblem(CommandError):
     exit_code = USAGE
 
 
-def fail(message: str, code: int = 1, prefix: str = "forewarn") -> NoReturn:
-    """Print the error (wrapped to the output's width) and exit with ``code``."""
+def fail(
+    message: str, code: int = 1, prefix: str = "forewarn", *, terminal_only: bool = False
+) -> NoReturn:
+    """Print the error (wrapped to the output's width; if ``terminal_only``, to a terminal's
+    only) and exit with ``code``."""
     sys.stdout.flush()
-    sys.stderr.write(fit(f"{prefix}: error: {message}") + "\n")
+    text = f"{prefix}: error: {message}"
+    width = stderr_terminal_width() if terminal_only else None
+    if not terminal_only or width is not None:
+        text = fit(text, width)
+    sys.stderr.write(text + "\n")
     sys.stderr.flush()
     sys.exit(code)
 

@@ -1,17 +1,19 @@
 """Lines of text that fit the terminal: errors, records, notes, and the tables' cells.
 
 Output's width is ``COLUMNS``, else the terminal's, else 80 (a pipe, a file, the journal),
-for an error as for the rest of the output (issue 40). A line too long is wrapped at its
-spaces, its continuation indented; a word longer than a line (a URL, a path) is never
-cut: it gets a line of its own, whole, so it can still be copied.
+for a VM command's error as for the rest of its output (issue 40). A line too long is
+wrapped at its spaces, its continuation indented; a word longer than a line (a URL, a
+path) is never cut: it gets a line of its own, whole, so it can still be copied.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import textwrap
 
-__all__ = ["cells", "fit", "terminal_width"]
+__all__ = ["cells", "fit", "stderr_terminal_width", "terminal_width"]
 
 #: Narrower than this, wrapping helps nobody: lines are cut at this width instead.
 NARROWEST = 40
@@ -46,3 +48,17 @@ def fit(text: str, width: int | None = None, indent: str = "  ") -> str:
         )  # fmt: skip
         out.extend(wrapped or [line])
     return "\n".join(out)
+
+
+def stderr_terminal_width() -> int | None:
+    """The width of the terminal stderr is (``COLUMNS`` when set), else None: the
+    emulator's errors are wrapped for a person only, and stay one line in its logs."""
+    try:
+        if not sys.stderr.isatty():
+            return None
+        columns = os.environ.get("COLUMNS", "")
+        if columns.isdigit() and int(columns) > 0:
+            return int(columns)
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return None

@@ -60,6 +60,11 @@ def main(prog_name: str | None = None) -> None:
     """``forewarn``: a VM command, the help of both wings, or the click group (which
     exits itself)."""
     argv = sys.argv[1:]
+    if argv == ["--version"]:  # before any parser: the one line, at once
+        import forewarn
+
+        sys.stdout.write(f"forewarn, version {forewarn.__version__}\n")
+        return
     if argv in ([], ["--help"], ["-h"]):
         _help()
         return

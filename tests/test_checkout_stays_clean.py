@@ -45,6 +45,6 @@ def test_what_the_demo_server_leaves_is_ignored(tmp_path: Path) -> None:
 
 def test_the_checks_own_sense() -> None:
     """The check reads .gitignore: what the project tracks is not ignored."""
-    assert not_ignored(["README.md", "src/forewarn/termtext.py", "demo.db"]) == [
-        "README.md", "src/forewarn/termtext.py",
+    assert not_ignored(["README.md", "src/forewarn/vm/text.py", "demo.db"]) == [
+        "README.md", "src/forewarn/vm/text.py",
     ]  # fmt: skip

@@ -4,7 +4,9 @@ drift from it.
 The fleet file and the agent configuration come from the JSON Schemas of the structs that
 parse them, the control API from the OpenAPI document the server serves, the ARM routes
 from the table a real ARM app routes on (``ArmApp.route_table``), the metrics from the
-registries that export them. (The CLI page is mkdocs-click's, in ``docs/reference/cli.md``.)
+registries that export them, the VM's commands from their argparse parsers
+(``forewarn.vm.parser``). (The emulator's commands are mkdocs-click's, in
+``docs/reference/cli.md``.)
 The Benchmarks page is bench/RESULTS.md with, first, whether each figure is older than the
 code it measures, as git says at build time (``bench/freshness.py``).
 """
@@ -146,6 +148,51 @@ DOCUMENTS: dict[str, Callable[[], dict[str, Any]]] = {
 
 
 # ---------------------------------------------------------------------------- the pages
+
+
+def _vm_command(lines: list[str], words: str, parser: Any) -> None:
+    """``parser``'s section: what it does, its usage, a row per option; then each of its
+    subcommands'."""
+    import argparse
+
+    subcommands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if words != "forewarn":
+        lines += [f"## {words}", "", parser.description or "", "", "```text",
+                  parser.format_usage().removeprefix("usage: ").strip(), "```", ""]  # fmt: skip
+        rows = []
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
+                continue
+            if action.help == argparse.SUPPRESS:
+                continue
+            name = ", ".join(f"`{flag}`" for flag in action.option_strings) or (
+                f"`{action.metavar or action.dest}`"
+            )
+            value = "" if action.nargs == 0 else f"`{action.metavar or action.dest.upper()}`"
+            rows.append([name, value, action.help or ""])
+        if rows:
+            lines += [table(["option", "value", "what it does"], rows), ""]
+    for sub in subcommands:
+        for name, child in sub.choices.items():
+            _vm_command(lines, f"{words} {name}", child)
+
+
+@page("reference/vm-commands.md")
+def vm_commands_page() -> str:
+    from forewarn.vm.parser import build
+
+    lines = [
+        "# VM commands",
+        "",
+        "The commands a VM runs, generated from their argparse parsers (`forewarn COMMAND "
+        "--help` prints the same). They need only the plain install or `forewarn-vm.pyz` "
+        "([Install](../install.md)); `forewarn agent ...` also reads `FOREWARN_AGENT_*` "
+        "([Agent configuration](agent-config.md)). The emulator's commands are on "
+        "[Command line](cli.md).",
+        "",
+    ]
+    _vm_command(lines, "forewarn", build())
+    return "\n".join(lines) + "\n"
 
 
 @page("reference/fleet-file.md")

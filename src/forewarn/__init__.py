@@ -1,4 +1,17 @@
-"""forewarn: Azure Scheduled Events, runnable anywhere."""
+"""forewarn: Azure Scheduled Events, runnable anywhere.
+
+Two wings on one shared contract (docs/operations/architecture.md):
+
+- the VM side, on the standard library alone (the plain install, ``forewarn-vm.pyz``):
+  ``forewarn.vm`` (the VM's commands: their argparse parsers, tables and errors),
+  ``forewarn.client``, ``forewarn.agent``, ``forewarn.conformance``;
+- the emulator (the ``[server]`` extra): ``forewarn.fleet``, ``fabric``, ``store``,
+  ``imds``, ``control``, ``arm``, ``eventgrid``, ``admission``, ``rehearsal``,
+  ``scenarios``, ``replay``, ``server``, ``controlapi``, ``testing`` and ``cli`` (its
+  click commands);
+- shared by both: ``forewarn.contract``, the wire contract. ``forewarn.script`` is the
+  ``forewarn`` command, which hands each command line to its wing.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +35,8 @@ def _version() -> str:
     import os
 
     site = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for entry in sorted(os.listdir(site)):
+    entries = sorted(os.listdir(site)) if os.path.isdir(site) else []  # not in a zipapp
+    for entry in entries:
         metadata = os.path.join(site, entry, "METADATA")
         if not (entry.startswith("forewarn-") and entry.endswith(".dist-info")):
             continue

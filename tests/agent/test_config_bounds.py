@@ -103,7 +103,7 @@ def test_check_config_and_run_exit_2_naming_the_key(tmp_path: Path, command: str
     path = write(tmp_path / "bad.toml", "state_path = 'x.db'\nsafety_margin = inf\n")
     result = _agent(command, "-c", str(path))
     assert result.returncode == 2, result
-    assert result.stderr.strip() == (
+    assert " ".join(line.strip() for line in result.stderr.splitlines()) == (
         f"forewarn agent: error: {path}: safety_margin: expected `float` <= 2592000.0"
     )
     assert not (tmp_path / "x.db").exists()

@@ -44,9 +44,16 @@ def test_check_config_refuses_a_broken_copy_with_one_line(tmp_path: Path) -> Non
     result = forewarn("check-config", "-c", str(broken))
     assert result.returncode == 2
     assert result.stdout == ""
-    assert result.stderr.splitlines() == [
+    assert error_of(result.stderr) == (
         f"forewarn agent: error: {broken}: rules[2].approval: invalid enum value 'soon'"
-    ]
+    )
+
+
+def error_of(stderr: str) -> str:
+    """The last ``forewarn agent: error:`` message of ``stderr``, unwrapped."""
+    lines = stderr.splitlines()
+    start = max(n for n, line in enumerate(lines) if line.startswith("forewarn agent: error:"))
+    return " ".join(line.strip() for line in lines[start:])
 
 
 def test_print_config_shows_the_layers(tmp_path: Path) -> None:
@@ -107,7 +114,7 @@ def test_run_refuses_what_it_cannot_start_with_one_line(tmp_path: Path) -> None:
     )
     result = forewarn("run", "-c", str(config))
     assert result.returncode == 1
-    assert result.stderr.splitlines()[-1] == (
+    assert error_of(result.stderr) == (
         "forewarn agent: error: handler: cannot import no_such_module_here: "
         "ModuleNotFoundError: No module named 'no_such_module_here'"
     )
@@ -118,9 +125,9 @@ def test_run_refuses_what_it_cannot_start_with_one_line(tmp_path: Path) -> None:
         config.write_text(f'state_path = "{tmp_path / "s.db"}"\n')
         result = forewarn("run", "-c", str(config), "--metrics-bind", f"127.0.0.1:{port}")
     assert result.returncode == 1
-    assert result.stderr.splitlines()[-1] == (
+    assert error_of(result.stderr) == (
         f"forewarn agent: error: metrics_bind 127.0.0.1:{port}: Address already in use"
     )
     result = forewarn("status", "--state-path", str(tmp_path / "none.db"))
     assert result.returncode == 1
-    assert f"no state file at {tmp_path / 'none.db'}" in result.stderr
+    assert f"no state file at {tmp_path / 'none.db'}" in error_of(result.stderr)

@@ -67,22 +67,25 @@ def test_check_config_refuses_an_exec_handler_whose_program_is_missing(tmp_path:
     path.write_text(body.replace("        ", "").format(argv0=script))
     result = forewarn("check-config", "-c", str(path))
     assert result.returncode == 2
-    assert result.stderr.strip().endswith(f"handlers.drain.argv: {str(script)!r} does not exist")
+    said = " ".join(line.strip() for line in result.stderr.splitlines())
+    assert said.endswith(f"handlers.drain.argv: {str(script)!r} does not exist")
     script.write_text("#!/bin/sh\nexit 0\n")
     result = forewarn("check-config", "-c", str(path))
-    assert result.returncode == 2 and "is not executable" in result.stderr
+    assert result.returncode == 2 and "is not executable" in " ".join(result.stderr.split())
     script.chmod(0o755)
     result = forewarn("check-config", "-c", str(path))
     assert result.returncode == 0, result.stderr
     path.write_text(body.replace("        ", "").format(argv0="no-such-program-xyz"))
     result = forewarn("check-config", "-c", str(path))
-    assert result.returncode == 2 and "'no-such-program-xyz' is not on PATH" in result.stderr
+    assert result.returncode == 2 and "'no-such-program-xyz' is not on PATH" in " ".join(
+        result.stderr.split()
+    )
 
 
 def test_the_example_names_programs_this_machine_lacks() -> None:
     result = forewarn("check-config", "-c", str(CONFIG))
     assert result.returncode == 2
-    assert "'/usr/local/bin/drain-traffic' does not exist" in result.stderr
+    assert "'/usr/local/bin/drain-traffic' does not exist" in " ".join(result.stderr.split())
 
 
 def test_a_failed_handler_note_says_not_approved_once_on_one_line() -> None:

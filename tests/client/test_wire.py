@@ -260,7 +260,7 @@ async def test_silence_is_a_timeout(twin: Callable[..., Any]) -> None:
 
 def test_the_async_client_and_the_agent_load_no_httpx() -> None:
     code = (
-        "import sys, forewarn.client, forewarn.agent.daemon, forewarn.agent.cli\n"
+        "import sys, forewarn.client, forewarn.agent.daemon, forewarn.vm.parser\n"
         "print(sorted(m for m in ('httpx', 'rich', 'prometheus_client') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -68,7 +68,31 @@ def test_the_cli_page_has_every_command_and_subcommand(site: Path) -> None:
     expected = {path.replace(" ", "-") for path in command_paths(main, "forewarn")}
     assert {f"forewarn-{name}" for name in COMMANDS} <= expected
     assert expected - headings == set()
-    assert "--time-scale" in page and "--source-address" in page  # options, not just names
+    assert "--time-scale" in page and "--control" in page  # options, not just names
+
+
+def test_the_vm_commands_page_has_every_vm_command_and_option(site: Path) -> None:
+    import argparse
+
+    from forewarn.vm.parser import build
+
+    page = (site / "reference" / "vm-commands" / "index.html").read_text()
+    headings = set(re.findall(r'<h2 id="(forewarn[^"]*)"', page))
+
+    def paths(parser: argparse.ArgumentParser, prefix: str) -> list[argparse.ArgumentParser]:
+        found = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    assert f"{prefix}-{name}" in headings, f"{prefix}-{name}"
+                    found += [child, *paths(child, f"{prefix}-{name}")]
+        return found
+
+    for parser in paths(build(), "forewarn"):
+        for action in parser._actions:
+            if action.help != argparse.SUPPRESS and action.option_strings[:1] != ["-h"]:
+                for flag in action.option_strings:
+                    assert f"<code>{flag}</code>" in page, flag
 
 
 def test_the_fleet_page_has_every_key_of_every_struct(site: Path) -> None:

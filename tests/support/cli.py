@@ -38,7 +38,7 @@ class Result:
         assert self.code != 0, self.stdout
         assert "Traceback" not in self.stdout + self.stderr, self.stderr
         first, *more = self.stderr.splitlines() or [""]
-        assert first.startswith("forewarn: error: "), self.stderr
+        assert first.startswith("forewarn: error:"), self.stderr
         assert all(line.startswith("  ") for line in more), self.stderr
         line = " ".join([first, *(line.strip() for line in more)])
         assert fragment in line, line

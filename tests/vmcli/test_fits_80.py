@@ -106,10 +106,10 @@ def test_an_endpoint_error_carrying_a_url_fits_80_columns(server: ServerProcess)
     assert run_cli(["approve", event_id, "--url", server.imds_url], columns=80).code == 0
 
 
-def test_in_a_log_an_error_stays_one_line(tmp_path: Path) -> None:
-    """No terminal and no COLUMNS (systemd's journal, a CI job): one record, one line."""
+def test_without_a_terminal_or_columns_an_error_fits_80_columns(short_tmp: Path) -> None:
+    """No terminal and no COLUMNS (systemd's journal, a CI job): 80 columns, as the rest."""
     url = "ftp://hooks.example.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX"
-    config = tmp_path / "agent.toml"
+    config = short_tmp / "agent.toml"
     config.write_text(f'[handlers.notify]\ntype = "webhook"\nurl = "{url}"\n')
     env = {k: v for k, v in cli_env().items() if k != "COLUMNS"}
     result = subprocess.run(
@@ -117,6 +117,7 @@ def test_in_a_log_an_error_stays_one_line(tmp_path: Path) -> None:
         capture_output=True, text=True, env=env, timeout=60,
     )  # fmt: skip
     assert result.returncode == 2
-    assert result.stderr == (
-        f"forewarn agent: error: {config}: handlers.notify.url: '{url}' is not an http(s) URL\n"
+    lines = lines_of(Result(result.returncode, result.stdout, result.stderr), "stderr")
+    assert joined(lines) == (
+        f"forewarn agent: error: {config}: handlers.notify.url: '{url}' is not an http(s) URL"
     )

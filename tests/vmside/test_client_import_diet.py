@@ -152,5 +152,5 @@ def test_http1_imports_nothing_else_of_the_client() -> None:
     assert ran.returncode == 0, ran.stderr
     ours = [name for name in ran.stdout.split() if name.startswith("forewarn")]
     assert ours == ["forewarn", "forewarn.client", "forewarn.client.http1",
-                    "forewarn.client.origin", "forewarn.client.urlparts",
-                    "forewarn.lazyexports"]  # fmt: skip
+                    "forewarn.client.origin", "forewarn.client.urlparts", "forewarn.contract",
+                    "forewarn.contract.lazynames"]  # fmt: skip

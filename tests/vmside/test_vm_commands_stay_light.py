@@ -1,6 +1,6 @@
 """The VM commands import only what they run (issue 31): no httpx (its import cost more
-start-up than the rest of their work), no click (the console script's fast path, see
-``test_fastpath.py``), and the synchronous ones no asyncio either.
+start-up than the rest of their work), no click (their parsers are argparse), and the
+synchronous ones no asyncio either.
 
 Each runs for real, against a real ``forewarn serve`` where it needs one, and its
 output is checked, so a command that failed early cannot pass for one that loaded little.

@@ -8,7 +8,7 @@ PostgreSQL) -> recovery, with every step persisted in SQLite. Imports only
 
 from typing import TYPE_CHECKING
 
-from forewarn.lazyexports import lazy_getattr
+from forewarn.contract.lazynames import lazy_getattr
 
 if TYPE_CHECKING:
     from forewarn.agent.clock import AgentClock

@@ -1,12 +1,8 @@
-"""``python -m forewarn.agent``: the agent's commands without the emulator's imports
-(``run`` and ``status`` without click either: ``forewarn.fastpath``)."""
+"""``python -m forewarn.agent``: ``forewarn agent`` without the emulator's imports."""
 
 import sys
 
 if __name__ == "__main__":  # pragma: no cover
-    from forewarn.fastpath import run
+    from forewarn.vm.parser import main
 
-    if not run(["agent", *sys.argv[1:]]):
-        from forewarn.agent.cli import agent
-
-        agent(prog_name="forewarn agent")
+    main(["agent", *sys.argv[1:]])

@@ -1,9 +1,7 @@
-"""What ``forewarn agent run`` and ``forewarn agent status`` do, without click.
+"""What ``forewarn agent run | check-config | status`` do (their options are
+``forewarn.vm.parser``'s).
 
-Both ways in call these: the click group (``forewarn.agent.cli``: options, help, the docs)
-and the fast path (``forewarn.fastpath``), which starts them without loading click: the
-daemon then never holds it, and ``status`` starts in a third less time. A configuration
-error is one line naming the key, exit status 2, and nothing started.
+A configuration error is one message naming the key, exit status 2, and nothing started.
 """
 
 from __future__ import annotations
@@ -16,12 +14,13 @@ from typing import Any, NoReturn
 
 from forewarn.agent.config_layers import as_dict, load_config
 from forewarn.agent.config_schema import AgentConfig, ConfigError, parse_bind
+from forewarn.agent.programs import missing_program
 from forewarn.agent.redact import redact
 from forewarn.agent.state import EventRecord, State, StateError
-from forewarn.exits import USAGE, fail
-from forewarn.termtext import fit
+from forewarn.vm.exits import USAGE, fail
+from forewarn.vm.text import fit
 
-__all__ = ["load", "run_agent", "show_status"]
+__all__ = ["agent_fail", "check_config", "load", "run_agent", "show_status"]
 
 
 def agent_fail(message: str, code: int = 1) -> NoReturn:
@@ -66,6 +65,39 @@ def run_agent(config_path: str | None, print_config: bool, **flags: Any) -> None
         asyncio.run(main())
     except AgentError as exc:
         agent_fail(str(exc))
+
+
+def check_config(config_path: str, quiet: bool, skip_programs: bool) -> None:
+    """Validate ``config_path`` (and import python handlers, and find the programs of
+    exec and kubernetes handlers unless ``skip_programs``); exit 2 when invalid."""
+    from forewarn.agent.handlers import HandlerFailed, build_handlers
+
+    config = load(config_path, {})
+    try:
+        build_handlers(config)
+    except HandlerFailed as exc:
+        agent_fail(f"{config_path}: handler: {exc}", USAGE)
+    for name, spec in config.handlers.items():
+        problem = "" if skip_programs else missing_program(spec)
+        if problem:
+            agent_fail(f"{config_path}: handlers.{name}.argv: {problem}", USAGE)
+    if quiet:
+        return
+    lines = [f"{config_path}: valid"]
+    kinds = [f"{name} ({spec.TAG})" for name, spec in config.handlers.items()]
+    lines += [f"  handlers: {', '.join(kinds) or 'none'}", "  rules, first match wins:"]
+    if config.ignore_freeze_under > 0:
+        lines.append(f"    short-freeze: ignore Freeze under {config.ignore_freeze_under:g} s")
+    for index, rule in enumerate(config.rules):
+        name = config.rule_name(index)
+        if rule.ignore:
+            lines.append(f"    {name}: ignore")
+            continue
+        lines.append(
+            f"    {name}: handlers [{', '.join(rule.handlers)}], approval {rule.approval.value}"
+        )
+    lines.append("    (anything else: ignore)")
+    print(fit("\n".join(lines)))
 
 
 def _when(epoch: float | None) -> str:
@@ -123,7 +155,7 @@ def show_status(config_path: str | None, state_path: str | None, as_json: bool) 
         state.close()
     except StateError as exc:
         agent_fail(str(exc))
-    ready: str = "unknown (no metrics_bind)"
+    ready = _recorded(records, runs)
     if config.metrics_bind:
         host, port = parse_bind(config.metrics_bind)
         ready = _readyz(host, port) or f"not running (no answer on {config.metrics_bind})"
@@ -153,6 +185,27 @@ def show_status(config_path: str | None, state_path: str | None, as_json: bool) 
         print(json.dumps({"ready": ready, "events": events}, indent=2))
         return
     print(fit("\n".join(_status_lines(ready, config.state_path, records, events))))
+
+
+def _recorded(records: list[EventRecord], runs: dict[str, dict[int, Any]]) -> str:
+    """What the state file says of the agent, where no ``metrics_bind`` can be asked:
+    when it last recorded anything, and the events it has not seen end."""
+    moments = [
+        moment
+        for r in records
+        for moment in (r.first_seen, r.handled_at, r.approved_at, r.started_seen_at,
+                       r.missed_at, r.gone_at, r.recovered_at)
+        if moment is not None
+    ]  # fmt: skip
+    for done in runs.values():
+        moments += [t for run in done.values() for t in (run.started_at, run.finished_at) if t]
+    if not moments:
+        return "not asked (no metrics_bind); its state file records no event yet"
+    still = sum(1 for r in records if r.gone_at is None and not r.ignored)
+    return (
+        f"not asked (no metrics_bind); its state file last recorded {_when(max(moments))} "
+        f"UTC, {still} event(s) not yet over"
+    )
 
 
 def _status_lines(

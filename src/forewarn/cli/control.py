@@ -36,7 +36,9 @@ _wide = click.option(
 def events(
     ctx: click.Context, as_vm: str | None, api_version: str | None, as_json: bool, wide: bool
 ) -> None:
-    """List live events (or, with --as, the document one VM sees)."""
+    """List live events (or, with --as, the document one VM sees).
+
+    With --url, the document this VM gets from a metadata endpoint (`forewarn events --url`)."""
     if api_version is not None and as_vm is None:
         raise click.UsageError("--api-version needs --as VM (it picks how that VM sees events)")
     api = control_client(ctx)
@@ -107,9 +109,19 @@ def _event_command(action: str, help_text: str) -> click.Command:
     return click.command(name=action)(command)
 
 
-approve = _event_command(
-    "approve", "Approve EVENT_ID as the operator (it starts when all are approved)."
-)
+@click.command()
+@click.argument("event_ids", nargs=-1, required=True, metavar="EVENT_ID...")
+@click.pass_context
+def approve(ctx: click.Context, event_ids: tuple[str, ...]) -> None:
+    """Approve EVENT_ID... as the operator (each starts when all its VMs are approved).
+
+    With --url, as this VM on a metadata endpoint instead (`forewarn approve --url`)."""
+    api = control_client(ctx)
+    for event_id in event_ids:
+        result = api.event_action(event_id, "approve")
+        click.echo(f"{result['id']}: {result['status']}")
+
+
 start = _event_command("start", "Start EVENT_ID's operation now.")
 cancel = _event_command("cancel", "Cancel a Scheduled EVENT_ID (no impact).")
 complete = _event_command("complete", "End a Started EVENT_ID now.")

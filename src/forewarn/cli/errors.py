@@ -7,14 +7,20 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from forewarn.controlapi.errors import ControlError
-from forewarn.exits import CommandError, fail
+from forewarn.vm import exits
+from forewarn.vm.exits import CommandError, closed_pipe
 
 __all__ = ["OneLineErrors", "fail", "finite"]
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """The emulator's error: one line, wrapped on a terminal only."""
+    exits.fail(message, code, terminal_only=True)
 
 
 def finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -36,10 +42,12 @@ class OneLineErrors(click.Group):
             fail(exc.format_message(), exc.exit_code)
         except click.ClickException as exc:
             fail(exc.format_message(), exc.exit_code)
-        except CommandError as exc:  # the click-free commands' (forewarn.vmcommands)
+        except CommandError as exc:  # a VM-side function's
             fail(str(exc), exc.exit_code)
         except click.Abort:
             fail("aborted")
+        except BrokenPipeError:
+            closed_pipe()
         except ControlError as exc:  # the control API's message is already one line
             fail(str(exc))
         sys.exit(code if isinstance(code, int) else 0)

@@ -1,52 +1,31 @@
 """A click group that imports a command's module only when that command runs.
 
-``forewarn --version``, ``forewarn agent run`` or ``forewarn events --url`` on a VM must
-not load the server, nor need it installed: each command is named by ``module:attribute``
-with the line ``forewarn --help`` lists it with, and imported on demand (click's
-documented LazyGroup). A command of the emulator run where only the VM install is ends in
-one line that says which extra to install.
+Each command is named by ``module:attribute`` with the line ``forewarn --help`` lists it
+with (``forewarn.cli.COMMANDS``), and imported on demand (click's documented LazyGroup). A
+command whose libraries the install lacks ends in one message that says which extra to
+install.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from gettext import gettext
 
 import click
 
+from forewarn.cli import LazyCommand, lacking
 from forewarn.cli.errors import OneLineErrors
 
-__all__ = ["LazyCommand", "LazyGroup"]
+__all__ = ["LazyGroup", "load"]
 
 
-def _attribute(target: str) -> object:
-    module_name, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module_name), attribute)
-
-
-@dataclass(frozen=True, slots=True)
-class LazyCommand:
-    """Where a command lives, and what ``--help`` says of it without importing it."""
-
-    #: ``package.module:attribute`` of the click command.
-    target: str
-    #: The first sentence of the command's help (a test holds it equal to the command's).
-    summary: str
-    #: ``package.module:function`` applied to the command once it is loaded.
-    wrap: str | None = None
-    #: The install extra the command's module needs beyond the VM install, if any.
-    extra: str | None = None
-
-    def load(self) -> click.Command:
-        command = _attribute(self.target)
-        if self.wrap is not None:
-            wrap = _attribute(self.wrap)
-            assert callable(wrap)
-            command = wrap(command)
-        assert isinstance(command, click.Command), self.target
-        return command
+def load(lazy: LazyCommand) -> click.Command:
+    """The click command ``lazy`` names, its module imported."""
+    module_name, _, attribute = lazy.target.partition(":")
+    command = getattr(importlib.import_module(module_name), attribute)
+    assert isinstance(command, click.Command), lazy.target
+    return command
 
 
 class LazyGroup(OneLineErrors):
@@ -67,16 +46,12 @@ class LazyGroup(OneLineErrors):
         if command is not None or lazy is None:
             return command
         try:
-            command = lazy.load()
+            command = load(lazy)
         except ModuleNotFoundError as exc:
             missing = (exc.name or "").partition(".")[0]
             if lazy.extra is None or missing in ("", "forewarn"):
                 raise
-            raise click.ClickException(
-                f"`forewarn {cmd_name}` is part of the emulator, which this install lacks "
-                f"(no module {missing!r}): install forewarn with its [{lazy.extra}] extra: "
-                f"pip install '<its wheel or checkout>[{lazy.extra}]'"
-            ) from None
+            raise click.ClickException(lacking(cmd_name, missing, lazy.extra)) from None
         self.add_command(command, cmd_name)
         return command
 

@@ -1,5 +1,5 @@
-"""How the CLI prints: times, JSON, and tables that fit the terminal (``termtable``,
-shared with the VM commands)."""
+"""How the CLI prints: times, JSON, and tables that fit the terminal (``forewarn.vm.table``,
+the VM commands' printer)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
-from forewarn.termtable import Column, layout, table
+from forewarn.vm.table import Column, table
 
-__all__ = ["Column", "layout", "print_json", "table", "when"]
+__all__ = ["Column", "print_json", "table", "when"]
 
 
 def when(epoch: float | None) -> str:

@@ -23,7 +23,7 @@ Exceptions (each carries ``status``, ``body`` and ``url``):
 
 from typing import TYPE_CHECKING
 
-from forewarn.lazyexports import lazy_getattr
+from forewarn.contract.lazynames import lazy_getattr
 
 if TYPE_CHECKING:
     from forewarn.client.aio import AsyncScheduledEventsClient

@@ -7,7 +7,7 @@ parsing and error bodies.
 
 from typing import TYPE_CHECKING
 
-from forewarn.lazyexports import lazy_getattr
+from forewarn.contract.lazynames import lazy_getattr
 
 if TYPE_CHECKING:
     from forewarn.contract.errors import (

@@ -1,7 +1,8 @@
 """A package whose names are imported on first use (PEP 562's module ``__getattr__``).
 
-The VM side's packages (``forewarn.contract``, ``forewarn.client``) re-export many names,
-and a VM command needs a few: importing each name's module only when it is first asked
+The contract and the VM side's packages (``forewarn.contract``, ``forewarn.client``,
+``forewarn.agent``) re-export many names, and a VM command needs a few: importing each
+name's module only when it is first asked
 for keeps ``forewarn --version`` and the VM commands within their start-up budget.
 """
 

@@ -1,11 +1,9 @@
-"""What the VM commands do, without click: ``forewarn watch``, ``forewarn discover``, and
+"""What the endpoint's VM commands do: ``forewarn watch``, ``forewarn discover``, and
 ``--url`` for ``forewarn events`` / ``forewarn approve`` (read or approve on a metadata
 endpoint, real Azure or forewarn, instead of forewarn's control API).
 
-Both ways in call these: the click commands (``forewarn.vmcli``: help, the docs) and the
-fast path (``forewarn.fastpath``), which starts them without loading click, a third of a
-VM command's start-up. VM side: only the client and the contract, never the emulator. A
-failure is a ``CommandError``, which either way ends as one error line.
+Their options are ``forewarn.vm.parser``'s. Only the client and the contract, never the
+emulator; a failure is a ``CommandError``, which ends as one error message.
 """
 
 from __future__ import annotations
@@ -20,13 +18,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from forewarn.client import ClientError, DocumentError, NotFoundError
-from forewarn.exits import CommandError, UsageProblem
-from forewarn.termtable import Column, build, console, table
-from forewarn.termtext import fit
+from forewarn.vm.exits import CommandError, UsageProblem
+from forewarn.vm.table import Column, render, styled, table
+from forewarn.vm.text import fit, terminal_width
 
 if TYPE_CHECKING:  # each command imports what it runs, no more (issue 31: start-up)
-    from rich.console import RenderableType
-
     from forewarn.client import (
         Document,
         DocumentChange,
@@ -83,7 +79,7 @@ def countdown(event: Event, now: datetime) -> str:
 
 
 #: The document as a table (``events --url``, ``watch``): the id whole, the countdown with
-#: NotBefore; within 80 columns Source and Duration give way first (``--wide``: all).
+#: NotBefore; a row that cannot stay whole on a line is a record (``--wide``: a row).
 EVENT_COLUMNS = (
     Column("EventId", "key"),
     Column("Event", "phrase"),
@@ -149,7 +145,8 @@ def show_endpoint_events(
         print(json.dumps(wire_document(document), indent=2))
         return
     title = f"{client.url}: DocumentIncarnation {document.incarnation}"
-    table(title, EVENT_COLUMNS, event_rows(document, datetime.now(UTC)), wide=wide)
+    rows = event_rows(document, datetime.now(UTC))
+    table(title, EVENT_COLUMNS, rows, wide=wide, records=True)
 
 
 def approve_on_endpoint(
@@ -234,11 +231,9 @@ class _View:
             self.changes.append(f"{now.strftime('%H:%M:%S')} {DELETED}")
         return line
 
-    def render(self) -> RenderableType:
-        """The live view, re-rendered a few times a second so countdowns move."""
-        from rich.console import Group
-        from rich.text import Text
-
+    def render(self, on: bool = False) -> str:
+        """The live view, re-drawn a few times a second so countdowns move (``on``: with
+        styles, this VM's events in bold yellow)."""
         now = datetime.now(UTC)
         with self.lock:
             document, changes, problem = self.document, list(self.changes), self.problem
@@ -247,16 +242,64 @@ class _View:
         if document is not None:
             title += f" (DocumentIncarnation {document.incarnation})"
         events = document.events if document else ()
-        styles = ["bold yellow" if self.vm and e.affects(self.vm) else None for e in events]
+        styles = ["1;33" if self.vm and e.affects(self.vm) else None for e in events]
         rows = event_rows(document, now)
-        shown, _ = build(title, EVENT_COLUMNS, rows, self.width, wide=self.wide, styles=styles)
-        parts: list[RenderableType] = [shown]
-        if document is not None and not document.events:
-            parts.append(Text("no events", style="dim"))
-        if problem:
-            parts.append(Text(problem, style="bold red"))
-        parts.extend(Text(line, style="dim") for line in changes)
-        return Group(*parts)
+        text = render(title, EVENT_COLUMNS, rows, self.width, wide=self.wide, records=True,
+                      styles=styles, on=on)  # fmt: skip
+        notes = [("no events", "2")] if document is not None and not document.events else []
+        notes += [(problem, "1;31")] if problem else []
+        notes += [(line, "2") for line in changes]
+        for note, style in notes:
+            line = fit(note, self.width)
+            text += (f"\x1b[{style}m{line}\x1b[0m" if on else line) + "\n"
+        return text
+
+
+class _Screen:
+    """The live view on a terminal: each frame drawn over the last one (the cursor moved
+    back up its lines), the cursor hidden meanwhile."""
+
+    def __init__(self) -> None:
+        self.height = 0
+
+    def draw(self, frame: str) -> None:
+        up = f"\x1b[{self.height}F" if self.height else ""
+        sys.stdout.write(f"{up}\x1b[J{frame}")
+        sys.stdout.flush()
+        self.height = frame.count("\n")
+
+    def __enter__(self) -> _Screen:
+        sys.stdout.write("\x1b[?25l")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stdout.write("\x1b[?25h")
+        sys.stdout.flush()
+
+
+def _live(view: _View, follow: Callable[[Callable[[str], None]], None]) -> None:
+    """Run ``follow`` (given how to report a problem) while a thread re-draws ``view``."""
+    done = threading.Event()
+
+    def problem(text: str) -> None:
+        with view.lock:
+            view.problem = text
+
+    with _Screen() as screen:
+
+        def redraw() -> None:
+            while not done.wait(0.25):
+                view.width = terminal_width()
+                screen.draw(view.render(styled()))
+
+        painter = threading.Thread(target=redraw, daemon=True)
+        painter.start()
+        try:
+            follow(problem)
+        finally:
+            done.set()
+            painter.join()
+            screen.draw(view.render(styled()))
 
 
 def _identity(client: ScheduledEventsClient, as_vm: str | None) -> str | None:
@@ -302,9 +345,12 @@ def _follow(
 
 def watch_endpoint(
     url: str | None, as_vm: str | None, interval: float, source_address: str | None,
-    api_version: str, wide: bool, record_path: str | None,
+    api_version: str | None, wide: bool, record_path: str | None,
 ) -> None:  # fmt: skip
     """``forewarn watch``: on a terminal a live table, otherwise a line per change."""
+    from forewarn.client import DEFAULT_API_VERSION
+
+    api_version = api_version or DEFAULT_API_VERSION
     with _client(url, source_address, api_version) as client:
         vm = _identity(client, as_vm)
         recorder: DocumentRecorder | None = None
@@ -317,21 +363,10 @@ def watch_endpoint(
                 raise UsageProblem(f"--record {record_path}: {exc.strerror or exc}") from None
         view = _View(client.url, vm, 80, wide)
         try:
-            if sys.stdout.isatty():  # rich only here: a pipe gets plain lines
-                from rich.live import Live
-
-                screen = console()
-                view.width = screen.width
-                with Live(get_renderable=view.render, refresh_per_second=4,
-                          console=screen):  # fmt: skip
-
-                    def problem(text: str) -> None:
-                        with view.lock:
-                            view.problem = text
-
-                    _follow(client, interval, lambda c: view.apply(c, datetime.now(UTC)),
-                            problem, lambda: view.gone(datetime.now(UTC)),
-                            recorder)  # fmt: skip
+            if sys.stdout.isatty():  # a live table; a pipe gets plain lines
+                _live(view, lambda problem: _follow(
+                    client, interval, lambda c: view.apply(c, datetime.now(UTC)), problem,
+                    lambda: view.gone(datetime.now(UTC)), recorder))  # fmt: skip
             else:
 
                 def show(change: DocumentChange) -> None:

@@ -1,11 +1,9 @@
-"""Lines of text that fit the terminal, for what is not a table: errors, records, notes.
+"""Lines of text that fit the terminal: errors, records, notes, and the tables' cells.
 
-Output's width is the tables' (``COLUMNS``, else the terminal's, else 80 when output is
-not a terminal). An error is wrapped for a person only (stderr a terminal, to ``COLUMNS``
-or its width): in a log (systemd's journal, a CI job) it stays one line. A line too long is
+Output's width is ``COLUMNS``, else the terminal's, else 80 (a pipe, a file, the journal),
+for a VM command's error as for the rest of its output (issue 40). A line too long is
 wrapped at its spaces, its continuation indented; a word longer than a line (a URL, a
-path) is never cut: it gets a line of its own, whole, so it can still be copied. Only the
-standard library: the VM side imports it.
+path) is never cut: it gets a line of its own, whole, so it can still be copied.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ import shutil
 import sys
 import textwrap
 
-__all__ = ["fit", "fit_error", "terminal_width"]
+__all__ = ["cells", "fit", "stderr_terminal_width", "terminal_width"]
 
 #: Narrower than this, wrapping helps nobody: lines are cut at this width instead.
 NARROWEST = 40
@@ -24,6 +22,16 @@ NARROWEST = 40
 def terminal_width() -> int:
     """``COLUMNS``, else the terminal's width, else 80."""
     return max(shutil.get_terminal_size((80, 24)).columns, NARROWEST)
+
+
+def cells(text: str) -> int:
+    """The columns ``text`` takes on a terminal: two for a wide (East Asian) character,
+    none for a combining mark, one for the rest."""
+    if text.isascii():
+        return len(text)
+    from unicodedata import combining, east_asian_width
+
+    return sum(0 if combining(c) else 2 if east_asian_width(c) in ("W", "F") else 1 for c in text)
 
 
 def fit(text: str, width: int | None = None, indent: str = "  ") -> str:
@@ -42,10 +50,9 @@ def fit(text: str, width: int | None = None, indent: str = "  ") -> str:
     return "\n".join(out)
 
 
-def _error_width() -> int | None:
-    """The width of the terminal stderr is (``COLUMNS`` when set), else None: an error
-    is wrapped for a person only, and stays one line in a log, a pipe or a CI job, whatever
-    ``COLUMNS`` says (readline and CI runners export it without a terminal)."""
+def stderr_terminal_width() -> int | None:
+    """The width of the terminal stderr is (``COLUMNS`` when set), else None: the
+    emulator's errors are wrapped for a person only, and stay one line in its logs."""
     try:
         if not sys.stderr.isatty():
             return None
@@ -55,9 +62,3 @@ def _error_width() -> int | None:
         return os.get_terminal_size(sys.stderr.fileno()).columns
     except (OSError, ValueError, AttributeError):
         return None
-
-
-def fit_error(text: str) -> str:
-    """An error for stderr: wrapped to the terminal a person reads it on, else as it is."""
-    width = _error_width()
-    return text if width is None else fit(text, width)

@@ -22,10 +22,10 @@ VM_FILES = ("forewarn/__init__.py", "forewarn/__main__.py", "forewarn/script.py"
 VM_PACKAGES = ("forewarn/vm/", "forewarn/client/", "forewarn/agent/", "forewarn/conformance/",
                "forewarn/contract/")  # fmt: skip
 
-MAIN = '''from forewarn.script import main
+MAIN = """from forewarn.script import main
 
 main(prog_name="forewarn")
-'''
+"""
 
 
 def wanted(name: str) -> bool:

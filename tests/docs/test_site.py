@@ -71,6 +71,15 @@ def test_the_cli_page_has_every_command_and_subcommand(site: Path) -> None:
     assert "--time-scale" in page and "--source-address" in page  # options, not just names
 
 
+def test_the_cli_page_shows_real_defaults(site: Path) -> None:
+    """Each option's default as ``--help`` prints it (click 8.3 keeps an unset default as
+    ``Sentinel.UNSET``, which a table of ``option.default`` would print as one)."""
+    page = html.unescape((site / "reference" / "cli" / "index.html").read_text())
+    assert "Sentinel" not in page and "UNSET" not in page
+    words = " ".join(re.sub(r"<[^>]+>", "", page).split())
+    assert "[default: 127.0.0.1:8169]" in words and "[default: forewarn.db]" in words
+
+
 def test_the_fleet_page_has_every_key_of_every_struct(site: Path) -> None:
     page = text(site / "reference" / "fleet-file" / "index.html")
     schema = fleet_schema()
@@ -177,6 +186,7 @@ GUIDES = {
     "concepts/time": "Virtual time",
     "concepts/approvals": "Through ARM, by a central controller",
     "concepts/faithful-to-azure": "The wire contract per api-version",
+    "reference/api-versions": "What each api-version returns",
     "how-to/rollout-drill": "Read the verdict",
     "how-to/endpoint-faults": "Inject faults",
     "how-to/dashboard": "Watch a fleet on the dashboard",
@@ -192,6 +202,22 @@ GUIDES = {
     "conformance": "Check forewarn against your Azure region",
     "operations/serving": "The metadata listener under load",
 }
+
+
+def test_the_api_version_table_is_in_the_reference_and_linked_from_home(site: Path) -> None:
+    """What each api-version returns is Reference (in its nav section, one click from
+    Home), not only an aside of a concept page."""
+    page = text(site / "reference" / "api-versions" / "index.html")
+    for version in ("2017-03-01", "2017-08-01", "2017-11-01", "2019-01-01", "2019-04-01",
+                    "2019-08-01", "2020-07-01"):  # fmt: skip
+        assert re.search(rf"{version}\s+(Freeze|\+|all five)", page), version
+    assert "Too many requests" in page
+    home = (site / "index.html").read_text()
+    body = home[home.find('<article'):]
+    assert 'href="reference/api-versions/"' in body  # in the page's text, not only the nav
+    nav = (REPO / "mkdocs.yml").read_text()
+    reference = nav[nav.index("  - Reference:"):nav.index("  - Operations:")]
+    assert "reference/api-versions.md" in reference
 
 
 def test_every_concept_and_how_to_page_is_built_and_in_the_nav(site: Path) -> None:

@@ -213,10 +213,10 @@ def test_the_api_version_table_is_in_the_reference_and_linked_from_home(site: Pa
         assert re.search(rf"{version}\s+(Freeze|\+|all five)", page), version
     assert "Too many requests" in page
     home = (site / "index.html").read_text()
-    body = home[home.find('<article'):]
+    body = home[home.find("<article") :]
     assert 'href="reference/api-versions/"' in body  # in the page's text, not only the nav
     nav = (REPO / "mkdocs.yml").read_text()
-    reference = nav[nav.index("  - Reference:"):nav.index("  - Operations:")]
+    reference = nav[nav.index("  - Reference:") : nav.index("  - Operations:")]
     assert "reference/api-versions.md" in reference
 
 

@@ -270,6 +270,21 @@ def test_a_page_left_out_of_the_nav_fails_the_strict_build(tmp_path: Path) -> No
     assert "stray.md" in built.stderr
 
 
+def test_the_docs_extra_alone_holds_what_the_build_needs_and_pins_its_builder() -> None:
+    """``pip install '.[docs]'`` alone builds the site (the README's page runs that build in a
+    venv of its own): the extra brings the emulator the Reference is written from, and the
+    builder the site is made with, below the majors that would break it (mkdocs.yml)."""
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    docs = extras["docs"]
+    assert "forewarn[server]" in docs  # docs/hooks/reference.py imports the control app
+    assert "mkdocs>=1.6,<2" in docs and "mkdocs-material>=9.5,<10" in docs
+    assert "Zensical" in (REPO / "mkdocs.yml").read_text()  # the choice, and why
+
+
 def test_the_docs_name_only_options_serve_has() -> None:
     """A reader who copies a ``serve`` line from the site gets the server it describes."""
     from tests.cli.test_docs_name_real_options import real_options, serve_options

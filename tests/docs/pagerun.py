@@ -76,7 +76,14 @@ from tests.docs.readerenv import (
 from tests.support.docpages import REPO, Block, Kind
 from tests.support.ports import free_port
 
-__all__ = ["DEFAULT_PORTS", "PageResult", "assert_page_runs", "rewrite_ports", "run_page"]
+__all__ = [
+    "DEFAULT_PORTS",
+    "PageResult",
+    "assert_page_runs",
+    "rewrite_ports",
+    "run_page",
+    "served_ports",
+]
 
 #: The fixed ports the pages write, each replaced by a free one per page.
 DEFAULT_PORTS = (8169, 8170, 8443, 8269, 9000, 9465, 6391)
@@ -94,7 +101,7 @@ def rewrite_ports(text: str, ports: dict[int, int]) -> str:
     return _PORT.sub(lambda found: str(ports[int(found.group(1))]), text)
 
 
-def _served_ports(body: str, ports: dict[int, int]) -> list[tuple[str, int]]:
+def served_ports(body: str, ports: dict[int, int]) -> list[tuple[str, int]]:
     """The (host, port)s a background block listens on, as the runner can tell."""
     served = {
         found.group("option"): (found.group("host").strip("[]"), int(found.group("port")))
@@ -205,7 +212,7 @@ def _script(blocks: list[Block], run: Path, ports: dict[int, int], setup: str | 
         path.write_text(block.body, encoding="utf-8")
         q = shlex.quote(str(path))
         if block.kind is Kind.BACKGROUND:
-            served = _served_ports(block.body, ports)
+            served = served_ports(block.body, ports)
             if not served:
                 lines.append(f"echo 'cannot tell which ports line {block.line} serves'; exit 1")
                 continue

@@ -41,7 +41,13 @@ from tests.docs.examples import (
     runner_blocks,
     transcript,
 )
-from tests.docs.pagerun import DEFAULT_PORTS, assert_page_runs, rewrite_ports, run_page
+from tests.docs.pagerun import (
+    DEFAULT_PORTS,
+    assert_page_runs,
+    rewrite_ports,
+    run_page,
+    served_ports,
+)
 from tests.docs.readerenv import links_setup, setup_command
 from tests.support.docpages import REPO, Block, Kind, MarkerError, parse_blocks
 
@@ -135,6 +141,29 @@ def test_a_page_that_runs_forewarn_says_where_it_comes_from() -> None:
         and "python3 -m venv" not in page.read_text("utf-8")
     ]
     assert not silent, silent
+
+
+def test_a_page_starts_one_server_on_each_address() -> None:
+    """Followed top to bottom, a page never starts a second server on an address one of its
+    blocks already serves (``Address already in use``), whoever runs the blocks: the
+    runner, or a test module (``run by``)."""
+    twice = []
+    for page in page_paths():
+        served: dict[tuple[str, int], int] = {}
+        for block in parse_blocks(page.read_text("utf-8")):
+            if not block.is_shell or block.kind is Kind.NOT_RUN:
+                continue
+            starts = [line for line in block.body.splitlines()
+                      if re.search(r"\bforewarn serve\b", line)
+                      and not re.search(r"--print-config|--help", line)]  # fmt: skip
+            for line in starts:
+                ports = {port: port for port in DEFAULT_PORTS}
+                for address in served_ports(line, ports):
+                    if address in served:
+                        twice.append(f"{page_name(page)}:{block.line}: {address} "
+                                     f"(served since line {served[address]})")  # fmt: skip
+                    served.setdefault(address, block.line)
+    assert not twice, twice
 
 
 def test_the_pages_use_only_ports_the_runner_moves() -> None:

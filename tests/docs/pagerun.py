@@ -83,6 +83,7 @@ __all__ = [
     "rewrite_ports",
     "run_page",
     "served_ports",
+    "venv_plan",
 ]
 
 #: The fixed ports the pages write, each replaced by a free one per page.
@@ -327,6 +328,15 @@ def _works_in(entry: Path, root: Path) -> bool:
     return False
 
 
+def venv_plan(page: Path) -> str:
+    """Where ``page`` gets Get started's venv: ``lent`` (it links the set-up and installs
+    nothing more), ``set-up`` (it links it and installs more: it runs the set-up first, in
+    its own clone), or ``none`` (it makes what it needs itself, or needs none)."""
+    if page == REPO / "docs" / "get-started.md" or not links_setup(page.read_text("utf-8")):
+        return "none"
+    return "set-up" if installs_more([block.body for block in runner_blocks(page)]) else "lent"
+
+
 def assert_page_runs(page: Path, session_dir: Path) -> None:
     """Run ``page``'s runnable blocks as a reader would (Get started's venv lent, or its
     set-up run first, when the page links that set-up); fail naming the block that failed
@@ -334,12 +344,9 @@ def assert_page_runs(page: Path, session_dir: Path) -> None:
     in the page's order, naming each transcript command that printed other than shown, or
     naming what the page left untracked in its checkout."""
     blocks = runner_blocks(page)
-    venv, setup = None, None
-    if page != REPO / "docs" / "get-started.md" and links_setup(page.read_text("utf-8")):
-        if installs_more([block.body for block in blocks]):
-            setup = setup_command()
-        else:
-            venv = shared_venv(session_dir)
+    plan = venv_plan(page)
+    venv = shared_venv(session_dir) if plan == "lent" else None
+    setup = setup_command() if plan == "set-up" else None
     with tempfile.TemporaryDirectory(prefix="fw-page-") as root:
         result = run_page(blocks, Path(root), venv=venv, setup=setup)
     logs = "".join(

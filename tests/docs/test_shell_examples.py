@@ -47,6 +47,7 @@ from tests.docs.pagerun import (
     rewrite_ports,
     run_page,
     served_ports,
+    venv_plan,
 )
 from tests.docs.readerenv import links_setup, setup_command
 from tests.support.docpages import REPO, Block, Kind, MarkerError, parse_blocks
@@ -59,7 +60,12 @@ def session_dir(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Pat
     return base if worker_id == "master" else base.parent
 
 
-@pytest.mark.parametrize("page", pages_to_run(), ids=page_name)
+#: The pages, those that install what they need first (the longest, and they need not wait
+#: for Get started's venv: the first page it is lent to builds it meanwhile).
+PAGES = sorted(pages_to_run(), key=lambda page: venv_plan(page) == "lent")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_name)
 def test_the_page_s_shell_examples_run(page: Path, session_dir: Path) -> None:
     assert_page_runs(page, session_dir)
 
@@ -71,7 +77,7 @@ def test_the_pages_spread_over_the_workers() -> None:
 
     here = f"{Path(__file__).relative_to(REPO).as_posix()}::"
     pages = [f"{here}{test_the_page_s_shell_examples_run.__name__}[{page_name(page)}]"
-             for page in pages_to_run()]  # fmt: skip
+             for page in PAGES]  # fmt: skip
     assert len(pages) > 10, pages
     assert [work_unit(nodeid) for nodeid in pages] == pages
     assert work_unit(f"{here}test_every_example_runs_or_says_why") == here.removesuffix("::")

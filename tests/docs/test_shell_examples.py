@@ -23,9 +23,11 @@ beside other tests. A page whose port is not in that list fails
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import re
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,13 +41,33 @@ from tests.docs.examples import (
     runner_blocks,
     transcript,
 )
-from tests.docs.pagerun import DEFAULT_PORTS, assert_page_runs, rewrite_ports, run_page
+from tests.docs.pagerun import (
+    DEFAULT_PORTS,
+    assert_page_runs,
+    rewrite_ports,
+    run_page,
+    served_ports,
+    venv_plan,
+)
+from tests.docs.readerenv import links_setup, setup_command
 from tests.support.docpages import REPO, Block, Kind, MarkerError, parse_blocks
 
 
-@pytest.mark.parametrize("page", pages_to_run(), ids=page_name)
-def test_the_page_s_shell_examples_run(page: Path) -> None:
-    assert_page_runs(page)
+@pytest.fixture(scope="session")
+def session_dir(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """A directory every pytest-xdist worker of this run shares (Get started's venv)."""
+    base = tmp_path_factory.getbasetemp()
+    return base if worker_id == "master" else base.parent
+
+
+#: The pages, those that install what they need first (the longest, and they need not wait
+#: for Get started's venv: the first page it is lent to builds it meanwhile).
+PAGES = sorted(pages_to_run(), key=lambda page: venv_plan(page) == "lent")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_name)
+def test_the_page_s_shell_examples_run(page: Path, session_dir: Path) -> None:
+    assert_page_runs(page, session_dir)
 
 
 def test_the_pages_spread_over_the_workers() -> None:
@@ -55,7 +77,7 @@ def test_the_pages_spread_over_the_workers() -> None:
 
     here = f"{Path(__file__).relative_to(REPO).as_posix()}::"
     pages = [f"{here}{test_the_page_s_shell_examples_run.__name__}[{page_name(page)}]"
-             for page in pages_to_run()]  # fmt: skip
+             for page in PAGES]  # fmt: skip
     assert len(pages) > 10, pages
     assert [work_unit(nodeid) for nodeid in pages] == pages
     assert work_unit(f"{here}test_every_example_runs_or_says_why") == here.removesuffix("::")
@@ -110,6 +132,44 @@ def _run_by_problem(block: Block) -> str:
     if block.body not in read():
         return "whose doc_examples() does not return this block"
     return ""
+
+
+def test_a_page_that_runs_forewarn_says_where_it_comes_from() -> None:
+    """A page whose commands run ``forewarn`` says where it comes from: it links Get
+    started's set-up (whose venv it activates), or makes a venv of its own; otherwise a
+    reader in a new shell gets "forewarn: command not found"."""
+    bare = re.compile(r"^(?:\$ )?forewarn\b", re.MULTILINE)
+    silent = [
+        page_name(page)
+        for page in page_paths()
+        if any(b.is_shell and bare.search(b.body) for b in parse_blocks(page.read_text("utf-8")))
+        and not links_setup(page.read_text("utf-8"))
+        and "python3 -m venv" not in page.read_text("utf-8")
+    ]
+    assert not silent, silent
+
+
+def test_a_page_starts_one_server_on_each_address() -> None:
+    """Followed top to bottom, a page never starts a second server on an address one of its
+    blocks already serves (``Address already in use``), whoever runs the blocks: the
+    runner, or a test module (``run by``)."""
+    twice = []
+    for page in page_paths():
+        served: dict[tuple[str, int], int] = {}
+        for block in parse_blocks(page.read_text("utf-8")):
+            if not block.is_shell or block.kind is Kind.NOT_RUN:
+                continue
+            starts = [line for line in block.body.splitlines()
+                      if re.search(r"\bforewarn serve\b", line)
+                      and not re.search(r"--print-config|--help", line)]  # fmt: skip
+            for line in starts:
+                ports = {port: port for port in DEFAULT_PORTS}
+                for address in served_ports(line, ports):
+                    if address in served:
+                        twice.append(f"{page_name(page)}:{block.line}: {address} "
+                                     f"(served since line {served[address]})")  # fmt: skip
+                    served.setdefault(address, block.line)
+    assert not twice, twice
 
 
 def test_the_pages_use_only_ports_the_runner_moves() -> None:
@@ -191,6 +251,7 @@ def test_the_runner_serves_moves_ports_compares_and_stops(tmp_path: Path) -> Non
     than shown, then a failing Python block; the session ends there, and the server and
     the daemon are gone with it."""
     page = (
+        "```sh\nsource .venv/bin/activate\n```\n"
         "<!-- example: background -->\n```sh\nforewarn serve --db t.db\n```\n"
         "```sh\ncurl -s -o /dev/null -w '%{http_code}\\n' http://127.0.0.1:8170/healthz\n"
         "setsid sleep 600 </dev/null >/dev/null 2>&1 &\necho $! > daemon.pid\n"
@@ -203,19 +264,68 @@ def test_the_runner_serves_moves_ports_compares_and_stops(tmp_path: Path) -> Non
         "$ forewarn --version\nforewarn, version 9.9\n$ python3 tools/ask.py\nhello 200\n```\n"
         "```python\nprint('python ran')\nraise SystemExit(3)\n```\n```sh\necho nor this\n```\n"
     )
-    result = run_page([b for b in parse_blocks(page) if b.runs_here], tmp_path)
+    venv = Path(sys.prefix)  # lent as the clone's .venv (the runner's own test: any venv)
+    result = run_page([b for b in parse_blocks(page) if b.runs_here], tmp_path, venv=venv)
     assert result.returncode == 3, result.output
     assert "nor this" not in result.output, result.output
-    assert result.failed_block().startswith("::: line 27\npython ran\n"), result.output
+    assert result.failed_block().startswith("::: line 30\npython ran\n"), result.output
     assert "\n200\n" in result.output, result.output
-    assert [(c.line, c.ok) for c in result.compared] == [(18, True), (18, False), (18, True)]
+    assert [(c.line, c.ok) for c in result.compared] == [(21, True), (21, False), (21, True)]
     assert result.compared[1].actual and result.compared[1].actual[0].startswith("forewarn, ")
-    assert "8170" not in (tmp_path / "home" / "tools" / "ask.py").read_text()
-    log = result.background_logs[2]
+    checkout = tmp_path / "checkout"
+    assert (checkout / "pyproject.toml").is_file()  # the page ran in a clone of the checkout
+    assert "8170" not in (checkout / "tools" / "ask.py").read_text()
+    assert sorted(result.leftovers) == ["daemon.pid", "tools/ask.py"]  # t.db is ignored
+    log = result.background_logs[5]
     [control] = re.findall(r"control API on http://127\.0\.0\.1:(\d+)", log)
     assert int(control) != 8170 and not listened_on(int(control)), log
-    daemon = int((tmp_path / "home" / "daemon.pid").read_text())
+    daemon = int((checkout / "daemon.pid").read_text())
     assert not alive(daemon)
+
+
+def test_a_page_has_nothing_of_the_test_run(tmp_path: Path) -> None:
+    """No venv on PATH, the machine's python3, a HOME of its own and none of the test
+    run's variables: a page that uses ``forewarn`` without a step that installs or
+    activates it fails, as it would for a reader."""
+    page = (
+        '```sh\necho "home=$HOME"; echo "venv=${VIRTUAL_ENV:-none}"\n'
+        "python3 -c 'import sys; print(\"prefix\", sys.prefix)'\n"
+        "env | grep -c '^PYTEST_' || true\n```\n"
+        "```sh\nforewarn --version\n```\n"
+    )
+    result = run_page([b for b in parse_blocks(page) if b.runs_here], tmp_path)
+    assert result.returncode == 127, result.output
+    assert f"home={tmp_path.resolve() / 'home'}" in result.output
+    assert "venv=none" in result.output
+    assert f"prefix {sys.prefix}" not in result.output
+    assert "\n0\n" in result.output
+    assert "forewarn: command not found" in result.failed_block(), result.output
+
+
+def test_a_page_that_links_the_set_up_gets_its_venv_and_one_that_installs_more_runs_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Which pages the runner lends Get started's venv to (one that links its set-up and
+    installs nothing), which run the set-up first (one that links it and installs more),
+    and which get neither."""
+    from tests.docs import pagerun
+
+    calls: list[tuple[Path | None, str | None]] = []
+    monkeypatch.setattr(pagerun, "shared_venv", lambda _: Path("/shared/.venv"))
+    monkeypatch.setattr(
+        pagerun, "run_page", lambda blocks, root, venv, setup: calls.append((venv, setup))
+    )
+    pages = {
+        "lent.md": "Follow [Get started](get-started.md#set-up).\n```sh\nforewarn --version\n```\n",
+        "more.md": "Follow [Get started](get-started.md#set-up).\n```sh\npip install pytest\n```\n",
+        "none.md": "```sh\nforewarn --version\n```\n",
+    }
+    for name, text in pages.items():
+        (tmp_path / name).write_text(text)
+        with contextlib.suppress(AttributeError):  # the fake run_page returns no result
+            pagerun.assert_page_runs(tmp_path / name, tmp_path)
+    assert calls == [(Path("/shared/.venv"), None), (None, setup_command()), (None, None)]
+    assert setup_command().startswith("python3 -m venv .venv && .venv/bin/pip install -e")
 
 
 def listened_on(port: int) -> bool:

@@ -95,6 +95,15 @@ def test_the_vm_commands_page_has_every_vm_command_and_option(site: Path) -> Non
                     assert f"<code>{flag}</code>" in page, flag
 
 
+def test_the_cli_page_shows_real_defaults(site: Path) -> None:
+    """Each option's default as ``--help`` prints it (click 8.3 keeps an unset default as
+    ``Sentinel.UNSET``, which a table of ``option.default`` would print as one)."""
+    page = html.unescape((site / "reference" / "cli" / "index.html").read_text())
+    assert "Sentinel" not in page and "UNSET" not in page
+    words = " ".join(re.sub(r"<[^>]+>", "", page).split())
+    assert "[default: 127.0.0.1:8169]" in words and "[default: forewarn.db]" in words
+
+
 def test_the_fleet_page_has_every_key_of_every_struct(site: Path) -> None:
     page = text(site / "reference" / "fleet-file" / "index.html")
     schema = fleet_schema()
@@ -201,6 +210,7 @@ GUIDES = {
     "concepts/time": "Virtual time",
     "concepts/approvals": "Through ARM, by a central controller",
     "concepts/faithful-to-azure": "The wire contract per api-version",
+    "reference/api-versions": "What each api-version returns",
     "how-to/rollout-drill": "Read the verdict",
     "how-to/endpoint-faults": "Inject faults",
     "how-to/dashboard": "Watch a fleet on the dashboard",
@@ -216,6 +226,22 @@ GUIDES = {
     "conformance": "Check forewarn against your Azure region",
     "operations/serving": "The metadata listener under load",
 }
+
+
+def test_the_api_version_table_is_in_the_reference_and_linked_from_home(site: Path) -> None:
+    """What each api-version returns is Reference (in its nav section, one click from
+    Home), not only an aside of a concept page."""
+    page = text(site / "reference" / "api-versions" / "index.html")
+    for version in ("2017-03-01", "2017-08-01", "2017-11-01", "2019-01-01", "2019-04-01",
+                    "2019-08-01", "2020-07-01"):  # fmt: skip
+        assert re.search(rf"{version}\s+(Freeze|\+|all five)", page), version
+    assert "Too many requests" in page
+    home = (site / "index.html").read_text()
+    body = home[home.find("<article") :]
+    assert 'href="reference/api-versions/"' in body  # in the page's text, not only the nav
+    nav = (REPO / "mkdocs.yml").read_text()
+    reference = nav[nav.index("  - Reference:") : nav.index("  - Operations:")]
+    assert "reference/api-versions.md" in reference
 
 
 def test_every_concept_and_how_to_page_is_built_and_in_the_nav(site: Path) -> None:
@@ -266,6 +292,21 @@ def test_a_page_left_out_of_the_nav_fails_the_strict_build(tmp_path: Path) -> No
     built = build(copy / "mkdocs.yml", tmp_path / "site")
     assert built.returncode != 0
     assert "stray.md" in built.stderr
+
+
+def test_the_docs_extra_alone_holds_what_the_build_needs_and_pins_its_builder() -> None:
+    """``pip install '.[docs]'`` alone builds the site (the README's page runs that build in a
+    venv of its own): the extra brings the emulator the Reference is written from, and the
+    builder the site is made with, below the majors that would break it (mkdocs.yml)."""
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    docs = extras["docs"]
+    assert "forewarn[server]" in docs  # docs/hooks/reference.py imports the control app
+    assert "mkdocs>=1.6,<2" in docs and "mkdocs-material>=9.5,<10" in docs
+    assert "Zensical" in (REPO / "mkdocs.yml").read_text()  # the choice, and why
 
 
 def test_the_docs_name_only_options_serve_has() -> None:

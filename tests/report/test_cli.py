@@ -72,6 +72,25 @@ def test_json_and_html_are_the_server_s_verdict(server: ServerProcess, tmp_path:
     assert f'id="event-{ok_id}"' in page and page.count('<svg class="timeline"') == 2
 
 
+def test_a_report_written_to_files_prints_only_its_headline(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    """``--html`` (and ``--junit``) write the report: the terminal gets the verdict's two
+    lines and where each file is, not the whole report again."""
+    _rehearse(server)
+    page, xml = tmp_path / "report.html", tmp_path / "report.xml"
+    result = _cli(server, "report", "--html", str(page), "--junit", str(xml))
+    assert result.code == 0, result.stderr
+    assert result.stdout == (
+        "2 operations: 0 no-notice, 1 fail, 0 warn, 0 pending, 1 ok, 0 info\n"
+        "2 events: 1 ok, 0 warn, 1 fail, 0 pending, 0 info\n"
+        f"HTML report written to {page}\n"
+        f"JUnit XML written to {xml}\n"
+    )
+    assert page.read_text(encoding="utf-8").startswith("<!doctype html>")
+    assert ET.parse(xml).getroot().tag == "testsuites"
+
+
 def test_since_takes_a_time_or_a_duration_ago_on_the_server_s_clock(
     server: ServerProcess,
 ) -> None:

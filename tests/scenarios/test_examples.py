@@ -63,8 +63,10 @@ def test_a_scenario_s_expectations_as_junit(start_server: Any, tmp_path: Path) -
     assert result.code == 1, result.stdout + result.stderr
     (suite,) = ET.parse(out).getroot().findall("testsuite")
     assert suite.get("name") == "forewarn scenario drill"
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "0")
-    cases = suite.findall("testcase")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("4", "1", "0")
+    *cases, reacted = suite.findall("testcase")
     assert all(c.get("classname") == "drill.expectations" and c.get("time") for c in cases)
+    assert reacted.get("classname") == "drill.fleet-reaction"  # the report's, not judged
+    assert reacted.find("skipped") is not None and suite.get("skipped") == "1"
     (failed,) = [c for c in cases if c.find("failure") is not None]
     assert "not_before" in (failed.get("name") or "")

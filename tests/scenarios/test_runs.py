@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +154,44 @@ def test_a_scaled_real_clock_run(start_server: Any) -> None:
         vm: ["Freeze Scheduled", "Freeze Started"] for vm in ("web-0", "workers_1", "FrontEnd_IN_0")
     }
     assert 20 * 60 <= outcome["platform_seconds"] < 40 * 60
+
+
+def test_one_drill_one_verdict_the_run_says_what_the_report_says(
+    start_server: Any, tmp_path: Path
+) -> None:
+    """A rollout nobody polls for: the expectations (what the platform did) hold, and the
+    run says, on each of its surfaces, that they do not judge how the fleet reacted, and
+    what the report says of it: the same verdict and progress as ``forewarn report``."""
+    server: ServerProcess = start_server(VIRTUAL)
+    junit = tmp_path / "drill.xml"
+    played = run_cli(["scenario", "run", "host-os-rollout", "--junit", str(junit)],
+                     server.control_url, columns=80)  # fmt: skip
+    assert played.code == 0, played.stdout + played.stderr
+    [row] = server.control("GET", "/api/v1/reactions").json()["operations"]
+    assert row["verdict"] == "fail" and "6 never saw it" in row["progress"], row
+    lines = played.stdout.splitlines()
+    [at] = [n for n, line in enumerate(lines) if line.startswith("host-os-rollout: every")]
+    assert lines[at].startswith("host-os-rollout: every expectation held (5 checks)")
+    assert (
+        lines[at + 1] == "the fleet's reaction, not judged by the expectations (forewarn report):"
+    )
+    assert all(len(line) <= 80 for line in lines[at + 1 :]), lines[at:]
+    assert " ".join(" ".join(lines[at + 2 :]).split()) == f"rollout: fail, {row['progress']}"
+    report = run_cli(["report"], server.control_url)
+    assert "1 operation: 0 no-notice, 1 fail" in report.stdout
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    reaction = cases["how the fleet reacted to rollout"]
+    skipped = reaction.find("skipped")
+    assert skipped is not None and reaction.find("failure") is None
+    assert skipped.get("message") == (
+        f"not judged by the expectations; forewarn report: fail, {row['progress']}"
+    )
+    as_json = json.loads(run_cli(["scenario", "run", "host-os-rollout", "--json", "--reset"],
+                                 server.control_url).stdout)  # fmt: skip
+    [reacted] = as_json["fleet_reaction"]
+    rows = server.control("GET", "/api/v1/reactions").json()["operations"]
+    [again] = [r for r in rows if r["id"] == reacted["operation"] and r["id"] != row["id"]]
+    assert as_json["fleet_reaction"] == [
+        {"name": "rollout", "operation": again["id"], "verdict": "fail",
+         "progress": again["progress"], "judged": False}
+    ]  # fmt: skip

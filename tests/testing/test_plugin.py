@@ -11,16 +11,19 @@ from tests.support.docpages import block_after, page
 PAGE = "how-to/pytest-plugin.md"
 PATH_PAGE = "paths/test-in-ci.md"
 MARK = "<!-- example: run by tests/testing/test_plugin.py -->"
+#: The how-to saves the example as a file its page then runs with pytest.
+SAVED = "<!-- example: file test_reboot.py -->"
 
 
 def readme_example() -> str:
-    """The code block right after the ``run by`` marker of the plugin's how-to page (the
-    README's, before the README moved its sections to the site)."""
-    return block_after(page(PAGE), MARK, "python")
+    """The test file the plugin's how-to page saves (and runs with pytest, as the page
+    runner does)."""
+    return block_after(page(PAGE), SAVED, "python")
 
 
 def doc_examples() -> list[str]:
-    """The docs' blocks these tests run: the how-to page's, and the same on the path's."""
+    """The docs' blocks these tests run: the how-to page's file, and the same on the
+    path's page."""
     return [readme_example(), block_after(page(PATH_PAGE), MARK, "python")]
 
 

@@ -107,10 +107,10 @@ def _capped(title: str, rows: list[list[str]], everything: bool) -> tuple[str, l
     return f"{title} (showing {LIMIT} of {len(rows)}; --all lists every one)", rows[:LIMIT]
 
 
-def _print(data: dict[str, Any], wide: bool, everything: bool) -> None:
+def _headline(data: dict[str, Any], limit: int | None) -> None:
+    """The verdict in two or three lines: operations and events by verdict, then the VMs
+    hit with no notice (``limit``: how many are named)."""
     totals = data["totals"]
-    events = data["events"]
-    limit = None if everything else 8  # names in a line of prose
     operations = data.get("operations", [])
     op_totals = data.get("operation_totals", {})
     click.echo(
@@ -118,12 +118,19 @@ def _print(data: dict[str, Any], wide: bool, everything: bool) -> None:
         + ", ".join(f"{op_totals.get(k, 0)} {k}" for k in OPERATION_VERDICTS)
     )
     click.echo(
-        f"{_plural(len(events), 'event')}: "
+        f"{_plural(len(data['events']), 'event')}: "
         + ", ".join(f"{totals[k]} {k}" for k in ("ok", "warn", "fail", "pending", "info"))
     )
     if data.get("no_notice"):
         hit = data["no_notice"]
         _say(f"Hit with no notice: {_plural(len(hit), 'VM')}: {_names(hit, limit)}")
+
+
+def _print(data: dict[str, Any], wide: bool, everything: bool) -> None:
+    events = data["events"]
+    limit = None if everything else 8  # names in a line of prose
+    operations = data.get("operations", [])
+    _headline(data, limit)
     if operations:
         rows = [
             [o["verdict"], when(o["created_at"]), o["kind"] or "-", o["target"] or "-",
@@ -249,14 +256,16 @@ def _print_controllers(data: dict[str, Any], wide: bool, everything: bool) -> No
     "html_file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Also write the report as a self-contained HTML page (timelines, histograms).",
+    help="Write the report as a self-contained HTML page (timelines, histograms); the "
+    "terminal gets only its headline.",
 )
 @click.option(
     "--junit",
     "junit_file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Also write JUnit XML: a test case per operation and per event (for CI).",
+    help="Write JUnit XML: a test case per operation and per event (for CI); the terminal "
+    "gets only the report's headline.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 @click.option("--all", "everything", is_flag=True, help="Every row of every table.")
@@ -292,12 +301,14 @@ def report(
             fail(f"cannot write {html_file}: {exc.strerror or exc}")
     if junit_file is not None:
         write_junit(junit_file, "forewarn rehearsal", report_cases(data))
+    files = [(what, f) for what, f in (("HTML report", html_file), ("JUnit XML", junit_file)) if f]
     if as_json:
         print_json(data)
+    elif files:  # the report went to files: the terminal gets its headline, and where
+        _headline(data, limit=8)
+        for what, written in files:
+            click.echo(f"{what} written to {written}")
     else:
         _print(data, wide, everything)
-        for what, written in (("HTML report", html_file), ("JUnit XML", junit_file)):
-            if written is not None:
-                click.echo(f"{what} written to {written}")
     if exit_code and (data["totals"]["fail"] or data.get("no_notice")):
         ctx.exit(1)

@@ -9,6 +9,7 @@ failed rehearsal from a broken one.
 from __future__ import annotations
 
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,10 @@ from forewarn.scenarios import (
     library_names,
     library_scenario,
     parse_scenario,
+    reaction_lines,
 )
 from forewarn.scenarios.model import PickSpec
+from forewarn.scenarios.reaction import NOT_JUDGED
 
 __all__ = ["scenario"]
 
@@ -223,6 +226,13 @@ def _report(run: Run, console: Console) -> None:
         markup=False,
         soft_wrap=True,
     )
+    head, reacted = reaction_lines(run.reactions)
+    lines = [head] + [
+        textwrap.fill(line, width=console.width, initial_indent="  ", subsequent_indent="    ",
+                      break_on_hyphens=False)
+        for line in reacted
+    ]  # fmt: skip
+    console.print("\n".join(lines), highlight=False, markup=False, soft_wrap=True)
 
 
 def _as_json(run: Run) -> dict[str, Any]:
@@ -244,6 +254,11 @@ def _as_json(run: Run) -> dict[str, Any]:
             for a in run.weather
         ],
         "checks": [{"what": c.what, "ok": c.ok, "found": c.detail} for c in run.checks],
+        "fleet_reaction": None if run.reactions is None else [
+            {"name": r.name, "operation": r.operation, "verdict": r.verdict,
+             "progress": r.progress, "judged": False}
+            for r in run.reactions
+        ],
         "operations": run.operations,
         "seen": {vm: run.timeline.states(vm) for vm in vms},
     }  # fmt: skip
@@ -276,7 +291,8 @@ def _play(
 
 
 def _cases(run: Run) -> list[Case]:
-    """A refused step, then each expectation, as JUnit test cases."""
+    """A refused step, then each expectation, as JUnit test cases; then how the fleet
+    reacted to each operation, as the report grades it, skipped (not judged here)."""
     name = run.scenario.name
     cases = [
         Case(f"{name}.steps", f"step {s.index + 1}: {s.summary}", "failed", s.error)
@@ -287,6 +303,11 @@ def _cases(run: Run) -> list[Case]:
         Case(f"{name}.expectations", c.what, "passed" if c.ok else "failed", c.detail)
         for c in run.checks
     ]
+    cases += [  # the report's verdict, which the expectations do not judge: skipped
+        Case(f"{name}.fleet-reaction", f"how the fleet reacted to {r.name}", "skipped",
+             f"{NOT_JUDGED}; forewarn report: {r.verdict}, {r.progress}")
+        for r in run.reactions or []
+    ]  # fmt: skip
     return cases
 
 

@@ -22,6 +22,7 @@ from forewarn.scenarios.model import (
     parse_scenario,
 )
 from forewarn.scenarios.outcome import ArrivalResult, NullReporter, Reporter, Run, StepResult
+from forewarn.scenarios.reaction import Reaction, reaction_line, reaction_lines
 from forewarn.scenarios.runner import Runner
 from forewarn.scenarios.targets import SELECTORS
 from forewarn.scenarios.timeline import SeenEvent, Snapshot, Timeline
@@ -35,6 +36,7 @@ __all__ = [
     "Check",
     "FleetView",
     "NullReporter",
+    "Reaction",
     "Reporter",
     "Run",
     "Runner",
@@ -56,4 +58,6 @@ __all__ = [
     "parse_duration",
     "parse_rate",
     "parse_scenario",
+    "reaction_line",
+    "reaction_lines",
 ]

@@ -19,6 +19,7 @@ from forewarn.fabric import Conflict, NotFoundError
 from forewarn.scenarios.library import library_names as _library_names
 from forewarn.scenarios.library import library_scenario as _library_scenario
 from forewarn.scenarios.model import ScenarioError
+from forewarn.scenarios.reaction import reaction_line
 from forewarn.scenarios.runner import Runner
 
 __all__ = ["ScenarioRuns", "scenario_runs"]
@@ -72,7 +73,8 @@ class ScenarioRuns:
                 outcome = Runner(control).run(_library_scenario(run["name"]))
             failed = [c.what for c in outcome.checks if not c.ok]
             status = "held" if outcome.ok else "not held"
-            detail = "every expectation held" if outcome.ok else "; ".join(failed[:3])
+            held = "every expectation held" if outcome.ok else "; ".join(failed[:3])
+            detail = f"{held}; {reaction_line(outcome.reactions)}"
         except (ScenarioError, ControlError) as exc:
             detail = str(exc)
         except Exception as exc:  # a bug of the engine must not go unnoticed, nor kill us

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from forewarn.scenarios.expect import Check
 from forewarn.scenarios.model import Scenario, Step
+from forewarn.scenarios.reaction import Reaction
 from forewarn.scenarios.timeline import Timeline
 from forewarn.scenarios.weather import Arrival
 
@@ -50,10 +51,14 @@ class Run:
     weather: list[ArrivalResult] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     operations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: How the fleet reacted to the run's operations, as the report grades it (which the
+    #: checks do not judge); None when the server keeps no report.
+    reactions: list[Reaction] | None = None
 
     @property
     def ok(self) -> bool:
-        """True when every step ran and every check (waits, expectations) held."""
+        """True when every step ran and every check (waits, expectations) held; how the
+        fleet reacted (``reactions``) is the report's verdict, not part of it."""
         return all(c.ok for c in self.checks)
 
     def platform(self, t: float) -> float:

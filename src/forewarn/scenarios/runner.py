@@ -25,6 +25,7 @@ from forewarn.scenarios.faultsteps import fault_body
 from forewarn.scenarios.fleetview import FleetView
 from forewarn.scenarios.model import PickSpec, Scenario, ScenarioError, Step
 from forewarn.scenarios.outcome import ArrivalResult, NullReporter, Reporter, Run, StepResult
+from forewarn.scenarios.reaction import fleet_reactions
 from forewarn.scenarios.targets import resolve
 from forewarn.scenarios.timeline import Observer
 from forewarn.scenarios.weather import Arrival, arrivals
@@ -461,6 +462,9 @@ class _Play:
             )
         )
         self._sync()
+        names = {op["id"]: name for name, ops in run.operations.items() for op in ops}
+        names |= {t.rollout: name for name, t in self.tracked.items() if t.rollout}
+        run.reactions = fleet_reactions(self.control, names, self.created)
         run.end = self.now
         return run
 

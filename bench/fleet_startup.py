@@ -1,11 +1,15 @@
 """How long a big fleet takes to be ready after a restart, and how much memory it holds.
 
 For a tiny fleet (one VM: the fixed cost of starting Python, importing and binding, the
-baseline of this run), 10,000 and 100,000 VMs: create the database once with
+baseline of this run), 10,000 and 100,000 VMs (``--sizes``; up to 999,999, a fleet's most
+with the default VM): create the database once with
 ``forewarn serve --fleet``, then restart the server several times with only ``--db`` (the
 fleet comes from the database, as after any restart) and time each from process start
 until the metadata endpoint answers 200. It prints the median and worst time, the time
-above the baseline, and the resident memory once ready (goal: 100,000 VMs ready in <= 3 s).
+above the baseline, and the resident memory once ready; then each size against the smaller
+ones: how many times the cost above the baseline for how many times the VMs (goals, issue
+39: ready in <= 3 s up to 1,000,000 VMs, ten times the VMs at most 10.5 times the cost, a
+first start in <= 10 s, at most 1 KB per VM).
 
     python bench/fleet_startup.py [--runs 5] [--sizes 10000,100000] [--profile]
                                   [--priority normal|high|realtime] [--forewarn-src DIR]
@@ -38,7 +42,13 @@ from pathlib import Path
 
 PATH = "/metadata/scheduledevents?api-version=2020-07-01"
 GOAL_SECONDS = 3.0
-GOAL_VMS = 100_000
+GOAL_VMS = 100_000  # the 3 s goal holds from here up (issue 39: up to 1,000,000)
+#: Ten times the VMs costs at most this many times as much above the baseline.
+GOAL_RATIO = 10.5
+#: The first start (the fleet file into the database) of the biggest fleets.
+FIRST_GOAL_SECONDS = 10.0
+FIRST_GOAL_VMS = 999_999
+GOAL_KB_PER_VM = 1.0
 
 
 def fleet_yaml(vms: int) -> str:
@@ -184,6 +194,33 @@ def profile_restart(root: Path, vms: int) -> None:
         print(f"  {seconds:7.3f} s  {100 * seconds / total:5.1f} %  {name}")
 
 
+def print_ratios(rows: list[tuple[int, float, float, float]]) -> int:
+    """Each size against every smaller one of the run: the cost above the baseline (wall
+    and CPU) grows by how much for how many more VMs; memory per VM. 1 if a goal missed."""
+    verdict = 0
+    if rows:
+        print("each size against the smaller ones (cost above the 1-VM baseline):")
+    for k, (vms, wall, cpu, rss) in enumerate(rows):
+        per_vm = 1024 * rss / vms  # KB per VM above the baseline's RSS
+        ok = per_vm <= GOAL_KB_PER_VM
+        verdict |= 0 if ok else 1
+        print(f"{vms:>12,} VMs: {per_vm:.2f} KB per VM (goal <= {GOAL_KB_PER_VM:g}: "
+              f"{'OK' if ok else 'MISSED'})")  # fmt: skip
+        for small, small_wall, small_cpu, _ in rows[:k]:
+            times = vms / small
+            wall_x = wall / small_wall if small_wall > 0 else float("inf")
+            cpu_x = cpu / small_cpu if small_cpu > 0 else float("inf")
+            note = ""
+            if small >= GOAL_VMS and times >= 9.5:  # ~10 x the VMs: at most 10.5 x the cost
+                ok = min(wall_x, cpu_x) <= GOAL_RATIO
+                verdict |= 0 if ok else 1
+                note = f"  goal <= {GOAL_RATIO:g} x: {'OK' if ok else 'MISSED'}"
+            print(f"{'':>12}  vs {small:,} ({times:.1f} x the VMs): {wall_x:.1f} x the time "
+                  f"({wall:+.2f} s vs {small_wall:+.2f} s), {cpu_x:.1f} x the CPU "
+                  f"({cpu:+.2f} s vs {small_cpu:+.2f} s){note}")  # fmt: skip
+    return verdict
+
+
 def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -212,9 +249,10 @@ def main() -> int:
     print(f"{'VMs':>12} {'first start':>12} {'restart median':>15} {'worst':>7} "
           f"{'above baseline':>15} {'CPU median':>11} {'RSS':>7}")  # fmt: skip
     verdict = 0
+    rows: list[tuple[int, float, float, float]] = []  # VMs, above baseline: wall, CPU; RSS
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        baseline = 0.0
+        baseline = base_cpu = base_rss = 0.0
         for vms in [0, *sizes]:
             label = "1 (baseline)" if vms == 0 else f"{vms + 1:,}"
             try:
@@ -228,16 +266,23 @@ def main() -> int:
             rss = statistics.median(r.rss_mb for r in restarts)
             cpu = statistics.median(r.cpu for r in restarts)
             if vms == 0:
-                baseline = median
+                baseline, base_cpu, base_rss = median, cpu, rss
+            else:
+                rows.append((vms, median - baseline, cpu - base_cpu, rss - base_rss))
             above = "" if vms == 0 else f"{median - baseline:+.2f} s"
             note = ""
             if vms >= GOAL_VMS:
                 ok = median <= GOAL_SECONDS
                 verdict |= 0 if ok else 1
                 note = f"  goal <= {GOAL_SECONDS:g} s: {'OK' if ok else 'MISSED'}"
+            if vms >= FIRST_GOAL_VMS:
+                ok = first.seconds <= FIRST_GOAL_SECONDS
+                verdict |= 0 if ok else 1
+                note += f"; first start <= {FIRST_GOAL_SECONDS:g} s: {'OK' if ok else 'MISSED'}"
             print(f"{label:>12} {first.seconds:10.2f} s {median:13.2f} s {worst:5.2f} s "
                   f"{above:>15} {cpu:9.2f} s {rss:4.0f} MB{note}")  # fmt: skip
         print(f"load after the run {_load()}")
+        verdict |= print_ratios(rows)
         if args.profile:
             profile_restart(root, sizes[-1])
     return verdict

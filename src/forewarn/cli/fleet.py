@@ -68,7 +68,7 @@ def _summary(topology: Topology) -> FleetSummary:
                 last=vms[-1].name,
             )
         )
-    return FleetSummary(scopes, len(topology.vms), len(topology.hosts()), topology.default_vm)
+    return FleetSummary(scopes, len(topology.vms), len(topology.host_names()), topology.default_vm)
 
 
 @fleet.command()

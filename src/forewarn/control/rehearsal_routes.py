@@ -71,8 +71,8 @@ class ReactionRoutes:
     def __init__(self, fabric: Fabric, tracker: ReactionTracker) -> None:
         self.fabric = fabric
         self.tracker = tracker
-        #: Each VM's scope (the topology does not change: made once, not per request).
-        self._scope_of = {name: vm.scope_id for name, vm in fabric.topology.vms.items()}
+        #: Each VM's scope (looked up in the table: no dict of a million VMs at start-up).
+        self._scope_of = fabric.topology.vms.scope_ids()
 
     async def verdict(
         self, since: float | None, stale_after: float, finish: Callable[[ReactionReport], T]

@@ -11,7 +11,7 @@ is ``vmss00000d``), the host name AKS takes its node names from.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -57,7 +57,7 @@ class _VM(Protocol):
 
 class _Scope(Protocol):
     @property
-    def vm_names(self) -> tuple[str, ...]: ...
+    def vm_names(self) -> Sequence[str]: ...
 
 
 class _Fleet(Protocol):

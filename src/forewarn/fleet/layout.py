@@ -9,7 +9,8 @@ dicts, O(VMs), no ``ipaddress`` objects and no scans that grow with the fleet.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator, Sequence
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
 
 from forewarn.fleet.errors import FleetError
 
@@ -17,6 +18,7 @@ __all__ = [
     "BLOCK",
     "LOCALHOST",
     "POOL",
+    "AddressPlan",
     "HostAssigner",
     "assign_addresses",
     "normalize_address",
@@ -88,67 +90,84 @@ def _slot_of(first: int, second: int, address: str) -> int | None:
     return ((int(parts[1]) - second) % 256) * BLOCK + third * 250 + fourth - 1
 
 
-def assign_addresses(prefix: str, explicit: Sequence[str | None], *, pool: int = POOL) -> list[str]:
-    """The address of every VM, in fleet order; ``explicit[i]`` is VM i's own, if any.
+class AddressPlan:
+    """The address of every fleet position, without a list of them.
 
-    VM i gets slot i of the pool (so the first 62,500 VMs keep the ``prefix.x.y``
+    Position i gets slot i of the pool (so the first 62,500 VMs keep the ``prefix.x.y``
     addresses of earlier versions, and VMs after an explicit one keep theirs). A slot
     whose address is reserved, 127.0.0.1 or any VM's explicit address, is never handed
     out: its VM gets a spare instead, first from the slots after the fleet, then from the
-    slots VMs with explicit addresses left unused. ``pool`` is the number of slots (tests
-    make it small to reach the end).
+    slots VMs with explicit addresses left unused. Only the explicit addresses and the
+    spares are kept; every other address is arithmetic both ways (``address``, ``slot``).
+    ``pool`` is the number of slots (tests make it small to reach the end).
     """
-    first, second = parse_prefix(prefix)
-    reserved = {a for a in explicit if a is not None}
-    reserved.add(LOCALHOST)
-    out: list[str] = []
-    needy: list[int] = []
-    append = out.append
-    block_end = 0
-    head = ""
-    for slot, given in enumerate(explicit):
-        if given is not None:
-            append(given)
-            continue
-        if slot >= pool:
-            needy.append(slot)
-            append("")
-            continue
-        if slot >= block_end:  # a new /16: its first two octets once per 62,500 VMs
-            block = slot // BLOCK
-            head = f"{first}.{(second + block) % 256}."
-            block_end = (block + 1) * BLOCK
-        rest = slot % BLOCK
-        address = head + _OCTETS[rest // 250] + "." + _OCTETS[rest % 250 + 1]
-        if address in reserved:
-            needy.append(slot)
-        append(address)
-    if needy:
-        spares = _spares(first, second, explicit, reserved, pool)
-        for slot in needy:
-            spare = next(spares, None)
-            if spare is None:
-                held = (_slot_of(first, second, a) for a in reserved)
-                taken = sum(1 for index in held if index is not None and index < pool)
-                wanting = sum(1 for a in explicit if a is None)
-                raise FleetError(
-                    f"at most {pool - taken} VMs get automatic addresses in {first}.0.0.0/8 "
-                    f"(without 127.0.0.1 and the explicit addresses); {wanting} need one"
-                )
-            out[slot] = spare
-    return out
+
+    def __init__(
+        self, prefix: str, total: int, explicit: Mapping[int, str], *, pool: int = POOL
+    ) -> None:
+        """``explicit``: fleet position → that VM's own address (normalized)."""
+        self._first, self._second = first, second = parse_prefix(prefix)
+        self._total, self._pool = total, pool
+        self._fixed: dict[int, str] = dict(explicit)
+        reserved = set(self._fixed.values())
+        reserved.add(LOCALHOST)
+        needy = [s for s in map(self._own_slot, reserved) if s is not None and s < total]
+        needy += range(pool, total)
+        needy = sorted(s for s in set(needy) if s not in self._fixed)
+        if needy:
+            spares = _spares(first, second, total, sorted(self._fixed), reserved, pool)
+            for slot in needy:
+                spare = next(spares, None)
+                if spare is None:
+                    held = (self._own_slot(a) for a in reserved)
+                    taken = sum(1 for index in held if index is not None and index < pool)
+                    wanting = total - len(self._fixed)
+                    raise FleetError(
+                        f"at most {pool - taken} VMs get automatic addresses in "
+                        f"{first}.0.0.0/8 (without 127.0.0.1 and the explicit addresses); "
+                        f"{wanting} need one"
+                    )
+                self._fixed[slot] = spare
+        self._slots = {address: slot for slot, address in self._fixed.items()}
+
+    def _own_slot(self, address: str) -> int | None:
+        return _slot_of(self._first, self._second, address)
+
+    def address(self, slot: int) -> str:
+        """The address of fleet position ``slot``."""
+        fixed = self._fixed.get(slot)
+        return fixed if fixed is not None else _slot_address(self._first, self._second, slot)
+
+    def slot(self, address: str) -> int | None:
+        """The fleet position whose address is ``address``, if any."""
+        slot = self._slots.get(address)
+        if slot is None:
+            slot = self._own_slot(address)
+            if slot is None or slot >= self._total or slot in self._fixed:
+                return None
+        return slot
+
+
+def assign_addresses(prefix: str, explicit: Sequence[str | None], *, pool: int = POOL) -> list[str]:
+    """The address of every VM, in fleet order; ``explicit[i]`` is VM i's own, if any
+    (``AddressPlan`` as a list, for small fleets and tests)."""
+    given = {i: a for i, a in enumerate(explicit) if a is not None}
+    plan = AddressPlan(prefix, len(explicit), given, pool=pool)
+    return [plan.address(i) for i in range(len(explicit))]
 
 
 def _spares(
-    first: int, second: int, explicit: Sequence[str | None], reserved: set[str], pool: int
+    first: int, second: int, total: int, explicit: list[int], reserved: set[str], pool: int
 ) -> Iterator[str]:
-    """Free addresses for VMs whose own slot is reserved, in a fixed order."""
-    for slot in range(len(explicit), pool):
+    """Free addresses for VMs whose own slot is reserved, in a fixed order: the slots after
+    the fleet, then those of VMs with explicit addresses (``explicit``: their slots, in
+    order)."""
+    for slot in range(total, pool):
         address = _slot_address(first, second, slot)
         if address not in reserved:
             yield address
-    for slot, given in enumerate(explicit[:pool]):
-        if given is not None:
+    for slot in explicit:
+        if slot < pool:
             address = _slot_address(first, second, slot)
             if address not in reserved:
                 yield address
@@ -185,14 +204,51 @@ class HostAssigner:
         if other is None:  # the usual case: the host at the cursor takes it
             held[index] = update_domain
         elif other != update_domain:
-            index = self._first_fit(held, scope_id, update_domain, index)
-            if index >= self.count:  # nothing from the cursor to the end: wrap around
-                index = self._first_fit(held, scope_id, update_domain, 0)
-                if index >= self.count:  # no host qualifies: the pool grows
-                    index = self.count
-                    self.count += 1
-            held.setdefault(index, update_domain)
+            index = self._elsewhere(held, scope_id, update_domain, index)
         self._cursor = (index + 1) % self.count
+        names = self._names
+        return names[index] if index < len(names) else self._name(index)
+
+    def assign_run(
+        self, scope_ids: Sequence[str], update_domains: int, base: int, count: int
+    ) -> array[int]:
+        """The host indexes (``host-1`` is 0) of ``count`` VMs, the ``base``-th VM of a
+        scope entry onwards, VM ``i`` in ``scope_ids[i % len]`` and update domain
+        ``i % update_domains``: ``assign`` for each in turn, without a string per VM."""
+        helds = [self._held.setdefault(scope_id, {}) for scope_id in scope_ids]
+        groups = len(helds)
+        out = array("I", bytes(4 * count))
+        cursor, hosts = self._cursor, self.count
+        for offset in range(count):
+            i = base + offset
+            held = helds[i % groups]
+            update_domain = i % update_domains
+            other = held.get(cursor)
+            if other is None:  # the usual case (as in ``assign``)
+                held[cursor] = update_domain
+            elif other != update_domain:
+                cursor = self._elsewhere(held, scope_ids[i % groups], update_domain, cursor)
+                hosts = self.count
+            out[offset] = cursor
+            cursor += 1
+            if cursor == hosts:
+                cursor = 0
+        self._cursor = cursor
+        return out
+
+    def _elsewhere(self, held: dict[int, int], scope_id: str, ud: int, index: int) -> int:
+        """The host for (scope, ud) when the one at the cursor holds another update domain."""
+        index = self._first_fit(held, scope_id, ud, index)
+        if index >= self.count:  # nothing from the cursor to the end: wrap around
+            index = self._first_fit(held, scope_id, ud, 0)
+            if index >= self.count:  # no host qualifies: the pool grows
+                index = self.count
+                self.count += 1
+        held.setdefault(index, ud)
+        return index
+
+    def name(self, index: int) -> str:
+        """The name of host ``index`` (``host-1`` is 0)."""
         names = self._names
         return names[index] if index < len(names) else self._name(index)
 

@@ -13,6 +13,7 @@ same file always yields the same fleet.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import msgspec
 import yaml
 
 from forewarn.fleet.errors import FleetError
-from forewarn.fleet.layout import HostAssigner, assign_addresses, normalize_address, parse_prefix
+from forewarn.fleet.layout import AddressPlan, HostAssigner, normalize_address, parse_prefix
 from forewarn.fleet.spec import (
     EXAMPLE_FLEETS,
     FleetSpec,
@@ -31,6 +32,7 @@ from forewarn.fleet.spec import (
     fleet_schema,
 )
 from forewarn.fleet.topology import VM, Scope, ScopeKind, ScopePolicy, Topology
+from forewarn.fleet.vmtable import CountedRun, FleetRange, GivenRun, VmTable
 from forewarn.fleet.yamlfile import YamlError, line_of, read_yaml
 
 __all__ = [
@@ -178,7 +180,13 @@ def _count(scope: ScopeSpec, where: str) -> int:
     return count
 
 
-def _vm_specs(scope: ScopeSpec, where: str) -> list[VmSpec]:
+#: VMs named from a count: ``(prefix, count)``, named ``prefix0`` … (``vmtable``).
+Counted = tuple[str, int]
+#: A scope entry's VMs: as written in the file, or counted runs.
+Entries = Sequence[VmSpec | Counted]
+
+
+def _vm_specs(scope: ScopeSpec, where: str) -> Entries:
     """The scope's VMs: as written, or named from the count (names checked once)."""
     if isinstance(scope.vms, list):
         for j, vm in enumerate(scope.vms):
@@ -187,17 +195,23 @@ def _vm_specs(scope: ScopeSpec, where: str) -> list[VmSpec]:
     kind = ScopeKind(scope.kind)
     if kind is ScopeKind.CLOUD_SERVICE:
         assert scope.roles is not None  # _count checked
-        out: list[VmSpec] = []
+        out: list[Counted] = []
         for role, count in scope.roles.items():
             _check_name("role", f"{role}_IN_{max(0, count - 1)}", f"{where}.roles.{role}")
-            out.extend(VmSpec(f"{role}_IN_{n}") for n in range(count))
+            if count > 0:
+                out.append((f"{role}_IN_", count))
         return out
     if kind is ScopeKind.STANDALONE:
         return [VmSpec(scope.name)]
     count = scope.vms if isinstance(scope.vms, int) else 0
     sep = "_" if kind is ScopeKind.SCALE_SET else "-"
     _check_name("VM", f"{scope.name}{sep}{count - 1}", f"{where}.name")  # the longest one
-    return [VmSpec(f"{scope.name}{sep}{i}") for i in range(count)]
+    return [(f"{scope.name}{sep}", count)]
+
+
+def _entry_count(entries: Entries) -> int:
+    """How many VMs a scope entry's ``_vm_specs`` make."""
+    return sum(e[1] if isinstance(e, tuple) else 1 for e in entries)
 
 
 def _policy(scope: ScopeSpec, where: str) -> ScopePolicy:
@@ -302,11 +316,11 @@ def _build(spec: FleetSpec) -> Topology:
     port_base = spec.port_base
     if port_base is not None and not 1 <= port_base <= 65535 - total:
         raise _error(f"port_base {port_base} leaves no room for {total} ports", "$.port_base")
-    addresses = assign_addresses(spec.address_prefix, _explicit_addresses(vm_lists, wheres))
+    addresses = AddressPlan(spec.address_prefix, total, _explicit_addresses(vm_lists, wheres))
     hosts = HostAssigner(spec.hosts or max(1, (total + 3) // 4))
     explicit_hosts = False
-    scopes: list[Scope] = []
-    vms: list[VM] = []
+    runs: list[GivenRun | CountedRun] = []
+    members: list[tuple[str, ScopeKind, range | list[str], ScopePolicy, int, int]] = []
     scope_tags: dict[str, tuple[tuple[str, str], ...]] = {}
     _check_azure_names(spec, wheres)
     slot = 0
@@ -316,11 +330,26 @@ def _build(spec: FleetSpec) -> Topology:
         kind = ScopeKind(scope.kind)
         policy = _policy(scope, where)
         scope_ids = _scope_ids(scope, where)
-        members: dict[str, list[str]] = {sid: [] for sid in scope_ids}
         zones = scope.zones or [""]
         scale_set = scope.name if kind is ScopeKind.SCALE_SET else ""
         uds, fds, groups = scope.update_domains, scope.fault_domains, len(scope_ids)
+        first = slot
+        names: dict[str, list[str]] = {sid: [] for sid in scope_ids}
+        given: list[VM] = []
         for i, vm_spec in enumerate(vm_specs):
+            if isinstance(vm_spec, tuple):  # a counted run: its hosts now, its VMs on use
+                prefix, count = vm_spec
+                base = slot - first
+                runs.append(
+                    CountedRun(
+                        start=slot, count=count, base=base, prefix=prefix, scope_ids=scope_ids,
+                        update_domains=uds, fault_domains=fds, zones=zones, spot=scope.spot,
+                        scale_set=scale_set, location=spec.location,
+                        hosts=hosts.assign_run(scope_ids, uds, base, count),
+                    )
+                )  # fmt: skip
+                slot += count
+                continue
             scope_id = scope_ids[i % groups]
             if vm_spec.update_domain is None:
                 update_domain = i % uds
@@ -340,12 +369,12 @@ def _build(spec: FleetSpec) -> Topology:
                 port = None if port_base is None else port_base + slot
             else:
                 port = _port(vm_spec.port, where, i)
-            vms.append(
+            given.append(
                 VM(
                     name=vm_spec.name,
                     scope_id=scope_id,
                     host=host,
-                    address=addresses[slot],
+                    address=addresses.address(slot),
                     update_domain=update_domain,
                     fault_domain=fault_domain,
                     zone=zones[i % len(zones)] if vm_spec.zone is None else vm_spec.zone,
@@ -355,27 +384,41 @@ def _build(spec: FleetSpec) -> Topology:
                     location=spec.location,
                 )
             )
-            members[scope_id].append(vm_spec.name)
+            names[scope_id].append(vm_spec.name)
             slot += 1
-        for scope_id, names in members.items():
-            if not names:
+        if given:
+            runs.append(GivenRun(first, given))
+        for k, scope_id in enumerate(scope_ids):
+            held: range | list[str] = names[scope_id] if given else range(first + k, slot, groups)
+            if not held:
                 raise _error(
                     f"placement group {scope_id!r} would hold no VM", where + ".placement_groups"
                 )
-            scopes.append(Scope(scope_id, kind, tuple(names), policy, uds, fds))
+            members.append((scope_id, kind, held, policy, uds, fds))
             merged = {**(spec.tags or {}), **(scope.tags or {})}
             if merged:
                 scope_tags[scope_id] = tuple(sorted(merged.items()))
+    seen: set[str] = set()
+    for scope_id, *_ in members:  # before the VMs, as ``Topology`` checks
+        if scope_id in seen:
+            raise FleetError(f"scope {scope_id!r} is defined twice")
+        seen.add(scope_id)
     try:
+        table = VmTable(runs, addresses=addresses, port_base=port_base)
         if explicit_hosts:  # automatic hosts never break the rule; hosts from the file may
-            _check_hosts(vms)
+            _check_hosts(table.values())
         default = spec.default_vm
-        if default and not any(vm.name == default for vm in vms):
+        if default and default not in table:
             raise _error(f"default VM {default!r} is not in the fleet", "$.default_vm")
+        scopes = [
+            Scope(sid, kind, FleetRange(table, held) if isinstance(held, range) else tuple(held),
+                  policy, uds, fds)
+            for sid, kind, held, policy, uds, fds in members
+        ]  # fmt: skip
         return Topology(
             scopes,
-            vms,
-            default or vms[0].name,
+            table,
+            default or table.name_at(0),
             subscription=spec.subscription,
             resource_group=spec.resource_group,
             tags=scope_tags,
@@ -383,7 +426,8 @@ def _build(spec: FleetSpec) -> Topology:
     except _Located:
         raise
     except FleetError as exc:  # about two VMs: the second one's entry has the line
-        path = _second_entry(exc, vms, spec.scopes, vm_lists, wheres)
+        every = list(VmTable(runs, addresses=addresses, port_base=port_base, check=False).values())
+        path = _second_entry(exc, every, spec.scopes, vm_lists, wheres)
         raise exc if path is None else _Located(str(exc), path) from None
 
 
@@ -391,7 +435,7 @@ def _second_entry(
     exc: FleetError,
     vms: list[VM],
     scopes: list[ScopeSpec],
-    vm_lists: list[list[VmSpec]],
+    vm_lists: list[Entries],
     wheres: list[str],
 ) -> str | None:
     """The entry of the VM that clashes with an earlier one (searched only on an error, in
@@ -420,36 +464,40 @@ def _second_entry(
 def _entry_path(
     index: int,
     scopes: list[ScopeSpec],
-    vm_lists: list[list[VmSpec]],
+    vm_lists: list[Entries],
     wheres: list[str],
     field: str,
 ) -> str:
     """The path of the fleet's VM number ``index``: its own entry when written out, else
     its scope's (names made from a count come from the scope's name)."""
     for scope, vm_specs, where in zip(scopes, vm_lists, wheres, strict=True):
-        if index < len(vm_specs):
+        count = _entry_count(vm_specs)
+        if index < count:
             if isinstance(scope.vms, list):
                 return f"{where}.vms[{index}].{field}"
             return f"{where}.name" if field == "name" else where
-        index -= len(vm_specs)
+        index -= count
     return "$"
 
 
-def _explicit_addresses(vm_lists: list[list[VmSpec]], wheres: list[str]) -> list[str | None]:
-    """Every VM's address from the file (normalized), or None; invalid ones refused."""
-    out: list[str | None] = []
+def _explicit_addresses(vm_lists: list[Entries], wheres: list[str]) -> dict[int, str]:
+    """Fleet position → the VM's address from the file (normalized); invalid ones refused."""
+    out: dict[int, str] = {}
+    slot = 0
     for vm_specs, where in zip(vm_lists, wheres, strict=True):
         for j, vm in enumerate(vm_specs):
-            if vm.address is None:
-                out.append(None)
+            if isinstance(vm, tuple):
+                slot += vm[1]
                 continue
-            address = normalize_address(vm.address)
-            if address is None:
-                raise _error(
-                    f"VM {vm.name!r} has an invalid address {vm.address!r}",
-                    f"{where}.vms[{j}].address",
-                )
-            out.append(address)
+            if vm.address is not None:
+                address = normalize_address(vm.address)
+                if address is None:
+                    raise _error(
+                        f"VM {vm.name!r} has an invalid address {vm.address!r}",
+                        f"{where}.vms[{j}].address",
+                    )
+                out[slot] = address
+            slot += 1
     return out
 
 
@@ -468,7 +516,7 @@ def _port(port: int, where: str, index: int) -> int:
     return port
 
 
-def _check_hosts(vms: list[VM]) -> None:
+def _check_hosts(vms: Iterable[VM]) -> None:
     """Maintenance of one host must never span two update domains of one scope (S4)."""
     seen: dict[tuple[str, str], VM] = {}
     for vm in vms:

@@ -8,18 +8,22 @@ over time (deleted VMs, incarnations) lives in the engine's state.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
+from typing import Any, TypeVar
 
 import msgspec
 
 from forewarn.contract import EventType
 from forewarn.fleet.azure import DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION, AzureNames
 from forewarn.fleet.errors import FleetError, UnknownName
+from forewarn.fleet.vmtable import FleetRange, GivenRun, VmTable
 
 __all__ = ["VM", "Scope", "ScopeKind", "ScopePolicy", "Topology"]
+
+K = TypeVar("K")
 
 _VM_ID_NAMESPACE = uuid.UUID("6f1c2a8e-4b1d-4c2e-9a53-0e6b5d7f3a10")
 
@@ -108,7 +112,7 @@ class Scope:
 
     id: str
     kind: ScopeKind
-    vm_names: tuple[str, ...]
+    vm_names: Sequence[str]  # a FleetRange for VMs made from a count
     policy: ScopePolicy = field(default_factory=ScopePolicy)
     update_domains: int = 1
     fault_domains: int = 1
@@ -120,63 +124,44 @@ class Scope:
 
 
 class Topology:
-    """Scopes and VMs with the look-ups the endpoint and the engine need."""
+    """Scopes and VMs with the look-ups the endpoint and the engine need.
+
+    ``vms`` is a ``VmTable``: the fleet file's counted VMs are made on first use, so a
+    million-VM fleet starts in time linear in its scopes, not its VMs (``vmtable``).
+    """
 
     def __init__(
         self,
         scopes: Iterable[Scope],
-        vms: Iterable[VM],
+        vms: Iterable[VM] | VmTable,
         default_vm: str | None,
         *,
         subscription: str | None = None,
         resource_group: str | None = None,
         tags: Mapping[str, tuple[tuple[str, str], ...]] | None = None,
     ) -> None:
-        """``subscription``, ``resource_group`` and ``tags`` (per scope id) are the fleet's
-        Azure names (``azure``), the same on every surface."""
+        """``vms``: a table (``build_topology``'s) or the VMs themselves; ``subscription``,
+        ``resource_group`` and ``tags`` (per scope id) are the fleet's Azure names
+        (``azure``), the same on every surface."""
         self.scopes: dict[str, Scope] = {}
         for scope in scopes:
             if scope.id in self.scopes:
                 raise FleetError(f"scope {scope.id!r} is defined twice")
             self.scopes[scope.id] = scope
-        fleet = list(vms)
-        # Each index in one comprehension (a 100,000-VM fleet is indexed on every start);
-        # a size that falls short means a duplicate, found again in order for the message.
-        self.vms: dict[str, VM] = {vm.name: vm for vm in fleet}
-        self._by_lower_name: dict[str, VM] = {
-            (name if (low := name.lower()) == name else low): vm  # no copy of a lower name
-            for vm in fleet
-            for name in [vm.name]
-        }
-        if len(self._by_lower_name) != len(fleet):
-            vm, _ = _first_duplicate(fleet, lambda vm: vm.name.lower())
-            raise FleetError(f"VM name {vm.name!r} is used twice (names are case-insensitive)")
-        unknown = {vm.scope_id for vm in fleet}.difference(self.scopes)
-        if unknown:
-            vm = next(vm for vm in fleet if vm.scope_id in unknown)
-            raise FleetError(f"VM {vm.name!r} names unknown scope {vm.scope_id!r}")
-        self._by_address: dict[str, VM] = {vm.address: vm for vm in fleet}
-        if len(self._by_address) != len(fleet):
-            vm, other = _first_duplicate(fleet, lambda vm: vm.address)
-            raise FleetError(f"VMs {other.name!r} and {vm.name!r} share address {vm.address}")
-        with_port = [vm for vm in fleet if vm.port is not None]
-        self._by_port: dict[int, VM] = {vm.port: vm for vm in with_port if vm.port is not None}
-        if len(self._by_port) != len(with_port):
-            vm, other = _first_duplicate(with_port, lambda vm: vm.port)
-            raise FleetError(f"VMs {other.name!r} and {vm.name!r} share port {vm.port}")
-        self._hosts: dict[str, list[VM]] = {}
-        hosts = self._hosts
-        for vm in fleet:
-            on_host = hosts.get(vm.host)
-            if on_host is None:
-                hosts[vm.host] = [vm]
-            else:
-                on_host.append(vm)
+        table = vms if isinstance(vms, VmTable) else VmTable([GivenRun(0, list(vms))])
+        self.vms: VmTable = table
+        if not isinstance(vms, VmTable):  # a table's VMs name the scopes it was built with
+            unknown = {vm.scope_id for vm in table.values()}.difference(self.scopes)
+            if unknown:
+                vm = next(vm for vm in table.values() if vm.scope_id in unknown)
+                raise FleetError(f"VM {vm.name!r} names unknown scope {vm.scope_id!r}")
         for scope in self.scopes.values():
-            missing = [n for n in scope.vm_names if n not in self.vms]
+            if isinstance(scope.vm_names, FleetRange):
+                continue  # made from the table itself
+            missing = [n for n in scope.vm_names if n not in table]
             if missing:
                 raise FleetError(f"scope {scope.id!r} lists unknown VMs {missing}")
-        if default_vm is not None and default_vm not in self.vms:
+        if default_vm is not None and default_vm not in table:
             raise FleetError(f"default VM {default_vm!r} is not in the fleet")
         self.default_vm = default_vm
         self.azure = AzureNames(
@@ -188,7 +173,7 @@ class Topology:
 
     def vm(self, name: str) -> VM:
         """The VM called ``name`` (exact match first, then ignoring case)."""
-        found = self.vms.get(name) or self._by_lower_name.get(name.lower())
+        found = self.vms.find(name)
         if found is None:
             raise UnknownName(f"no VM named {name!r}")
         return found
@@ -205,15 +190,22 @@ class Topology:
         return self.scopes[self.vm(vm_name).scope_id]
 
     def hosts(self) -> dict[str, list[VM]]:
-        """Host name → the VMs on it, in fleet order."""
-        return {host: list(vms) for host, vms in self._hosts.items()}
+        """Host name → the VMs on it, in fleet order (makes every VM: ``host_names`` and
+        ``vms_on_host`` do not)."""
+        at = self.vms.at
+        return {host: [at(i) for i in on] for host, on in self.vms.host_index().items()}
+
+    def host_names(self) -> list[str]:
+        """Every host's name, in the order hosts first appear in the fleet."""
+        return list(self.vms.host_index())
 
     def vms_on_host(self, host: str) -> list[VM]:
         """The VMs on ``host``."""
-        vms = self._hosts.get(host)
-        if not vms:
+        positions = self.vms.host_index().get(host)
+        if not positions:
             raise UnknownName(f"no host named {host!r}")
-        return vms
+        at = self.vms.at
+        return [at(i) for i in positions]
 
     def classify(self, name: str) -> tuple[str, str]:
         """What ``name`` is: ``("vm", name)``, ``("host", name)`` or ``("scope", name)``.
@@ -224,26 +216,56 @@ class Topology:
             return ("vm", self.vm(name).name)
         except UnknownName:
             pass
-        if name in self._hosts:
+        if name in self.vms.host_index():
             return ("host", name)
         if name in self.scopes:
             return ("scope", name)
         raise UnknownName(f"{name!r} is neither a VM, a host nor a scope of this fleet")
 
     def address_map(self) -> Mapping[str, VM]:
-        """Source address → VM (read-only view, for look-ups on a hot path)."""
-        return MappingProxyType(self._by_address)
+        """Source address → VM (read-only, for look-ups on a hot path: one dict look-up
+        for a VM seen before)."""
+        return _Lookup(self.vms.by_address, lambda: (vm.address for vm in self.vms.values()))
 
     def port_map(self) -> Mapping[int, VM]:
-        """Dedicated port → VM (read-only view)."""
-        return MappingProxyType(self._by_port)
+        """Dedicated port → VM (read-only; empty when no VM has a port of its own)."""
+        if not self.vms.has_ports:
+            return MappingProxyType({})
+        return _Lookup(
+            self.vms.by_port, lambda: (vm.port for vm in self.vms.values() if vm.port is not None)
+        )
 
 
-def _first_duplicate(fleet: list[VM], key: Callable[[VM], object]) -> tuple[VM, VM]:
-    """The first VM whose key an earlier VM already has, and that earlier VM."""
-    seen: dict[object, VM] = {}
-    for vm in fleet:
-        other = seen.setdefault(key(vm), vm)
-        if other is not vm:
-            return vm, other
-    raise AssertionError("no duplicate")  # only called when the sizes differ
+class _Lookup(Mapping[K, VM]):
+    """A read-only key → VM map over a table's look-up: each key found once, then kept."""
+
+    __slots__ = ("_find", "_keys", "_seen")
+
+    def __init__(self, find: Callable[[K], VM | None], keys: Callable[[], Iterable[K]]) -> None:
+        self._find = find
+        self._keys = keys
+        self._seen: dict[K, VM] = {}
+
+    def get(self, key: K, default: Any = None) -> Any:
+        vm = self._seen.get(key)
+        if vm is None:
+            vm = self._find(key)
+            if vm is None:
+                return default
+            self._seen[key] = vm
+        return vm
+
+    def __getitem__(self, key: K) -> VM:
+        vm = self.get(key)
+        if vm is None:
+            raise KeyError(key)
+        return vm  # type: ignore[no-any-return]
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key) is not None  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self._keys())

@@ -162,7 +162,8 @@ class ReactionTracker:
         self._load = store.reactions
         self._load_polls = store.polls
         self._operation_kind = operation_kind
-        self._tracks = {name: _Track() for name in topology.vms}
+        #: What each VM that asked was last served (made on its first request).
+        self._tracks: dict[str, _Track] = {}
         self.last_requests = last_requests
         #: Per live event, the VMs recorded as having seen it (Scheduled, then Started).
         self._seen: dict[str, set[str]] = {}
@@ -188,7 +189,9 @@ class ReactionTracker:
     def served(self, vm: str, view: ScopeView, version: ApiVersion) -> None:
         """A document of ``view`` went to ``vm`` for ``version`` (the hot path: its time
         is the request's, already in ``last_requests``)."""
-        track = self._tracks[vm]
+        track = self._tracks.get(vm)
+        if track is None:
+            track = self._tracks[vm] = _Track()
         if track.view is view and track.version is version:
             return
         self._new_document(vm, track, view, version, self.last_requests.get(vm) or self._now())

@@ -77,7 +77,7 @@ def bind_listeners(config: ServeConfig, topology: Topology) -> Listeners:
     try:
         for bind in config.imds_bind:
             imds.append(_listen(*parse_bind(bind), reuse_port=shared))
-        if config.per_vm_ports:
+        if config.per_vm_ports and topology.vms.has_ports:
             host = parse_bind(config.imds_bind[0])[0]
             taken = {parse_bind(b)[1] for b in (*config.imds_bind, config.control_bind)}
             for vm in topology.vms.values():

@@ -108,7 +108,7 @@ class Hub:
         self._sent_status: dict[str, str] = {}
         self._shared_polls: dict[str, float] = {}
         #: Each VM's position in the snapshot's list (the fleet's order, fixed for a fabric).
-        self._order = {name: i for i, name in enumerate(fabric.topology.vms)}
+        self._order = fabric.topology.vms.positions()
         self._shared_at = 0.0
         #: Changes and reloads published so far: a snapshot begun at this count or later
         #: serves any stream that subscribed (or was told to reload) at it.

@@ -12,7 +12,7 @@ each of a hundred streams every second.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -85,7 +85,7 @@ class PollPacker:
 
     __slots__ = ("_ages", "_now", "_order", "by_name")
 
-    def __init__(self, order: dict[str, int], now: float) -> None:
+    def __init__(self, order: Mapping[str, int], now: float) -> None:
         self._order = order
         self._now = now
         self._ages = bytearray(len(order))
@@ -138,7 +138,7 @@ def snapshot(
         "time_scale": fabric.config.time_scale,
         "leading": fabric.leading,
         "scopes": scopes,
-        "hosts": sorted(fabric.topology.hosts()),
+        "hosts": sorted(fabric.topology.host_names()),
         "vms": vm_rows(fabric, statuses, polls),
         "events": [event_view(e) for e in fabric.events()],
         "operations": [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 import textwrap
 import threading
 from collections.abc import Iterator
@@ -65,8 +66,11 @@ class RecordingWebhook:
 
 
 @contextmanager
-def recording_webhook(statuses: list[int] | None = None) -> Iterator[RecordingWebhook]:
-    """An HTTP receiver on loopback that records each POST and answers ``statuses``."""
+def recording_webhook(
+    statuses: list[int] | None = None, tls: tuple[Path, Path] | None = None
+) -> Iterator[RecordingWebhook]:
+    """An HTTP receiver on loopback that records each POST and answers ``statuses``;
+    HTTPS with ``tls`` (its certificate and key files)."""
     hook = RecordingWebhook(statuses or [200])
 
     class Handler(BaseHTTPRequestHandler):
@@ -84,7 +88,13 @@ def recording_webhook(statuses: list[int] | None = None) -> Iterator[RecordingWe
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    hook.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    scheme = "http"
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
+    hook.url = f"{scheme}://127.0.0.1:{server.server_address[1]}/hook"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -180,6 +180,26 @@ async def test_webhook_gives_up_after_its_retries_on_a_dead_receiver() -> None:
         await WebhookHandler("hook", spec).run(context())
 
 
+async def test_webhook_over_https_verifies_the_receiver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """https:// goes over the standard library's ssl: the receiver's certificate is
+    checked against the trusted CAs (``SSL_CERT_FILE``); one not trusted is no answer."""
+    from forewarn.arm.tls import ensure_certificates
+
+    tls = ensure_certificates(tmp_path / "trusted", "127.0.0.1")
+    with recording_webhook([200], tls=(tls.certificate, tls.key)) as hook:
+        spec = WebhookSpec(url=hook.url, retries=0, use_proxy_env=False)
+        monkeypatch.setenv("SSL_CERT_FILE", str(tls.ca))
+        assert await WebhookHandler("hook", spec).run(context()) == "HTTP 200 after 1 attempt(s)"
+        assert len(hook.requests) == 1 and hook.requests[0][2]["vm"] == "web-0"
+        other = ensure_certificates(tmp_path / "other", "127.0.0.1")
+        monkeypatch.setenv("SSL_CERT_FILE", str(other.ca))
+        with pytest.raises(HandlerFailed, match=r"POST https://.*: ConnectError: .*CERTIFICATE"):
+            await WebhookHandler("hook", spec).run(context())
+    assert len(hook.requests) == 1
+
+
 # ---------------------------------------------------------------- python
 
 

@@ -142,6 +142,15 @@ def test_a_dropped_connection_is_retried(fake_time: FakeTime) -> None:
     assert len(fake_time.sleeps) == 2
 
 
+def test_a_time_out_is_reported_at_once(fake_time: FakeTime) -> None:
+    script = Script([TimeoutError("timed out"), reply(200, EMPTY)])
+    client = _client(script, fake_time)
+    with client, pytest.raises(EndpointTimeout) as caught:
+        client.get()
+    assert len(script.requests) == 1 and fake_time.sleeps == []  # a time-out is final
+    assert caught.value.url == BASE + "/metadata/scheduledevents?api-version=2020-07-01"
+
+
 def test_connection_refused_is_retried_then_reported(fake_time: FakeTime) -> None:
     url = f"http://127.0.0.1:{free_port()}"  # nobody listens there
     client = ScheduledEventsClient(url, sleep=fake_time.sleep, clock=fake_time.clock,

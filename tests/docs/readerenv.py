@@ -65,7 +65,7 @@ def installs_more(bodies: list[str]) -> bool:
 
 def reader_environment(home: Path) -> dict[str, str]:
     """The machine's environment as a new login shell has it: no variable of the test
-    run, no venv's ``bin`` on PATH, ``home`` as HOME."""
+    run, no venv's ``bin`` on PATH, ``home`` as HOME (pip's cache still the machine's)."""
     venvs = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()} - {Path("/usr")}
     path = [
         entry
@@ -79,6 +79,10 @@ def reader_environment(home: Path) -> dict[str, str]:
         if not name.startswith(_TEST_RUN) and name != "SCHEDULEDEVENTSIP"
     }
     env.update(HOME=str(home), PATH=os.pathsep.join(path), LC_ALL="C.UTF-8")
+    # pip's cache is the machine's, as a reader's own HOME would have it (a new HOME would
+    # download and build every wheel again, for every page that installs)
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pip"
+    env.setdefault("PIP_CACHE_DIR", str(cache))
     return env
 
 

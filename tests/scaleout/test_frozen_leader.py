@@ -327,11 +327,12 @@ def _moment(vms: list[WatchingVm], which: str, rng: random.Random) -> None:
 def _freeze_after_freeze(
     start_fleet: Callable[..., Fleet], pg: PgDatabase, tmp_path: Path, freezes: tuple[float, ...]
 ) -> None:
-    """Six VMs ask all three front-ends at once, the frozen one too, while platform
-    reboots of "web" follow each other on a real clock; round after round the leader
-    (every fourth round a follower) is SIGSTOPped at a different moment of a rollout, for
-    ``freezes[i]`` s, then SIGCONTed. Each thawed process answers /healthz 200 within
-    3 s, as the leader (if it still is) or a follower; no VM is ever shown a document
+    """Six VMs (three sending ETags) and a crowd of 40 ask all three front-ends at once,
+    the frozen one too, while platform reboots of "web" follow each other on a real
+    clock; round after round the leader (every fourth round a follower) is SIGSTOPped at
+    a different moment of a rollout, for ``freezes[i]`` s, then SIGCONTed. Each thawed
+    process answers /healthz 200 within 3 s, as the leader (if it still is) or a
+    follower (``thaw_health``); no VM is ever shown a document
     older than one it had, whichever front-end answers; no poll is a 500; no write of an
     older epoch follows a newer one; every rollout's transitions happen once each and
     every approval answered 200 is applied; each process's log stays small, without a
@@ -343,8 +344,9 @@ def _freeze_after_freeze(
     rng = random.Random(40)
     frozen: set[int] = set()
     urls = [server.imds_url for server in fleet.servers]
-    vms = [
-        WatchingVm(name, address, urls, approves=name in APPROVERS) for name, address in WEB.items()
+    vms = [  # the approvers send ETags, the others do not
+        WatchingVm(name, address, urls, approves=name in APPROVERS, etag=name in APPROVERS)
+        for name, address in WEB.items()
     ]
     rollouts = Rollouts(fleet, "web", frozen)
     stop, stop_rollouts = threading.Event(), threading.Event()

@@ -216,6 +216,7 @@ GUIDES = {
     "how-to/dashboard": "Watch a fleet on the dashboard",
     "how-to/record-and-replay": "Replay it",
     "how-to/vm-client": "The Python client",
+    "how-to/run-programs-as-vms": "The articles' commands, as written",
     "how-to/agent-on-a-vm": "Install it under systemd",
     "how-to/agent-on-kubernetes": "What the handler does",
     "how-to/coordinated-approval": "Rehearse it",

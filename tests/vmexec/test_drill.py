@@ -45,11 +45,11 @@ def test_twenty_vms_at_once_in_one_drill_each_graded_by_name(
         rows = server.control("GET", "/api/v1/dashboard").json()["vms"]
         return [r["name"] for r in rows if r["polled"] is not None]
 
-    wait_until(lambda: set(VMS) <= set(polling()), 120, "every VM polling on the dashboard")
+    wait_until(lambda: set(VMS) <= set(polling()), 300, "every VM polling on the dashboard")
     events = {vm: trigger(server, "user-reboot", vm) for vm in VMS}
     wait_until(
         lambda: all(event(server, e)["approved_by"] == vm for vm, e in events.items()),
-        120, "each VM's approval of its own event",
+        300, "each VM's approval of its own event",
     )  # fmt: skip
     verdict = server.control("GET", "/api/v1/reactions").json()  # `forewarn report --json`
     graded = {row["vm"]: row["verdict"] for row in verdict["vms"]}

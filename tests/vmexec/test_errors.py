@@ -49,10 +49,15 @@ def test_a_server_that_is_down_before_and_while_command_runs(vmexec: Exec, tmp_p
         down.kill()
         vm.stdin.write("\n")
         vm.stdin.close()
-        # what curl says when nobody listens at all: the relay resets the connection at once
-        assert vm.wait(timeout=60) == 7
+        # what a client sees of an address nobody serves: the relay resets the connection at
+        # once (curl: "Couldn't connect", or a reset if its request was already on the way)
+        code = vm.wait(timeout=60)
         assert vm.stderr is not None
-        assert "Couldn't connect to server" in vm.stderr.read()
+        said = vm.stderr.read()
+        assert (code, "Couldn't connect to server" in said) == (7, True) or (
+            code,
+            "reset by peer" in said,
+        ) == (56, True), (code, said)
     finally:
         down.stop()
 

@@ -4,6 +4,7 @@ no other path of the server, no other port of the host unless forwarded."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -93,14 +94,16 @@ def test_the_environment_exit_status_and_signals_are_commands(
     assert (shown.returncode, shown.stdout) == (42, "unset unset yes\n"), shown.stderr
     assert vmexec.run("web-0", "sh", "-c", "kill -TERM $$").returncode == 128 + 15
     assert vmexec.run("web-0", "no-such-program").returncode == 127
-    trap = vmexec.start(
-        "web-0", "sh", "-c", 'trap "echo got TERM; exit 3" TERM; echo ready; sleep 60 & wait'
-    )
-    assert trap.stdout is not None
-    assert trap.stdout.readline() == "ready\n"
-    trap.terminate()
-    assert trap.wait(timeout=30) == 3
-    assert trap.stdout.read() == "got TERM\n"
+    for name, code in (("TERM", 3), ("INT", 4)):
+        trap = vmexec.start(
+            "web-0", "sh", "-c",
+            f'trap "echo got {name}; exit {code}" {name}; echo ready; sleep 60 & wait',
+        )  # fmt: skip
+        assert trap.stdout is not None
+        assert trap.stdout.readline() == "ready\n"
+        trap.send_signal(getattr(signal, f"SIG{name}"))
+        assert trap.wait(timeout=30) == code
+        assert trap.stdout.read() == f"got {name}\n"
 
 
 def test_a_role_instance_finds_the_endpoint_through_dhcp_option_245(

@@ -18,7 +18,8 @@ from pathlib import Path
 #: What of the wheel the VM side is: the root's modules, its packages, the emulator's
 #: command table (a click-free module) and the metadata.
 VM_FILES = ("forewarn/__init__.py", "forewarn/__main__.py", "forewarn/script.py",
-            "forewarn/py.typed", "forewarn/cli/__init__.py")  # fmt: skip
+            "forewarn/py.typed", "forewarn/cli/__init__.py",
+            "forewarn/cli/commands.py")  # fmt: skip
 VM_PACKAGES = ("forewarn/vm/", "forewarn/client/", "forewarn/agent/", "forewarn/conformance/",
                "forewarn/contract/")  # fmt: skip
 

@@ -28,7 +28,7 @@ def _vm_wing(argv: Sequence[str]) -> bool:
 
 def _help() -> None:
     """Both wings: the VM's commands (argparse's help), then the emulator's."""
-    from forewarn.cli import COMMANDS
+    from forewarn.cli.commands import COMMANDS
     from forewarn.vm.parser import build
     from forewarn.vm.text import fit, terminal_width
 
@@ -76,7 +76,7 @@ def main(prog_name: str | None = None) -> None:
     try:
         from forewarn.cli.group import main as group
     except ModuleNotFoundError as exc:
-        from forewarn.cli import lacking
+        from forewarn.cli.commands import lacking
         from forewarn.vm.exits import fail
 
         if exc.name is None or not exc.name.startswith(("click", "forewarn.cli")):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from forewarn.cli import COMMANDS
+from forewarn.cli.commands import COMMANDS
 from forewarn.cli.lazy_group import LazyGroup
 from forewarn.contract.addresses import DEFAULT_CONTROL_BIND
 

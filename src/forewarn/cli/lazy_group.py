@@ -14,7 +14,7 @@ from gettext import gettext
 
 import click
 
-from forewarn.cli import LazyCommand, lacking
+from forewarn.cli.commands import LazyCommand, lacking
 from forewarn.cli.errors import OneLineErrors
 
 __all__ = ["LazyGroup", "load"]

@@ -36,13 +36,8 @@ def conformance(
     time_scale: float, slack: float | None, rate: float, skip_probes: bool, burst: bool,
     list_rules: bool, markdown: bool,
 ) -> None:  # fmt: skip
-    """Check a metadata endpoint against forewarn's wire contract, rule by rule.
-
-    URL defaults to $FOREWARN_IMDS_URL, $SCHEDULEDEVENTSIP, then http://169.254.169.254.
-    Non-destructive: GETs, and POSTs that approve nothing (unless --follow --approve).
-    One line per rule (PASS, FAIL with what was expected and seen, SKIP with why);
-    the exit status is 1 when a rule fails.
-    """
+    """``forewarn conformance`` (its options: ``forewarn.vm.parser``): probe, follow if
+    asked, report; exit 1 when a rule fails."""
     if list_rules:
         print(
             rules_markdown() if markdown else "\n".join(rules_lines()), end="" if markdown else "\n"

@@ -203,3 +203,27 @@ def test_host_assignment_is_the_same_as_before(
             new.place(explicit, scope_id, ud)
             old.place(explicit, scope_id, ud)
     assert new.count == old.count
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    hosts=st.integers(1, 12),
+    before=st.lists(st.tuples(st.sampled_from(["a", "b/pg0"]), st.integers(0, 2)), max_size=8),
+    groups=st.integers(1, 4),
+    update_domains=st.integers(1, 5),
+    count=st.integers(1, 80),
+)
+def test_a_counted_run_gets_the_hosts_one_by_one_assignment_gives(
+    hosts: int, before: list[tuple[str, int]], groups: int, update_domains: int, count: int
+) -> None:
+    """``assign_run`` (a scope entry's VMs made from a count, mostly arithmetic) is
+    ``assign`` called for each VM in turn, clashes, wrap-arounds and growth included."""
+    scope_ids = ["b"] if groups == 1 else [f"b/pg{k}" for k in range(groups)]
+    runs, single = HostAssigner(hosts), HostAssigner(hosts)
+    for scope_id, ud in before:  # earlier VMs, some in the run's own scope
+        assert runs.assign(scope_id, ud) == single.assign(scope_id, ud)
+    placed = runs.assign_run(scope_ids, update_domains, count)
+    one_by_one = [single.assign(scope_ids[i % groups], i % update_domains) for i in range(count)]
+    assert [runs.name(index) for index in placed] == one_by_one
+    assert runs.count == single.count
+    assert runs.assign("c", 0) == single.assign("c", 0)  # the cursor is where it was left

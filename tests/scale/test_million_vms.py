@@ -4,6 +4,9 @@ busy machine inflates least)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from bench.fleet_startup import fleet_yaml, start_once
@@ -28,3 +31,25 @@ def test_a_million_vms_restart_within_a_small_multiple_of_100k(tmp_path: Path) -
     # before issue 39: ~7.9 x (every VM built, and indexed three times, on every start);
     # the interpreter and imports (~1 s) are in both figures
     assert big <= 3 * small, f"1M VMs: {big:.2f} s of CPU; 100k: {small:.2f} s"
+
+
+def _check_cpu(root: Path, vms: int) -> float:
+    """The CPU time of ``forewarn fleet check`` of a ``vms``-VM fleet file."""
+    fleet = root / f"check-{vms}.yaml"
+    fleet.write_text(fleet_yaml(vms), encoding="utf-8")
+    before = os.times()
+    subprocess.run(
+        [sys.executable, "-m", "forewarn", "fleet", "check", str(fleet)],
+        check=True, stdout=subprocess.DEVNULL, timeout=600,
+    )  # fmt: skip
+    after = os.times()
+    used = after.children_user + after.children_system
+    return used - before.children_user - before.children_system
+
+
+@slow
+def test_fleet_check_of_a_million_vms_costs_at_most_ten_times_100k(tmp_path: Path) -> None:
+    small = min(_check_cpu(tmp_path, 100_000) for _ in range(2))
+    big = _check_cpu(tmp_path, 999_999)
+    # before: 80 s against 1.2 s (every run's hosts named again for each run)
+    assert big <= 10 * small, f"1M VMs: {big:.2f} s of CPU; 100k: {small:.2f} s"

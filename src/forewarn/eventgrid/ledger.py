@@ -19,7 +19,7 @@ import json
 import logging
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -94,6 +94,11 @@ def notice_from_json(text: str) -> Notice:
 Listener = Callable[[Notice], None]
 
 
+def _row_key(notice: Notice) -> tuple[float, str]:
+    """The order of ``Ledger.rows``: oldest change first, then by event id."""
+    return (notice.at, notice.event_id)
+
+
 class Ledger:
     """A ``FabricObserver`` and ``Owing``: notices for published scopes, owed by the
     change that makes them, and the rows they leave."""
@@ -113,16 +118,23 @@ class Ledger:
         #: file's ``event_grid`` starts and ARM may change): decided in one place.
         self.enabled = enabled
         self._rows: dict[str, Notice] = {}
+        #: Whether ``_rows`` is in ``rows()``'s order (kept so while changes come in it).
+        self._in_order = True
         self._ended: deque[tuple[float, str]] = deque()
         self._listeners: list[Listener] = []
 
     def listen(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
-    def rows(self) -> list[Notice]:
-        """Every published event's latest state, oldest change first."""
+    def rows(self) -> Iterator[Notice]:
+        """Every published event's latest state, oldest change first: as kept (each
+        change moves its row to the end) while changes come in that order, else sorted."""
         self._expire()
-        return sorted(self._rows.values(), key=lambda n: (n.at, n.event_id))
+        if not self._in_order:
+            ordered = sorted(self._rows.values(), key=_row_key)
+            self._rows = {n.event_id: n for n in ordered}
+            self._in_order = True
+        return iter(self._rows.values())  # read at once, on the loop: nothing changes it meanwhile
 
     # ------------------------------------------------------------ the owed notices
 
@@ -172,6 +184,10 @@ class Ledger:
             except ValueError as exc:  # written by this ledger: never, but never fatal
                 log.warning("an Event Grid notice left out: %s", exc)
                 continue
+            self._rows.pop(notice.event_id, None)
+            if self._in_order and self._rows:
+                last = self._rows[next(reversed(self._rows))]
+                self._in_order = _row_key(last) <= _row_key(notice)
             self._rows[notice.event_id] = notice
             if notice.ended:
                 self._ended.append((notice.at, notice.event_id))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
+from math import gcd
 
 from forewarn.fleet.errors import FleetError
 
@@ -209,18 +210,34 @@ class HostAssigner:
         names = self._names
         return names[index] if index < len(names) else self._name(index)
 
-    def assign_run(
-        self, scope_ids: Sequence[str], update_domains: int, base: int, count: int
-    ) -> array[int]:
-        """The host indexes (``host-1`` is 0) of ``count`` VMs, the ``base``-th VM of a
-        scope entry onwards, VM ``i`` in ``scope_ids[i % len]`` and update domain
-        ``i % update_domains``: ``assign`` for each in turn, without a string per VM."""
+    def assign_run(self, scope_ids: Sequence[str], update_domains: int, count: int) -> array[int]:
+        """The host indexes (``host-1`` is 0) of a scope entry's ``count`` VMs, VM ``i`` in
+        ``scope_ids[i % len]`` and update domain ``i % update_domains``: ``assign`` for
+        each in turn, without a string per VM, and mostly without a look-up per VM.
+
+        While the cursor has not come back to a host holding a VM of the same scope in
+        another update domain, VM ``i`` simply takes host ``cursor + i`` (mod the pool):
+        it comes back to VM ``i``'s host after ``hosts`` VMs, to one of its scope after
+        ``period`` (the first multiple of ``hosts`` that is one of the group count), in
+        the same update domain if ``period`` is also one of ``update_domains`` (then
+        never a clash). Only past the first clash are the VMs placed one by one.
+        """
+        hosts, start, groups = self.count, self._cursor, len(scope_ids)
+        fresh = not any(self._held.get(scope_id) for scope_id in scope_ids)
+        period = groups // gcd(hosts, groups) * hosts
+        easy = (count if period % update_domains == 0 else min(count, period)) if fresh else 0
+        out = array("I", range(start, min(hosts, start + easy)))
+        while len(out) < easy:  # past the end of the pool: from host-1 again
+            out.extend(range(min(hosts, easy - len(out))))
+        if easy == count:
+            self._cursor = (start + count) % hosts
+            return out
         helds = [self._held.setdefault(scope_id, {}) for scope_id in scope_ids]
-        groups = len(helds)
-        out = array("I", bytes(4 * count))
-        cursor, hosts = self._cursor, self.count
-        for offset in range(count):
-            i = base + offset
+        for i, index in enumerate(out):  # what the easy part placed, as ``assign`` notes it
+            helds[i % groups].setdefault(index, i % update_domains)
+        out.extend(array("I", bytes(4 * (count - easy))))
+        cursor = (start + easy) % hosts
+        for i in range(easy, count):
             held = helds[i % groups]
             update_domain = i % update_domains
             other = held.get(cursor)
@@ -229,7 +246,7 @@ class HostAssigner:
             elif other != update_domain:
                 cursor = self._elsewhere(held, scope_ids[i % groups], update_domain, cursor)
                 hosts = self.count
-            out[offset] = cursor
+            out[i] = cursor
             cursor += 1
             if cursor == hosts:
                 cursor = 0

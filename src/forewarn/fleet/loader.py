@@ -336,16 +336,19 @@ def _build(spec: FleetSpec) -> Topology:
         first = slot
         names: dict[str, list[str]] = {sid: [] for sid in scope_ids}
         given: list[VM] = []
+        counted = [e for e in vm_specs if isinstance(e, tuple)]
+        placed = hosts.assign_run(scope_ids, uds, sum(c for _, c in counted)) if counted else None
         for i, vm_spec in enumerate(vm_specs):
             if isinstance(vm_spec, tuple):  # a counted run: its hosts now, its VMs on use
+                assert placed is not None
                 prefix, count = vm_spec
                 base = slot - first
+                on = placed if len(counted) == 1 else placed[base : base + count]
                 runs.append(
                     CountedRun(
                         start=slot, count=count, base=base, prefix=prefix, scope_ids=scope_ids,
                         update_domains=uds, fault_domains=fds, zones=zones, spot=scope.spot,
-                        scale_set=scale_set, location=spec.location,
-                        hosts=hosts.assign_run(scope_ids, uds, base, count),
+                        scale_set=scale_set, location=spec.location, hosts=on,
                     )
                 )  # fmt: skip
                 slot += count

@@ -309,7 +309,9 @@ class VmTable(Mapping[str, "VM"]):
                     for offset, vm in enumerate(run.vms, run.start):
                         by_host.setdefault(vm.host, []).append(offset)
                     continue
-                names = [self.host_name(k) for k in range(max(run.hosts, default=-1) + 1)]
+                if run.hosts:
+                    self.host_name(max(run.hosts))  # every host's name made, once
+                names = self._host_names
                 for index, host in enumerate(run.hosts, run.start):
                     on_host = by_host.get(names[host])
                     if on_host is None:

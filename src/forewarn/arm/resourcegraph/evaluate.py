@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import cmp_to_key
+from itertools import islice
 from typing import Any
 
 from forewarn.arm.resourcegraph.kql import (
@@ -42,24 +43,34 @@ def run(query: Query, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         raise KqlError(
             f"unsupported table {query.table[:60]!r}: forewarn serves {TABLE} only", query.table
         )
-    out = list(rows)
+    # streamed: ``where``, ``project`` and ``take`` pass rows on as they come, so a query
+    # that takes a few rows reads only as many as it needs; sorting and counting read all
+    out: Iterable[dict[str, Any]] = rows
     for step in query.steps:
         if isinstance(step, Where):
-            out = [r for r in out if _truthy(value(step.condition, r))]
+            out = _where(step, out)
         elif isinstance(step, Project):
-            out = [{name: value(expr, r) for name, expr in step.columns} for r in out]
+            out = _project(step, out)
         elif isinstance(step, Order):
-            out = _sorted(out, step.keys)
+            out = _sorted(list(out), step.keys)
         elif isinstance(step, Take):
-            out = out[: step.count]
+            out = islice(out, max(0, step.count))
         elif isinstance(step, Summarize):
             out = _summarize(step, out)
         elif isinstance(step, Count):
-            out = [{"Count": len(out)}]
-    return out
+            out = [{"Count": sum(1 for _ in out)}]
+    return list(out)
 
 
-def _summarize(step: Summarize, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _where(step: Where, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    return (r for r in rows if _truthy(value(step.condition, r)))
+
+
+def _project(step: Project, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    return ({name: value(expr, r) for name, expr in step.columns} for r in rows)
+
+
+def _summarize(step: Summarize, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
     for row in rows:
         keys = {name: value(expr, row) for name, expr in step.by}

@@ -3,11 +3,6 @@ only the wheel, and ``forewarn-vm.pyz`` (``.ci/vm_zipapp.py``) run by ``python -
 venv holding nothing at all. Every VM command runs, and the agent with an exec, a webhook
 and a Kubernetes handler (a recording fake kubectl first on PATH).
 
-Until the base dependencies are gone (issue 36 part A: the client's HTTP and retries, the
-agent's logs and metrics on the standard library), the zipapp cannot run what imports them
-and the wheel's venv holds more than one distribution: those cases are marked xfail while
-pyproject.toml lists any base dependency, and pass once it lists none.
-
 Slow (a wheel built from a copy of this checkout, two venvs): FOREWARN_SLOW_TESTS=1.
 """
 
@@ -20,7 +15,6 @@ import signal
 import subprocess
 import sys
 import threading
-import tomllib
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -39,12 +33,7 @@ pytestmark = [
     ),
 ]
 
-#: The base dependencies the VM side still has (none once issue 36 part A has landed).
-BASE = tomllib.loads((REPO / "pyproject.toml").read_text())["project"].get("dependencies", [])
-WAITS = pytest.mark.xfail(
-    bool(BASE), reason=f"waits for the base dependencies to go (issue 36 part A): {BASE}"
-)
-INSTALLS = ["wheel", pytest.param("zipapp", marks=WAITS)]
+INSTALLS = ["wheel", "zipapp"]
 
 
 def _sh(*argv: str | Path) -> str:
@@ -82,7 +71,6 @@ def _run(prefix: list[str], *args: str, env: dict[str, str] | None = None,
                           env={**os.environ, "COLUMNS": "80", **(env or {})}, cwd=cwd)  # fmt: skip
 
 
-@WAITS
 def test_the_wheel_s_venv_holds_one_distribution(installs: dict[str, list[str]]) -> None:
     listed = _sh(*installs["wheel-python"], "-m", "pip", "list", "--format", "json",
                  "--disable-pip-version-check")  # fmt: skip

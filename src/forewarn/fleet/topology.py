@@ -7,25 +7,21 @@ over time (deleted VMs, incarnations) lives in the engine's state.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-import msgspec
-
 from forewarn.contract import EventType
 from forewarn.fleet.azure import DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION, AzureNames
 from forewarn.fleet.errors import FleetError, UnknownName
+from forewarn.fleet.vm import VM
 from forewarn.fleet.vmtable import FleetRange, GivenRun, VmTable
 
 __all__ = ["VM", "Scope", "ScopeKind", "ScopePolicy", "Topology"]
 
 K = TypeVar("K")
-
-_VM_ID_NAMESPACE = uuid.UUID("6f1c2a8e-4b1d-4c2e-9a53-0e6b5d7f3a10")
 
 
 class ScopeKind(StrEnum):
@@ -77,33 +73,6 @@ class ScopePolicy:
                 "OS image notification timeout must be 1 to 15 minutes, "
                 f"got {self.os_image_timeout_minutes}"
             )
-
-
-class VM(msgspec.Struct, frozen=True, gc=False):
-    """One simulated VM (or role instance) and where it runs.
-
-    A msgspec Struct rather than a dataclass: a frozen dataclass costs ~35 times more to
-    build, and a 100,000-VM fleet builds one per VM on every start. ``gc=False``: VMs
-    hold only strings and numbers, so the collector need not walk them.
-    """
-
-    name: str
-    scope_id: str
-    host: str
-    address: str
-    update_domain: int = 0
-    fault_domain: int = 0
-    zone: str = ""
-    port: int | None = None
-    spot: bool = False
-    scale_set: str = ""
-    location: str = "westeurope"
-    size: str = "Standard_D2s_v5"
-
-    @property
-    def vm_id(self) -> str:
-        """A stable GUID, derived from the name so it survives restarts."""
-        return str(uuid.uuid5(_VM_ID_NAMESPACE, self.name))
 
 
 @dataclass(frozen=True, slots=True)

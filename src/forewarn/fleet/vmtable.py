@@ -19,10 +19,10 @@ from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, Va
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from forewarn.fleet.errors import FleetError
+from forewarn.fleet.vm import VM
 
 if TYPE_CHECKING:
     from forewarn.fleet.layout import AddressPlan
-    from forewarn.fleet.topology import VM
 
 __all__ = ["CountedRun", "FleetRange", "GivenRun", "VmTable"]
 
@@ -220,8 +220,6 @@ class VmTable(Mapping[str, "VM"]):
         return f"{run.prefix}{index - run.start}"
 
     def _make(self, run: CountedRun, index: int) -> VM:
-        from forewarn.fleet.topology import VM  # the topology module holds this table
-
         assert self._plan is not None
         offset = index - run.start
         i = run.base + offset
@@ -444,14 +442,16 @@ class FleetRange(Sequence[str]):
         return index is not None and index in self._range
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, FleetRange):
-            return self._table is other._table and self._range == other._range
+        # The same names are equal whichever table names them (a restart builds another).
+        if isinstance(other, FleetRange) and self._table is other._table:
+            return self._range == other._range
         if isinstance(other, Sequence) and not isinstance(other, str):
             return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash((id(self._table), self._range))
+        # What any equal sequence of names shares, without naming every VM.
+        return hash((len(self), self[0], self[-1]) if len(self) else 0)
 
     def __repr__(self) -> str:
         shown = ", ".join(repr(n) for n in self[:3])

@@ -203,8 +203,11 @@ class Subscriber:
             due = self._heap[0][0] - time.monotonic()
             if due > 0:
                 self._wake.clear()
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can drop a cancellation
+                # that lands as its wait ends, and stopping the deliveries would hang.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), due)
+                    async with asyncio.timeout(due):
+                        await self._wake.wait()
                 continue
             if not self.leading():
                 await asyncio.sleep(LEAD_POLL)

@@ -339,22 +339,27 @@ class ControlApp:
     async def metrics(self, request: Request) -> Response:
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
 
-    def _vm_out(self, name: str) -> VmOut:
+    def _vm_out(self, name: str, statuses: dict[str, str] | None = None) -> VmOut:
+        """A VM's row; ``statuses``: every VM not running (``Fabric.vm_statuses``, one
+        pass for a whole listing; else this VM's own look-up)."""
         vm = self.fabric.topology.vms[name]
+        status = self.fabric.vm_status(name) if statuses is None else statuses.get(name, "running")
         return VmOut(
             name=vm.name, scope=vm.scope_id, host=vm.host, zone=vm.zone,
             update_domain=vm.update_domain, fault_domain=vm.fault_domain, address=vm.address,
-            port=vm.port, spot=vm.spot, vm_id=vm.vm_id, status=self.fabric.vm_status(vm.name),
-            computer_name=self.fabric.topology.azure.identity(vm).computer_name,
+            port=vm.port, spot=vm.spot, vm_id=vm.vm_id, status=status,
+            computer_name=self.fabric.topology.azure.computer_name(vm.name),
         )  # fmt: skip
 
     async def vms(self, request: Request) -> Response:
-        return _json([self._vm_out(n) for n in self.fabric.topology.vms])
+        statuses = self.fabric.vm_statuses()
+        return _json([self._vm_out(n, statuses) for n in self.fabric.topology.vms])
 
     async def topology(self, request: Request) -> Response:
         """Every scope and VM, streamed (``topology_stream``: a million VMs never built
         as one document, nor on the loop for more than a batch at a time)."""
-        pieces = topology_pieces(self.fabric, self._vm_out)
+        statuses = self.fabric.vm_statuses()
+        pieces = topology_pieces(self.fabric, lambda name: self._vm_out(name, statuses))
         return StreamingResponse(pieces, media_type="application/json")
 
     async def catalogue(self, request: Request) -> Response:

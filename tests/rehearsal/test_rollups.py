@@ -138,11 +138,19 @@ async def test_an_approved_event_of_an_operation_started_at_not_before_names_its
     assert all(e["approved_by"] is None and "approved by" not in e["summary"] for e in others)
 
 
-def _terminal(report: dict[str, Any], everything: bool, monkeypatch: pytest.MonkeyPatch) -> str:
-    """What ``forewarn report`` (``--all``: ``everything``) prints at 80 columns."""
+def _terminal(
+    report: dict[str, Any],
+    everything: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    per_vm: bool = False,
+) -> str:
+    """What ``forewarn report`` (``--all``: ``everything``; ``--vms``: ``per_vm``) prints
+    at 80 columns."""
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.setenv("NO_COLOR", "1")
-    run = CliRunner().invoke(click.command()(lambda: print_report(report, False, everything)))
+    run = CliRunner().invoke(
+        click.command()(lambda: print_report(report, False, everything, per_vm))
+    )
     return run.output
 
 
@@ -158,10 +166,15 @@ def test_the_terminal_report_leads_with_the_roll_ups_at_80_columns(
     at = [line.rstrip() for line in lines].index("Operations")
     assert lines[at + 3].startswith("no-notice") and lines[at + 3 + 4 * 0] != ""
     assert "cache" in body and "api-5, api-10" in body
-    # Not every table fits: what is left out is said, never silently dropped.
-    assert "VMs that failed, earliest first (showing 20 of " in body
+    # Many VMs are counted per scope kind and scope, not listed (issue 39)
+    assert "VMs that need attention, per scope kind (--vms lists each VM)" in body
+    assert "VMs that failed" not in body
     assert f"Events: {len(report['events'])} (--all lists each" in body
     assert "Never polled: " in body and body.count("Never polled") == 1
+    # --vms: a row per VM; not every table fits: what is left out is said, never dropped
+    per_vm = _terminal(report, False, monkeypatch, per_vm=True)
+    assert "VMs that failed, earliest first (showing 20 of " in per_vm
+    assert "per scope kind" not in per_vm
 
 
 def test_report_all_names_every_vm_of_every_line(
@@ -188,7 +201,10 @@ def test_the_html_report_leads_with_a_summary_then_collapsed_drill_down(played: 
     assert banner is not None and int(banner.group(1)) == len(report["no_notice"]) == 56
     assert "cache-47" in page.split("<h2>Latency</h2>")[0]  # named in the summary
     # Drill-down is collapsed: VMs and events in closed <details>, a timeline per operation.
-    assert re.findall(r'<details class="drill"( open)?>', page) == ["", ""]
+    # (and the VMs counted per scope: every name of a long list one click away)
+    drills = re.findall(r'<details class="drill"( open)?>', page)
+    assert set(drills) == {""} and len(drills) >= 2
+    assert 'class="by-kind"' in page.split("<h2>Operations</h2>")[0]
     assert page.count('<svg class="timeline"') == 2  # the cache rollout raised no event
     # Filters by verdict, operation and scope, with no script (CSS :has on radio buttons).
     assert 'id="fv-no-notice"' in page and 'id="fv-fail"' in page and 'id="fv-ok"' not in page

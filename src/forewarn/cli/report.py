@@ -72,6 +72,9 @@ OPERATION_VERDICTS = ("no-notice", "fail", "warn", "pending", "ok", "info")
 
 #: Rows printed per roll-up table unless ``--all`` (the table says how many it hides).
 LIMIT = 20
+#: A table of VMs longer than this is rolled up by scope unless ``--vms`` or ``--all``
+#: (so the report of a big fleet stays one screen, whatever its size).
+FEW = 10
 
 
 def _plural(n: int, word: str) -> str:
@@ -85,12 +88,16 @@ def _names(vms: list[str], limit: int | None = 8) -> str:
     return ", ".join(vms[:limit]) + f" and {len(vms) - limit} more"
 
 
-def _progress(op: dict[str, Any], everything: bool) -> str:
-    """An operation's progress line; with ``--all`` every VM named (from its parts)."""
+def _progress(op: dict[str, Any], everything: bool, counted: bool = False) -> str:
+    """An operation's progress line; with ``--all`` every VM named (from its parts), when
+    ``counted`` (a big fleet's report) none: how many of each."""
     groups = op.get("groups")
-    if not everything or groups is None:
+    if groups is None or not (everything or counted):
         return str(op["progress"])
-    named = [f"{len(g['vms'])} {g['label']}: {_names(g['vms'], None)}" for g in groups]
+    if everything:
+        named = [f"{len(g['vms'])} {g['label']}: {_names(g['vms'], None)}" for g in groups]
+    else:
+        named = [f"{len(g['vms'])} {g['label']}" for g in groups]
     return ", ".join([*op.get("head", []), *named])
 
 
@@ -100,11 +107,13 @@ def _say(text: str) -> None:
     click.echo(textwrap.fill(text, width=width, subsequent_indent="  ", break_on_hyphens=False))
 
 
-def _capped(title: str, rows: list[list[str]], everything: bool) -> tuple[str, list[list[str]]]:
+def _capped(
+    title: str, rows: list[list[str]], everything: bool, limit: int = LIMIT
+) -> tuple[str, list[list[str]]]:
     """The rows to print and a title that says when some are left out (never silently)."""
-    if everything or len(rows) <= LIMIT:
+    if everything or len(rows) <= limit:
         return title, rows
-    return f"{title} (showing {LIMIT} of {len(rows)}; --all lists every one)", rows[:LIMIT]
+    return f"{title} (showing {limit} of {len(rows)}; --all lists every one)", rows[:limit]
 
 
 def _headline(data: dict[str, Any], limit: int | None) -> None:
@@ -126,25 +135,75 @@ def _headline(data: dict[str, Any], limit: int | None) -> None:
         _say(f"Hit with no notice: {_plural(len(hit), 'VM')}: {_names(hit, limit)}")
 
 
-def _print(data: dict[str, Any], wide: bool, everything: bool) -> None:
+def _missed(events: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Each VM that missed an event: why, for each one it missed."""
+    missed: dict[str, list[str]] = {}
+    for e in events:
+        for v in e["vms"]:
+            if v["verdict"] == "missed":
+                missed.setdefault(v["vm"], []).append(v["note"].partition(": ")[2] or v["note"])
+    return missed
+
+
+_TALLY_COLUMNS = [
+    Column("VMs"), Column("failed"), Column("missed", optional=3), Column("no notice", optional=4),
+    Column("never polled", optional=1), Column("stopped", optional=2),
+]  # fmt: skip
+
+
+_TALLIED = ("vms", "failed", "missed", "no_notice", "never_polled", "stopped_polling")
+
+
+def _tally(row: dict[str, Any]) -> list[str]:
+    return [str(row[k]) for k in _TALLIED]
+
+
+def _print_rolled_up(data: dict[str, Any], wide: bool, everything: bool) -> None:
+    """The VMs that need attention counted per region and scope kind, then per scope
+    (the most first): what a big fleet's report shows instead of a row per VM."""
+    kinds = data.get("by_kind") or []
+    rows = [[k["region"], k["kind"], str(k["scopes"]), *_tally(k)] for k in kinds]
+    columns = [Column("region", optional=5), Column("scope kind"), Column("scopes"),
+               *_TALLY_COLUMNS]  # fmt: skip
+    table("VMs that need attention, per scope kind (--vms lists each VM)", columns, rows,
+          wide=wide)  # fmt: skip
+    scopes = data.get("by_scope") or []
+    rows = [[t["scope"], t["kind"], *_tally(t), t["first"]] for t in scopes]
+    columns = [Column("scope", "key"), Column("kind", optional=6), *_TALLY_COLUMNS,
+               Column("first VM", optional=5)]  # fmt: skip
+    title = "... per scope, most first"
+    if not everything and len(rows) > FEW:
+        title = f"{title} (showing {FEW} of {len(rows)}; --all lists every scope)"
+        rows = rows[:FEW]
+    table(title, columns, rows, wide=wide)
+
+
+def _print(data: dict[str, Any], wide: bool, everything: bool, per_vm: bool = False) -> None:
+    """The report for a terminal: VM rows (``per_vm``, or ``everything``, or when each
+    table of VMs is short), else those VMs counted per scope kind and scope."""
     events = data["events"]
     limit = None if everything else 8  # names in a line of prose
     operations = data.get("operations", [])
+    failed = [v for v in data.get("vms", []) if v["first_failed_at"] is not None]
+    missed = _missed(events)
+    longest = max(len(failed), len(missed), len(data["stopped_polling"]))
+    rolled = not (per_vm or everything) and longest > FEW and "by_scope" in data
     _headline(data, limit)
     if operations:
         rows = [
             [o["verdict"], when(o["created_at"]), o["kind"] or "-", o["target"] or "-",
-             o.get("via") or "-", _progress(o, everything)]
+             o.get("via") or "-", _progress(o, everything, counted=rolled)]
             for o in operations
         ]  # fmt: skip
         columns = [
             Column("verdict"), Column("created", optional=1), Column("operation"),
             Column("target"), Column("via", optional=2), Column("progress", "list"),
         ]  # fmt: skip
-        title, rows = _capped("Operations", rows, everything)
+        title, rows = _capped("Operations", rows, everything, FEW if rolled else LIMIT)
         table(title, columns, rows, wide=wide)
-    failed = [v for v in data.get("vms", []) if v["first_failed_at"] is not None]
-    if failed:
+    if rolled:
+        _print_rolled_up(data, wide, everything)
+    if failed and not rolled:
         rows = [
             [v["vm"], v["verdict"], when(v["first_failed_at"]), v["polling"], v["lines"][0]]
             for v in failed
@@ -171,12 +230,7 @@ def _print(data: dict[str, Any], wide: bool, everything: bool) -> None:
         table("Events", columns, rows, wide=wide)
     elif events:
         _say(f"Events: {len(events)} (--all lists each, --json or --html show them all)")
-    missed: dict[str, list[str]] = {}
-    for e in events:
-        for v in e["vms"]:
-            if v["verdict"] == "missed":
-                missed.setdefault(v["vm"], []).append(v["note"].partition(": ")[2] or v["note"])
-    if missed:
+    if missed and not rolled:
         rows = [[vm, str(len(whys)), whys[0]] for vm, whys in missed.items()]
         columns = [Column("VM"), Column("events"), Column("why (its first miss)", "list")]
         title, rows = _capped("Missed", rows, everything)
@@ -185,7 +239,7 @@ def _print(data: dict[str, Any], wide: bool, everything: bool) -> None:
     if never:
         _say(f"Never polled: {_plural(len(never), 'VM')} an event listed or an operation hit: "
              f"{_names(never, limit)}")  # fmt: skip
-    if data["stopped_polling"]:
+    if data["stopped_polling"] and not rolled:
         rows = [
             [p["vm"], when(p["last_poll"]), _seconds(p["silent_for"]), p["api_version"] or "-"]
             for p in data["stopped_polling"]
@@ -270,6 +324,13 @@ def _print_controllers(data: dict[str, Any], wide: bool, everything: bool) -> No
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 @click.option("--all", "everything", is_flag=True, help="Every row of every table.")
 @click.option(
+    "--vms",
+    "per_vm",
+    is_flag=True,
+    help=f"A row per VM in the tables of VMs (more than {FEW} are otherwise counted per "
+    "scope kind and scope).",
+)
+@click.option(
     "--exit-code", is_flag=True, help="Exit 1 when a VM got no notice or an event failed."
 )
 @click.option("--wide", is_flag=True, help="Every column at full width.")
@@ -282,12 +343,15 @@ def report(
     junit_file: Path | None,
     as_json: bool,
     everything: bool,
+    per_vm: bool,
     exit_code: bool,
     wide: bool,
 ) -> None:
     """How the fleet reacted: each operation rolled up (VMs hit with no notice first),
     the VMs that failed first, each event (who saw it when, who approved it before
-    NotBefore, who missed it), who never or no longer polls, approvals by VMs not listed."""
+    NotBefore, who missed it), who never or no longer polls, approvals by VMs not listed.
+    Many VMs in those tables are counted per scope kind and scope instead (``--vms``: a
+    row each)."""
     api = control_client(ctx)
     params: dict[str, Any] = {"stale_after": stale_after}
     if since is not None:
@@ -309,6 +373,6 @@ def report(
         for what, written in files:
             click.echo(f"{what} written to {written}")
     else:
-        _print(data, wide, everything)
+        _print(data, wide, everything, per_vm)
     if exit_code and (data["totals"]["fail"] or data.get("no_notice")):
         ctx.exit(1)

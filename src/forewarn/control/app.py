@@ -8,7 +8,6 @@ Every answer, errors of routing and crashes included, is JSON (``{"error": ...}`
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -20,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from forewarn import __version__
@@ -51,6 +50,7 @@ from forewarn.control.schemas import (
     VmOut,
 )
 from forewarn.control.security import AccessGuard, HostPolicy
+from forewarn.control.topology_stream import topology_pieces
 from forewarn.eventgrid import EventGrid
 from forewarn.eventgrid.routes import EventGridRoutes
 from forewarn.fabric import (
@@ -339,35 +339,28 @@ class ControlApp:
     async def metrics(self, request: Request) -> Response:
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
 
-    def _vm_out(self, name: str) -> VmOut:
+    def _vm_out(self, name: str, statuses: dict[str, str] | None = None) -> VmOut:
+        """A VM's row; ``statuses``: every VM not running (``Fabric.vm_statuses``, one
+        pass for a whole listing; else this VM's own look-up)."""
         vm = self.fabric.topology.vms[name]
+        status = self.fabric.vm_status(name) if statuses is None else statuses.get(name, "running")
         return VmOut(
             name=vm.name, scope=vm.scope_id, host=vm.host, zone=vm.zone,
             update_domain=vm.update_domain, fault_domain=vm.fault_domain, address=vm.address,
-            port=vm.port, spot=vm.spot, vm_id=vm.vm_id, status=self.fabric.vm_status(vm.name),
-            computer_name=self.fabric.topology.azure.identity(vm).computer_name,
+            port=vm.port, spot=vm.spot, vm_id=vm.vm_id, status=status,
+            computer_name=self.fabric.topology.azure.computer_name(vm.name),
         )  # fmt: skip
 
     async def vms(self, request: Request) -> Response:
-        return _json([self._vm_out(n) for n in self.fabric.topology.vms])
+        statuses = self.fabric.vm_statuses()
+        return _json([self._vm_out(n, statuses) for n in self.fabric.topology.vms])
 
     async def topology(self, request: Request) -> Response:
-        fabric = self.fabric
-        scopes = []
-        for scope in fabric.topology.scopes.values():
-            view = fabric.view(scope.id)
-            scopes.append({
-                "id": scope.id,
-                "kind": scope.kind.value,
-                "update_domains": scope.update_domains,
-                "fault_domains": scope.fault_domains,
-                "policy": asdict(fabric.policy(scope.id)),
-                "incarnation": view.incarnation,
-                "enabled": fabric.is_enabled(scope.id),
-                "vms": [self._vm_out(n) for n in scope.vm_names],
-            })  # fmt: skip
-        hosts = {h: [vm.name for vm in vms] for h, vms in fabric.topology.hosts().items()}
-        return _json({"scopes": scopes, "hosts": hosts, "default_vm": fabric.topology.default_vm})
+        """Every scope and VM, streamed (``topology_stream``: a million VMs never built
+        as one document, nor on the loop for more than a batch at a time)."""
+        statuses = self.fabric.vm_statuses()
+        pieces = topology_pieces(self.fabric, lambda name: self._vm_out(name, statuses))
+        return StreamingResponse(pieces, media_type="application/json")
 
     async def catalogue(self, request: Request) -> Response:
         scale = self.fabric.config.scaled

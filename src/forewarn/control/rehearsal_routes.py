@@ -73,6 +73,21 @@ class ReactionRoutes:
         self.tracker = tracker
         #: Each VM's scope (looked up in the table: no dict of a million VMs at start-up).
         self._scope_of = fabric.topology.vms.scope_ids()
+        self._where: dict[str, tuple[str, str]] = {}
+
+    def where(self, scope_id: str) -> tuple[str, str]:
+        """A scope's region (its first VM's location) and kind, for the roll-ups."""
+        known = self._where.get(scope_id)
+        if known is None:
+            topology = self.fabric.topology
+            scope = topology.scopes.get(scope_id)
+            if scope is None:
+                return "?", "?"
+            first = next(iter(scope.vm_names), None)
+            vm = topology.vms.get(first) if first is not None else None
+            region = vm.location if vm is not None else "?"
+            known = self._where[scope_id] = (region, scope.kind.value)
+        return known
 
     async def verdict(
         self, since: float | None, stale_after: float, finish: Callable[[ReactionReport], T]
@@ -97,7 +112,8 @@ class ReactionRoutes:
         def graded() -> T:
             report = grade(tracker.stored_facts(since), now=now, since=since,
                            stale_after=stale_after, deleted=deleted, scope_of=scope_of,
-                           faults=tallies, last_requests=polls)  # fmt: skip
+                           faults=tallies, last_requests=polls,
+                           where=self.where)  # fmt: skip
             return finish(report)
 
         return await tracker.off_loop(graded)

@@ -8,7 +8,7 @@ server is usually on loopback); each call waits ``timeout`` seconds at most.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict, Unpack
+from typing import Any, BinaryIO, TypedDict, Unpack
 from urllib.parse import quote
 
 import httpx
@@ -173,6 +173,22 @@ class ControlClient:
         """Reset the fleet for a new drill: VMs back, events and operations cleared."""
         out: dict[str, Any] = self._json("POST", "/fleet/reset", json={})
         return out
+
+    def copy(self, path: str, out: BinaryIO) -> None:
+        """Write the body of ``GET path`` (under the API) to ``out`` as it arrives: a
+        million-VM topology is never held whole (an error answer raises, as ``call``)."""
+        try:
+            with self._http.stream("GET", API + path) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    read_answer(response, self.base)
+                for chunk in response.iter_bytes():
+                    out.write(chunk)
+        except httpx.HTTPError as exc:
+            raise ControlUnreachable(
+                f"cannot reach the control API at {self.base} ({exc}); is `forewarn serve` running?"
+            ) from None
+        out.flush()
 
     def topology(self) -> dict[str, Any]:
         """Scopes and their VMs."""

@@ -143,6 +143,12 @@ class AzureNames:
             f"/virtualMachines/{owner[1]}"
         )
 
+    def computer_name(self, vm_name: str) -> str:
+        """What the VM's OS calls itself: its name, or a scale set instance's host name
+        (alone: a listing of a million VMs need not make every ARM id too)."""
+        owner = self.instance_of(vm_name)
+        return vm_name if owner is None else computer_name(*owner)
+
     def identity(self, vm: _VM) -> VmIdentity:
         """Everything Azure calls ``vm``."""
         owner = self.instance_of(vm.name)
@@ -150,7 +156,7 @@ class AzureNames:
             subscription=self.subscription,
             resource_group=self.resource_group,
             resource_id=self.vm_id(vm.name),
-            computer_name=vm.name if owner is None else computer_name(*owner),
+            computer_name=self.computer_name(vm.name),
             instance_id="" if owner is None else str(owner[1]),
             tags=self.tags.get(vm.scope_id, ()),
         )

@@ -26,6 +26,7 @@ from forewarn.rehearsal.rollups import (
     polling_states,
     vm_rollups,
 )
+from forewarn.rehearsal.scopetally import KindTally, ScopeTally, Where, kind_totals, scope_tallies
 from forewarn.rehearsal.verdicts import (
     DEFAULT_STALE_AFTER,
     EventVerdict,
@@ -70,6 +71,10 @@ class ReactionReport(msgspec.Struct, kw_only=True):
     #: Each central controller (an Event Grid subscription) graded as the VMs are
     #: (``controllers.py``): empty when no event was sent to any subscription.
     controllers: list[ControllerRollup] = []
+    #: The VMs that need attention counted per scope, most first, and per region and
+    #: scope kind (``scopetally.py``): what a big fleet's report shows by default.
+    by_scope: list[ScopeTally] = []
+    by_kind: list[KindTally] = []
 
 
 def grade(
@@ -82,13 +87,15 @@ def grade(
     scope_of: Mapping[str, str] | None = None,
     faults: Mapping[str, FaultTally] | None = None,
     last_requests: Mapping[str, float] | None = None,
+    where: Where | None = None,
 ) -> ReactionReport:
     """The verdict on ``data`` at ``now``; ``deleted`` VMs are not said to stop polling
     (one that never polled still never did); ``scope_of`` says each VM's scope (to name
     the scopes of VMs hit with no notice). ``faults`` are the requests injected endpoint
     faults took per VM (``ReactionTracker.fault_tallies``; only those since ``since``
     count): the reason a VM was not served, and how each VM coped (``last_requests``:
-    each VM's last request the platform saw)."""
+    each VM's last request the platform saw); ``where`` says each scope's region and
+    kind (the roll-up ``by_scope`` and ``by_kind``)."""
     scope_of = scope_of or {}
     tallies = {vm: w for vm, t in (faults or {}).items() if (w := t.window(since)) is not None}
     by_event: dict[str, dict[str, VmReaction]] = {}
@@ -134,10 +141,17 @@ def grade(
         for v in e.vms
         if v.approved_after is not None and v.approved_in_time is not False
     )
+    per_vm = vm_rollups(events, operations, scope_of, not_polling)
+    by_scope = scope_tallies({
+        "failed": [v.vm for v in per_vm if v.first_failed_at is not None],
+        "missed": {v.vm for e in events for v in e.vms if v.verdict == "missed"},
+        "no_notice": no_notice, "never_polled": never,
+        "stopped_polling": [p.vm for p in stopped],
+    }, scope_of, where)  # fmt: skip
     report = ReactionReport(
         generated_at=now, since=since, stale_after=stale_after, totals=totals,
         operation_totals=op_totals, no_notice=no_notice, operations=rollups,
-        vms=vm_rollups(events, operations, scope_of, not_polling), events=events,
+        vms=per_vm, events=events, by_scope=by_scope, by_kind=kind_totals(by_scope),
         stopped_polling=stopped, never_polled=never, unlisted_approvals=strays,
         detection=detection, approval=approval,
         controllers=controller_rollups(events, data.deliveries),

@@ -11,10 +11,13 @@ import msgspec
 from forewarn import __version__
 from forewarn.rehearsal.grading import ReactionReport
 from forewarn.rehearsal.report.charts import Timeline, duration, histogram, timeline
-from forewarn.rehearsal.rollups import OPERATION_VERDICTS, OperationRollup
+from forewarn.rehearsal.rollups import OPERATION_VERDICTS, OperationRollup, names
 from forewarn.rehearsal.verdicts import EventVerdict
 
-__all__ = ["render_report"]
+__all__ = ["FEW", "render_report"]
+
+#: Rows of VMs or scopes the summary shows; more go in a collapsed drill-down.
+FEW = 10
 
 
 @cache
@@ -29,6 +32,7 @@ def _environment() -> jinja2.Environment:
     env.filters["utc"] = _utc
     env.filters["clock"] = _clock
     env.filters["duration"] = _duration
+    env.filters["names"] = names
     return env
 
 
@@ -85,6 +89,7 @@ def render_report(report: ReactionReport, *, title: str = "forewarn rehearsal re
             version=__version__,
             timelines=charts,
             operation_verdicts=OPERATION_VERDICTS,
+            few=FEW,
             kinds=kinds,
             scopes=scopes,
             detection=histogram(report.detection),

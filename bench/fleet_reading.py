@@ -1,0 +1,183 @@
+"""What reading a big fleet costs: the report, the dashboard's first render, the topology.
+
+For each fleet size (``--sizes``: 10,000, 100,000 and 999,999 VMs made from a count, as
+``bench/fleet_startup.py`` builds them), start ``forewarn serve`` on a virtual clock, play
+the same drill on each (a host update of ten availability sets, 1,000 VMs of which none
+polls, an hour on), then time, best of ``--runs``:
+
+- ``forewarn report`` (the terminal), ``--json``, ``--html FILE`` and ``--junit FILE``,
+  each a whole command (its interpreter start included, as a user waits for it), with
+  the lines it printed;
+- the dashboard's first payload, ``GET /api/v1/dashboard`` over HTTP, and its size;
+- ``forewarn topology --json`` (every VM: the one reading that must grow with the fleet),
+  and its size.
+
+Then each size against the smaller ones: how many times the cost for how many times the
+VMs (goal, issue 39: at 1,000,000 VMs each within 10 x its cost at 100,000; the drill is
+the same at every size, so a reading that grows at all grows with the fleet, not with
+what there is to read).
+
+    python bench/fleet_reading.py [--runs 3] [--sizes 10000,100000,999999]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import itertools
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fleet_startup import ENV, answers, fleet_yaml, free_port
+
+GOAL_RATIO = 10.0
+SETS = 10  # availability sets of 100 VMs the drill updates
+
+READINGS = ("report", "report --json", "report --html", "report --junit", "dashboard",
+            "topology --json")  # fmt: skip
+
+
+def _post(port: int, path: str, body: dict[str, object]) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    try:
+        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        response.read()
+        if response.status >= 300:
+            raise RuntimeError(f"POST {path}: {response.status}")
+    finally:
+        conn.close()
+
+
+def _get(port: int, path: str) -> int:
+    """GET ``path``; the size of the body."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        size = len(response.read())
+        if response.status != 200:
+            raise RuntimeError(f"GET {path}: {response.status}")
+        return size
+    finally:
+        conn.close()
+
+
+def _up(port: int) -> bool:
+    """Whether the control API answers."""
+    try:
+        _get(port, "/api/v1/clock")
+    except (OSError, RuntimeError):
+        return False
+    return True
+
+
+def _command(control: int, args: list[str]) -> int:
+    """Run ``forewarn --control ... ARGS``; the bytes it printed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "forewarn", "--control", f"http://127.0.0.1:{control}", *args],
+        capture_output=True, env={**ENV, "COLUMNS": "80"}, timeout=900, check=True,
+    )  # fmt: skip
+    return len(done.stdout)
+
+
+def _best(runs: int, what: Callable[[], int]) -> tuple[float, int]:
+    """The best wall time of ``runs`` calls, and what the last returned (a size)."""
+    best, size = float("inf"), 0
+    for _ in range(runs):
+        began = time.perf_counter()
+        size = what()
+        best = min(best, time.perf_counter() - began)
+    return best, size
+
+
+def measure(root: Path, vms: int, runs: int) -> dict[str, tuple[float, int, int]]:
+    """Each reading of a ``vms``-VM fleet after the drill: (best seconds, bytes, lines)."""
+    directory = root / f"fleet-{vms}"
+    directory.mkdir()
+    fleet = directory / "fleet.yaml"
+    fleet.write_text(fleet_yaml(vms), encoding="utf-8")
+    imds, control = free_port(), free_port()
+    command = [
+        sys.executable, "-m", "forewarn", "serve", "--db", str(directory / "fleet.db"),
+        "--fleet", str(fleet), "--clock", "virtual", "--enablement", "always",
+        "--rate-limit", "0", "--imds-bind", f"127.0.0.1:{imds}",
+        "--control-bind", f"127.0.0.1:{control}",
+    ]  # fmt: skip
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+    try:
+        began = time.perf_counter()
+        while not (answers(imds) and _up(control)):
+            if proc.poll() is not None or time.perf_counter() - began > 300:
+                raise RuntimeError(f"the {vms}-VM server did not start")
+            time.sleep(0.05)
+        for k in range(SETS):
+            _post(control, "/api/v1/operations", {"kind": "host-update", "target": f"as{k}"})
+        _post(control, "/api/v1/clock/advance", {"seconds": 3600})
+        html, junit = directory / "report.html", directory / "report.xml"
+        out: dict[str, tuple[float, int, int]] = {}
+        for name, args in (("report", ["report"]), ("report --json", ["report", "--json"]),
+                           ("report --html", ["report", "--html", str(html)]),
+                           ("report --junit", ["report", "--junit", str(junit)])):  # fmt: skip
+            seconds, _ = _best(runs, lambda a=args: _command(control, a))  # type: ignore[misc]
+            printed = subprocess.run(
+                [sys.executable, "-m", "forewarn", "--control", f"http://127.0.0.1:{control}",
+                 *args], capture_output=True, text=True, env={**ENV, "COLUMNS": "80"},
+                check=True,
+            ).stdout  # fmt: skip
+            written = html if "--html" in args else junit if "--junit" in args else None
+            size = written.stat().st_size if written is not None else len(printed)
+            out[name] = (seconds, size, printed.count("\n"))
+        seconds, size = _best(runs, lambda: _get(control, "/api/v1/dashboard"))
+        out["dashboard"] = (seconds, size, 0)
+        seconds, size = _best(runs, lambda: _command(control, ["topology", "--json"]))
+        out["topology --json"] = (seconds, size, 0)
+        return out
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--sizes", default="10000,100000,999999")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    results: dict[int, dict[str, tuple[float, int, int]]] = {}
+    with tempfile.TemporaryDirectory(prefix="fleet-reading-") as tmp:
+        for vms in sizes:
+            results[vms] = measure(Path(tmp), vms, args.runs)
+            print(f"{vms:>9,} VMs: " + ", ".join(
+                f"{k} {s:.2f} s ({b / 1e6:.2f} MB{f', {n} lines' if n else ''})"
+                for k, (s, b, n) in results[vms].items()
+            ), flush=True)  # fmt: skip
+    verdict = 0
+    print("\nreading             " + "  ".join(f"{'x VMs':>6} {'x cost':>7}" for _ in sizes[1:]))
+    for reading in READINGS:
+        cells = []
+        for small, big in itertools.pairwise(sizes):
+            ratio = results[big][reading][0] / results[small][reading][0]
+            cells.append(f"{big / small:6.1f} {ratio:6.2f}x")
+            if big / small >= 9 and ratio > GOAL_RATIO:
+                verdict = 1
+        print(f"{reading:<19} " + "  ".join(cells))
+    print("\ngoal: each reading at 10 x the VMs within 10 x its cost:",
+          "PASS" if verdict == 0 else "MISS")  # fmt: skip
+    return verdict
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -352,7 +352,8 @@ def _freeze_after_freeze(
     stop, stop_rollouts = threading.Event(), threading.Event()
     crowd = Crowd(CROWD, urls)
     threads = [t for vm in vms for t in vm.threads(stop)] + crowd.threads(stop)
-    threads.append(threading.Thread(target=rollouts.run, args=(stop_rollouts,), daemon=True))
+    rolling = threading.Thread(target=rollouts.run, args=(stop_rollouts,), daemon=True)
+    threads.append(rolling)
     for thread in threads:
         thread.start()
     rounds: list[str] = []
@@ -386,6 +387,7 @@ def _freeze_after_freeze(
             if took is None or took > HEALTHY_WITHIN:
                 late.append(number)
         stop_rollouts.set()
+        rolling.join(timeout=30)  # a rollout it was starting is in rollouts.started now
         leader = fleet.wait_for_leader(timeout=60)
         if rollouts.started:
             fleet.wait_for_rollout(leader, rollouts.started[-1], timeout=90)

@@ -26,7 +26,6 @@ import argparse
 import http.client
 import itertools
 import json
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fleet_startup import ENV, answers, fleet_yaml, free_port
+from fleet_startup import ENV, answers, fleet_yaml, free_port, stop
 
 GOAL_RATIO = 10.0
 SETS = 10  # availability sets of 100 VMs the drill updates
@@ -142,12 +141,7 @@ def measure(root: Path, vms: int, runs: int) -> dict[str, tuple[float, int, int]
         out["topology --json"] = (seconds, size, 0)
         return out
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def main() -> int:

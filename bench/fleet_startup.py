@@ -76,6 +76,16 @@ def free_port() -> int:
         return port
 
 
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the server and wait for it (SIGKILL after a minute)."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def answers(port: int) -> bool:
     """Whether the endpoint answers a VM's request with 200 now."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
@@ -140,12 +150,7 @@ def start_once(directory: Path, extra: list[str], *, timeout: float = 120.0) -> 
         ready = time.perf_counter() - began
         return Start(ready, cpu_seconds(proc.pid), rss_mb(proc.pid))
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def measure(root: Path, vms: int, runs: int) -> tuple[Start, list[Start]]:

@@ -77,7 +77,7 @@ def test_a_repeated_poll_keeps_its_last_answer_without_a_new_tracked_object(
 ) -> None:
     endpoint = _Same()
     date = DateHeader()
-    repeats = Repeats(endpoint, Encoder(date), date)  # type: ignore[arg-type]
+    repeats = Repeats(endpoint, Encoder(date))  # type: ignore[arg-type]
     polled = [Repeat(f"GET /{key}".encode(), False) for key in KEYS]
     for repeat in polled:
         repeats.again(repeat, object())

@@ -50,34 +50,66 @@ class DateHeader:
         return self._line
 
 
+class _Framed:
+    """One reply's framing: what follows the Date line, and the whole answer of the second
+    it was last asked for (changed in place: no new object per second but its bytes)."""
+
+    __slots__ = ("date", "reply", "rest", "whole")
+
+    def __init__(self, reply: Reply, rest: bytes) -> None:
+        self.reply = reply
+        self.rest = rest
+        self.date = b""
+        self.whole = b""
+
+
 class Encoder:
-    """Status line + date + the rest, where the rest is cached per Reply object.
+    """Status line + date + the rest, where the rest is cached per Reply object, and the
+    whole answer per Reply object for the current second.
 
     Cached documents and error replies are the same Reply objects request after request,
-    so the framing is built once. Entries hold their Reply, so an id is never reused while
-    its entry lives; the cache is bounded in bytes.
+    so the framing is built once, and the answer once a second: every VM of a scope that
+    polls within a second is sent the same bytes object (at 10,000 VMs polling once a
+    second each poll comes in another second than its VM's last one, so an answer kept
+    per connection would be built again at every poll). Entries hold their Reply, so an
+    id is never reused while its entry lives; the cache is bounded in bytes.
     """
 
-    __slots__ = ("_bytes", "_date", "_rest")
+    __slots__ = ("_bytes", "_closing", "_date", "_open")
 
     def __init__(self, date: DateHeader) -> None:
         self._date = date
         self._bytes = 0
-        self._rest: dict[tuple[int, bool], tuple[Reply, bytes]] = {}
+        # By ``id(reply)``, one table per ``close`` (no key tuple to make per request).
+        self._open: dict[int, _Framed] = {}
+        self._closing: dict[int, _Framed] = {}
 
     def encode(self, reply: Reply, close: bool) -> bytes:
-        key = (id(reply), close)
-        entry = self._rest.get(key)
-        if entry is None or entry[0] is not reply:
-            rest = _rest(reply, close)
-            if self._bytes + len(rest) > ENCODER_CACHE_BYTES or len(self._rest) >= 4096:
-                self._rest.clear()
-                self._bytes = 0
-            self._rest[key] = (reply, rest)
-            self._bytes += len(rest)
-        else:
-            rest = entry[1]
-        return _STATUS_LINES[reply.status] + self._date.line() + rest
+        date = self._date.line()
+        entries = self._closing if close else self._open
+        entry = entries.get(id(reply))
+        if entry is None or entry.reply is not reply:
+            entry = self._frame(reply, close)
+        if entry.date is not date:
+            entry.whole = _STATUS_LINES[reply.status] + date + entry.rest
+            entry.date = date
+        return entry.whole
+
+    def _frame(self, reply: Reply, close: bool) -> _Framed:
+        """A reply's first framing (counted twice against the bound: its rest and its
+        whole answer)."""
+        rest = _rest(reply, close)
+        size = 2 * len(rest)
+        if (
+            self._bytes + size > ENCODER_CACHE_BYTES
+            or len(self._open) + len(self._closing) >= 4096
+        ):
+            self._open.clear()
+            self._closing.clear()
+            self._bytes = 0
+        entry = (self._closing if close else self._open)[id(reply)] = _Framed(reply, rest)
+        self._bytes += size
+        return entry
 
 
 def _rest(reply: Reply, close: bool) -> bytes:

@@ -119,7 +119,7 @@ async def serve_endpoint(
     encoder = Encoder(date)
     shared = Shared(
         endpoint=endpoint,
-        repeats=Repeats(endpoint if isinstance(endpoint, Repeater) else None, encoder, date),
+        repeats=Repeats(endpoint if isinstance(endpoint, Repeater) else None, encoder),
         encoder=encoder,
         date=date,
         loop=loop,

@@ -6,9 +6,10 @@ kept per client address and local port (the two that pick the VM), for every con
 the server: once a read that held exactly one plain GET has come twice from there, the
 endpoint gives a ticket for it (``Repeater``). From then on the same bytes from there, on
 whatever connection, are answered from the ticket, every rule applied as for a parsed
-request, and the bytes of the last answer are sent again while the document and the second
-of its Date line are the same. The bytes say whether the connection closes after the answer
-(``Connection: close``, HTTP/1.0), so that is kept with them.
+request, and the encoder's bytes of the answer are sent (one object for every connection
+answered with the same document in the same second: ``framing.Encoder``). The bytes say
+whether the connection closes after the answer (``Connection: close``, HTTP/1.0), so that
+is kept with them.
 
 Bounded: at most ``PER_ADDRESS`` distinct requests per address and port (a VM sends one
 or two); the books themselves are kept with each address's record (``peers.py``).
@@ -16,7 +17,7 @@ or two); the books themselves are kept with each address's record (``peers.py``)
 
 from __future__ import annotations
 
-from forewarn.imds.framing import DateHeader, Encoder
+from forewarn.imds.framing import Encoder
 from forewarn.imds.messages import Repeater, Reply, Request, Ticket
 
 __all__ = ["PER_ADDRESS", "Book", "Repeat", "Repeats"]
@@ -26,19 +27,14 @@ PER_ADDRESS = 4
 
 class Repeat:
     """A request seen from one address: whether it asks to close, and once it came twice,
-    the endpoint's ticket for it and the last answer sent."""
+    the endpoint's ticket for it."""
 
-    __slots__ = ("close", "raw", "sent", "sent_date", "sent_reply", "ticket")
+    __slots__ = ("close", "raw", "ticket")
 
     def __init__(self, raw: bytes, close: bool) -> None:
         self.raw = raw
         self.close = close
         self.ticket: Ticket | None = None
-        # The last answer: its reply, date line and bytes, in three slots, not a new
-        # tuple per poll (why: ``tests/imds/test_young_objects.py``).
-        self.sent_reply: Reply | None = None
-        self.sent_date = b""
-        self.sent = b""
 
 
 class _ParsedOnly:
@@ -58,14 +54,13 @@ Book = dict[bytes, Repeat]
 class Repeats:
     """The repeated polls of one server's connections, per client address and local port."""
 
-    __slots__ = ("_answers", "_date", "_encoder", "_repeater")
+    __slots__ = ("_answers", "_encoder", "_repeater")
 
-    def __init__(self, repeater: Repeater | None, encoder: Encoder, date: DateHeader) -> None:
+    def __init__(self, repeater: Repeater | None, encoder: Encoder) -> None:
         """``repeater`` is the endpoint (None: one that answers only parsed requests)."""
         self._answers = repeater is not None
         self._repeater: Repeater = repeater or _ParsedOnly()
         self._encoder = encoder
-        self._date = date
 
     def new_book(self, books: dict[int | None, Book], local_port: int | None) -> Book | None:
         """A book for what an address sends to ``local_port``, kept in ``books`` (its
@@ -98,11 +93,6 @@ class Repeats:
             return None
         if reply.wait is not None or reply.delay > 0:
             return reply
-        date = self._date.line()
-        if repeat.sent_reply is reply and repeat.sent_date is date:
-            return repeat.sent  # the very bytes sent last time (same document, same second)
-        data = self._encoder.encode(reply, repeat.close)
-        repeat.sent_reply = reply
-        repeat.sent_date = date
-        repeat.sent = data
-        return data
+        # The encoder's bytes of this reply for this second: the same object for every
+        # connection answered with it meanwhile (``framing.Encoder``).
+        return self._encoder.encode(reply, repeat.close)

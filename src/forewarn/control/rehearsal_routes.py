@@ -106,7 +106,7 @@ class ReactionRoutes:
         # ``since``: a report of the drill after a reset has none of the one before)
         tallies = {vm: w for vm, t in tracker.fault_tallies.items()
                    if (w := t.window(since)) is not None}  # fmt: skip
-        polls = dict(fabric.last_requests) if tallies else {}
+        polls = fabric.last_requests.copy() if tallies else {}
         now = fabric.clock.now()
 
         def graded() -> T:

@@ -19,6 +19,7 @@ from forewarn.fabric.errors import (
 )
 from forewarn.fabric.impact import pending_maintenance
 from forewarn.fabric.journal import Commit, InlineJournal, Journal, SettleCallback
+from forewarn.fabric.last_requests import LastRequests
 from forewarn.fabric.planner import OperationRequest
 from forewarn.fabric.ports import FabricObserver, Owing, Store
 from forewarn.fabric.records import (
@@ -55,6 +56,7 @@ __all__ = [
     "InvalidOperation",
     "InvalidTransition",
     "Journal",
+    "LastRequests",
     "NotFoundError",
     "OperationKind",
     "OperationRecord",

@@ -30,6 +30,7 @@ from forewarn.fabric.follower import Follower
 from forewarn.fabric.ids import new_event_id, new_token
 from forewarn.fabric.impact import vm_status, vm_statuses
 from forewarn.fabric.journal import Commit, InlineJournal, Journal
+from forewarn.fabric.last_requests import LastRequests
 from forewarn.fabric.lifecycle import EventPhase, Step, next_event_phase
 from forewarn.fabric.pipeline import Pipeline
 from forewarn.fabric.planner import OperationRequest
@@ -102,10 +103,9 @@ class Fabric:
         #: Until when this process may serve its views and write (``standing.py``): in a
         #: scaled-out fleet, only as long after it last heard from the database.
         self.standing = Standing()
-        #: Each VM's last request to this process's endpoint (``note_request``).
-        self.last_requests: dict[str, float] = {}
-        #: The same, only of the VMs that asked since ``take_polled`` last took them.
-        self._polled: dict[str, float] = {}
+        #: Each VM's last request to this process's endpoint (``note_request``), the ones
+        #: since ``take_polled`` last took them apart (``last_requests.py``).
+        self.last_requests = LastRequests()
         self._observers: list[FabricObserver] = []
         self._reload_listeners: list[Callable[[], None]] = []
 
@@ -280,8 +280,8 @@ class Fabric:
         now = self.clock.now()
         if self._noted_quietly(vm, now):
             return False
-        self.last_requests[vm.name] = now  # the reaction tracker's "last poll"
-        self._polled[vm.name] = now  # ... and what it writes next (``take_polled``)
+        self.last_requests.fresh[vm.name] = now  # the tracker's "last poll", and what it
+        # writes next (``take_polled``)
         scope_id = vm.scope_id
         last = self._last_seen.get(scope_id)
         recent = last is not None and now - last < self._idle_window
@@ -323,17 +323,16 @@ class Fabric:
                 return False
         elif not follower.quiet(scope_id, now):
             return False
-        name = vm.name
-        self.last_requests[name] = now  # the reaction tracker's "last poll"
-        self._polled[name] = now  # ... and what it writes next (``take_polled``)
+        self.last_requests.fresh[vm.name] = now  # the tracker's "last poll", and what it
+        # writes next (``take_polled``)
         self._last_seen[scope_id] = now
         return True
 
     def take_polled(self) -> dict[str, float]:
         """The last request of each VM that asked since the previous call (a swap: the
-        caller owns the dict, and a pass over it costs what changed, not the fleet)."""
-        polled, self._polled = self._polled, {}
-        return polled
+        caller owns the dict; merging it into ``last_requests`` is one pass in C over what
+        changed, not over the fleet)."""
+        return self.last_requests.take()
 
     def approve(
         self,

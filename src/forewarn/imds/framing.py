@@ -100,10 +100,7 @@ class Encoder:
         whole answer)."""
         rest = _rest(reply, close)
         size = 2 * len(rest)
-        if (
-            self._bytes + size > ENCODER_CACHE_BYTES
-            or len(self._open) + len(self._closing) >= 4096
-        ):
+        if self._bytes + size > ENCODER_CACHE_BYTES or len(self._open) + len(self._closing) >= 4096:
             self._open.clear()
             self._closing.clear()
             self._bytes = 0

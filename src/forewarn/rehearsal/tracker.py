@@ -1,7 +1,7 @@
 """Reaction tracking: who saw which event when, who approved it, who stopped polling.
 
 The fabric notes the time of each VM's requests (``Fabric.last_requests``, and the VMs
-that asked since the tracker last took them, ``Fabric.take_polled``: two dict stores in
+that asked since the tracker last took them, ``Fabric.take_polled``: one dict store in
 ``Fabric.note_request``, which reads the clock anyway) and tells its observers about
 every published change, reload and approval; the endpoint tells the tracker about every
 document it serves (``served``). The hot path stays cheap: ``served`` is one dict look-up
@@ -39,6 +39,7 @@ from forewarn.fabric import (
     Clock,
     EventRecord,
     Fabric,
+    LastRequests,
     NotFoundError,
     OperationRecord,
     RolloutRecord,
@@ -147,7 +148,7 @@ class ReactionTracker:
         clock: Clock,
         store: ReactionStore,
         *,
-        last_requests: Mapping[str, float],
+        last_requests: LastRequests,
         take_polled: Callable[[], dict[str, float]],
         operation_kind: Callable[[str], str | None] = lambda _: None,
         thread_setup: Callable[[], None] | None = None,
@@ -366,7 +367,7 @@ class ReactionTracker:
 
     def last_polls(self) -> dict[str, float]:
         """Each VM's last poll seen by this process (VMs that never polled left out)."""
-        return dict(self.last_requests)
+        return self.last_requests.copy()
 
     def shared_polls(self) -> list[VmPolls]:
         """Every VM's polls as every front-end wrote them (blocking: a store read)."""

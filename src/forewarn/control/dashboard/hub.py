@@ -224,7 +224,7 @@ class Hub:
     def polls(self) -> dict[str, float]:
         """Each VM's last poll as this process knows it (its own, merged with what the
         other front-ends of a scaled-out fleet wrote)."""
-        mine = dict(self.fabric.last_requests)
+        mine = self.fabric.last_requests.copy()
         if not self._shared_polls:
             return mine
         merged = dict(self._shared_polls)

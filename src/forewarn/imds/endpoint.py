@@ -45,7 +45,7 @@ from forewarn.imds.ratelimit import Bucket, RateLimiter
 from forewarn.imds.recorder import DocumentRecorder, RecordingCache
 from forewarn.imds.segments import decoded_path
 from forewarn.imds.tokens import TokenSigner
-from forewarn.rehearsal import ReactionTracker
+from forewarn.rehearsal import ReactionTracker, Track
 
 log = logging.getLogger(__name__)
 
@@ -219,19 +219,26 @@ class _Poll(Ticket):
     connection (route, api-version, headers, which VM): sent again, only the rules that
     depend on time and state are applied (``Endpoint.again``). Keeps the last document
     served, to hand it out again while the scope's view is the same object, and the VM's
-    rate-limit bucket (None: no limit), so that a poll looks nothing up by the VM's name
-    there (at 10,000 VMs a look-up in a table of 10,000 is a cache miss or two a poll)."""
+    rate-limit bucket and reaction track (None: no limit, no tracker), so that a poll looks
+    nothing up by the VM's name there (at 10,000 VMs a look-up in a table of 10,000 is a
+    cache miss or two a poll)."""
 
-    __slots__ = ("bucket", "if_none_match", "name", "reply", "version", "view", "vm")
+    __slots__ = ("bucket", "if_none_match", "name", "reply", "track", "version", "view", "vm")
 
     def __init__(
-        self, vm: VM, version: ApiVersion, if_none_match: bytes | None, bucket: Bucket | None
+        self,
+        vm: VM,
+        version: ApiVersion,
+        if_none_match: bytes | None,
+        bucket: Bucket | None,
+        track: Track | None,
     ) -> None:
         self.vm = vm
         self.name = vm.name
         self.version = version
         self.if_none_match = if_none_match
         self.bucket = bucket
+        self.track = track
         self.view: ScopeView | None = None
         self.reply: Reply | None = None
 
@@ -278,6 +285,7 @@ class Endpoint:
         self._on_response = on_response
         # Who saw what when: one slot store a poll (a no-op call without a tracker).
         self._served = _not_tracked if reactions is None else reactions.served
+        self._reactions = reactions
         self._targets: dict[tuple[str, bytes], _Target] = {}
         if faults is None:
             faults = FaultBook(
@@ -341,7 +349,8 @@ class Endpoint:
         if not metadata_ok or (if_none_match is not None and self.fabric.replicated):
             return None  # (a replicated 304 may have to wait for this front-end's view)
         bucket = None if self._limiter is None else self._limiter.bucket(vm.name)
-        return _Poll(vm, target.version, if_none_match, bucket)
+        track = None if self._reactions is None else self._reactions.track(vm.name)
+        return _Poll(vm, target.version, if_none_match, bucket, track)
 
     def again(self, ticket: Ticket) -> Reply | None:
         """The answer to a ticket's poll sent again: what ``handle`` would answer, for the
@@ -360,7 +369,8 @@ class Endpoint:
             elif (view := fabric.repeated_poll(poll.vm)) is not None and (
                 view is poll.view and poll.reply is not None
             ):  # the same document as last time, nothing to write: the common poll
-                self._served(poll.name, view, poll.version)
+                if poll.track is not None:
+                    poll.track.served(view, poll.version)
                 reply = poll.reply
             else:
                 reply = self._poll_again(poll, poll.vm, view)

@@ -7,7 +7,7 @@ the report renders them. Above the fabric, built and wired by the composition ro
 
 from forewarn.rehearsal.facts import EventFacts, ReactionData, ReactionStore, VmPolls, VmReaction
 from forewarn.rehearsal.grading import ReactionReport, grade
-from forewarn.rehearsal.tracker import ReactionTracker, track_reactions
+from forewarn.rehearsal.tracker import ReactionTracker, Track, track_reactions
 
 __all__ = [
     "EventFacts",
@@ -15,6 +15,7 @@ __all__ = [
     "ReactionReport",
     "ReactionStore",
     "ReactionTracker",
+    "Track",
     "VmPolls",
     "VmReaction",
     "grade",

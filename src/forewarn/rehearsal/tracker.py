@@ -117,18 +117,31 @@ def _live_events(fabric: Fabric) -> Iterator[EventRecord]:
                 yield fabric.event(event_id)
 
 
-class _Track:
-    """What one VM was last served."""
+class Track:
+    """What one VM was last served. A holder of it (a repeated poll's ticket) tells it of
+    each document served with ``served``, without a look-up by name: at 10,000 VMs a
+    look-up in a table of 10,000 is a cache miss or two a poll."""
 
-    __slots__ = ("first_poll", "version", "view")
+    __slots__ = ("_tracker", "first_poll", "version", "view", "vm")
 
-    def __init__(self) -> None:
+    def __init__(self, tracker: ReactionTracker | None, vm: str) -> None:
+        self._tracker = tracker
+        self.vm = vm
         self.first_poll = 0.0
         self.view: ScopeView | None = None
         self.version: ApiVersion | None = None
 
+    def served(self, view: ScopeView, version: ApiVersion) -> None:
+        """A document of ``view`` went to this VM for ``version`` (the hot path: its time
+        is the request's, already in ``last_requests``)."""
+        if self.view is view and self.version is version:
+            return
+        tracker = self._tracker
+        assert tracker is not None  # (only ``_NO_TRACK`` has none, and serves nothing)
+        tracker.new_document(self, view, version)
 
-_NO_TRACK = _Track()
+
+_NO_TRACK = Track(None, "")
 
 
 @dataclass(slots=True)
@@ -164,7 +177,7 @@ class ReactionTracker:
         self._load_polls = store.polls
         self._operation_kind = operation_kind
         #: What each VM that asked was last served (made on its first request).
-        self._tracks: dict[str, _Track] = {}
+        self._tracks: dict[str, Track] = {}
         self.last_requests = last_requests
         #: Per live event, the VMs recorded as having seen it (Scheduled, then Started).
         self._seen: dict[str, set[str]] = {}
@@ -188,19 +201,22 @@ class ReactionTracker:
     # ------------------------------------------------------------- recording
 
     def served(self, vm: str, view: ScopeView, version: ApiVersion) -> None:
-        """A document of ``view`` went to ``vm`` for ``version`` (the hot path: its time
-        is the request's, already in ``last_requests``)."""
+        """A document of ``view`` went to ``vm`` for ``version``."""
+        self.track(vm).served(view, version)
+
+    def track(self, vm: str) -> Track:
+        """What ``vm`` was last served (made on its first request), the same object for as
+        long as the tracker lives: a holder may tell it directly (``Track.served``)."""
         track = self._tracks.get(vm)
         if track is None:
-            track = self._tracks[vm] = _Track()
-        if track.view is view and track.version is version:
-            return
-        self._new_document(vm, track, view, version, self.last_requests.get(vm) or self._now())
+            track = self._tracks[vm] = Track(self, vm)
+        return track
 
-    def _new_document(
-        self, vm: str, track: _Track, view: ScopeView, version: ApiVersion, now: float
-    ) -> None:
-        """First time ``vm`` gets this incarnation (or api-version): note what it shows."""
+    def new_document(self, track: Track, view: ScopeView, version: ApiVersion) -> None:
+        """First time ``track``'s VM gets this incarnation (or api-version), at its request's
+        time: note what it shows (``Track.served``)."""
+        vm = track.vm
+        now = self.last_requests.get(vm) or self._now()
         if not track.first_poll:
             track.first_poll = now
         track.view, track.version = view, version

@@ -34,6 +34,9 @@ class Standing:
     def __init__(self, clock: TimeSource = monotonic) -> None:
         self._clock = clock
         self.seconds: float | None = None
+        #: False until ``require``: ``current`` is then always True (a hot path may read
+        #: this attribute rather than call it: no clock read).
+        self.lapses = False
         self._until = math.inf
         self._on_lapse: Callable[[], None] | None = None
         self._told = False
@@ -42,6 +45,7 @@ class Standing:
     def require(self, seconds: float, on_lapse: Callable[[], None] | None = None) -> None:
         """Lapse ``seconds`` after each confirmation (none yet: lapsed now)."""
         self.seconds = seconds
+        self.lapses = True
         self._on_lapse = on_lapse
         self._until = -math.inf
 

@@ -357,8 +357,12 @@ class Endpoint:
         rules that depend on time and state (deleted VM, faults: None, parse it; rate
         limit, first request, the scope's document, reaction tracking, metrics)."""
         poll: _Poll = ticket  # type: ignore[assignment]  # only ``ticket`` makes them
-        fabric = self.fabric
-        if self.faults.active or poll.name in self._deleted or not self._standing.current():
+        fabric, standing = self.fabric, self._standing
+        if (
+            self.faults.active
+            or poll.name in self._deleted
+            or (standing.lapses and not standing.current())
+        ):
             return None
         if poll.if_none_match is not None and fabric.replicated:
             return None

@@ -4,9 +4,10 @@ The fabric notes the time of each VM's requests (``Fabric.last_requests``, and t
 that asked since the tracker last took them, ``Fabric.take_polled``: one dict store in
 ``Fabric.note_request``, which reads the clock anyway) and tells its observers about
 every published change, reload and approval; the endpoint tells the tracker about every
-document it serves (``served``). The hot path stays cheap: ``served`` is one dict look-up
-and two reference comparisons (the scope view and api-version the VM was last served);
-only when those changed (a new incarnation) does it look at the document's events, once
+document it serves (``served``, or a repeated poll's ticket straight to the VM's
+``Track``). The hot path stays cheap: two reference comparisons (the scope view and
+api-version the VM was last served; ``served`` looks the VM's track up first); only when
+those changed (a new incarnation) does it look at the document's events, once
 per VM and incarnation.
 
 The composition root builds the tracker (``track_reactions``): the fabric does not know

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench import fleet_tail, operations_rate
+from bench import fleet_tail, instructions, operations_rate
 from tests.scaleout.pg import ADMIN_URL, pg_available
 
 
@@ -117,3 +117,10 @@ def test_operations_rate_measures_each_level(
     assert len(rates) == 2
     assert "ratio 1.00" in rates[0]
     assert rates[1].split()[-1] in {"PASS", "MISS"}
+
+
+@pytest.mark.parametrize("server", ["forewarn", "canned"])
+async def test_instructions_fleet_mode_answers_every_poll_after_the_warm_up(server: str) -> None:
+    # 250 VMs each on its own connection, polled in turn after three polls each: every
+    # poll counted is answered, on its VM's connection.
+    assert await instructions.drive(server, "fleet", 500, vms=250) == 500

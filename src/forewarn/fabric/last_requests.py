@@ -53,4 +53,4 @@ class LastRequests(Mapping[str, float]):
         return iter(self.copy())
 
     def __len__(self) -> int:
-        return len(self._earlier) + sum(1 for vm in self.fresh if vm not in self._earlier)
+        return len(self._earlier.keys() | self.fresh.keys())

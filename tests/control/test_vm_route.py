@@ -101,4 +101,3 @@ def test_the_route_is_in_the_openapi_document(server: ServerProcess) -> None:
     assert [p["name"] for p in get["parameters"]] == ["name"]
     detail = doc["components"]["schemas"]["VmDetailOut"]
     assert "scope_kind" in detail["required"] and "computer_name" in detail["properties"]
-

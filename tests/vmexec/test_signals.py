@@ -10,6 +10,7 @@ arrives before it, and the totals COMMAND prints count every copy.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import select
@@ -109,7 +110,15 @@ class _Terminal:
         shown, self.seen = self.seen[:end], self.seen[end:]
         return shown.decode(errors="replace")
 
+    def jobs(self) -> list[int]:
+        """The shell's children: its jobs' leaders (forewarn)."""
+        children = Path(f"/proc/{self.bash.pid}/task/{self.bash.pid}/children")
+        return [int(pid) for pid in children.read_text().split()]
+
     def close(self) -> None:
+        for job in self.jobs():  # a job left stopped by a failed test ends too
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(job, signal.SIGKILL)
         self.bash.kill()
         self.bash.wait(timeout=30)
         os.close(self.master)
@@ -139,12 +148,11 @@ def test_a_terminals_ctrl_c_ctrl_z_and_fg_reach_command_once(
         shown = terminal.until("PROMPT> ")
         assert "Stopped" in shown and f"stopped={128 + signal.SIGTSTP}" in shown, shown
         terminal.type(b"fg\n")
-        terminal.until("\n")  # the shell names the job it continues
+        terminal.until("continued\r\n")  # (the shell names the job first)
         terminal.type(b"\x1c")
         terminal.until("QUIT 1\r\n")
-        [forewarn] = Path(f"/proc/{terminal.bash.pid}/task/{terminal.bash.pid}/children") \
-            .read_text().split()  # fmt: skip
-        os.kill(int(forewarn), signal.SIGTERM)
+        [forewarn] = terminal.jobs()
+        os.kill(forewarn, signal.SIGTERM)
         shown = terminal.until("PROMPT> ")  # the shell has its terminal back
         assert "totals HUP=0 INT=1 QUIT=1 USR1=0 USR2=0 TERM=1\r\n" in shown, shown
     finally:

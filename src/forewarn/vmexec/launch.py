@@ -183,8 +183,6 @@ def run(
         ours.close()
         enter(plan, theirs)
     theirs.close()
-    with contextlib.suppress(OSError):  # its own group, as it makes itself (whichever first)
-        os.setpgid(child, child)
     try:
         return _supervise(vm, child, ours, listens, addresses, mask, terminal)
     finally:

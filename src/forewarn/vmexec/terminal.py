@@ -40,7 +40,7 @@ def _controlling_terminal() -> int | None:
 def leave_group() -> None:
     """In the sandbox, first thing: a process group of its own; the terminal too when its
     old group (forewarn's) was the terminal's foreground."""
-    before = os.getpgrp()
+    before = os.getpgid(os.getppid())  # forewarn's
     os.setpgid(0, 0)
     tty = _controlling_terminal()
     if tty is None:

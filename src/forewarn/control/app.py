@@ -7,6 +7,7 @@ Every answer, errors of routing and crashes included, is JSON (``{"error": ...}`
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -47,6 +48,7 @@ from forewarn.control.schemas import (
     AdvanceBody,
     ClockOut,
     OperationBody,
+    VmDetailOut,
     VmOut,
 )
 from forewarn.control.security import AccessGuard, HostPolicy
@@ -250,6 +252,7 @@ class ControlApp:
             r("/metrics", get=self.metrics),
             r("/api/v1/topology", get=self.topology),
             r("/api/v1/vms", get=self.vms),
+            r("/api/v1/vms/{name}", get=self.vm),
             r("/api/v1/catalogue", get=self.catalogue),
             r("/api/v1/events", get=self.list_events),
             r("/api/v1/events/{event_id}", get=self.get_event),
@@ -354,6 +357,24 @@ class ControlApp:
     async def vms(self, request: Request) -> Response:
         statuses = self.fabric.vm_statuses()
         return _json([self._vm_out(n, statuses) for n in self.fabric.topology.vms])
+
+    async def vm(self, request: Request) -> Response:
+        """One VM, looked up in the fleet's table (a million VMs cost what ten do)."""
+        name = request.path_params["name"]
+        try:
+            found = self.fabric.topology.vm(name)
+        except UnknownName:
+            raise UnknownName(f"no VM named {shorten(name, 100)!r} ({self._some_vms()})") from None
+        row = self._vm_out(found.name)
+        kind = self.fabric.topology.scopes[found.scope_id].kind.value
+        return _json(VmDetailOut(**msgspec.structs.asdict(row), scope_kind=kind))
+
+    def _some_vms(self) -> str:
+        """The fleet's first VMs, for an error that should say what there is."""
+        vms = self.fabric.topology.vms
+        names = list(itertools.islice(vms, 8))
+        more = len(vms) - len(names)
+        return "its VMs: " + ", ".join(names) + (f" and {more} more" if more > 0 else "")
 
     async def topology(self, request: Request) -> Response:
         """Every scope and VM, streamed (``topology_stream``: a million VMs never built

@@ -217,6 +217,14 @@ def openapi_document(
         "/api/v1/vms": {
             "get": _op("Every VM", {"200": _json({"type": "array", "items": _ref("VmOut")})})
         },
+        "/api/v1/vms/{name}": {
+            "get": _op(
+                "One VM and its scope's kind, by name (exact first, then ignoring case); "
+                "404 names a few of the fleet's VMs",
+                {"200": _json(_ref("VmDetailOut"))},
+                params=[_path_param("name")],
+            )
+        },
         "/api/v1/events": {
             "get": _op(
                 "Live events",

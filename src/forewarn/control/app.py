@@ -261,6 +261,8 @@ class ControlApp:
             r("/api/v1/clock/advance", post=self.advance),
             r("/api/v1/history", get=self.history),
             r("/api/v1/dashboard", get=self.dashboard.state),
+            r("/api/v1/dashboard/scopes/{scope}", get=self.dashboard.scope_vms),
+            r("/api/v1/dashboard/vms", get=self.dashboard.search_vms),
             r("/api/v1/stream", get=self.dashboard.stream),
             r("/api/v1/scenarios", get=self.dashboard.scenarios_list),
             r("/api/v1/scenarios/runs", post=self.dashboard.scenario_run),

@@ -147,8 +147,13 @@ def test_the_snapshot_is_everything_the_page_draws(fabric: Fabric) -> None:
     created = client.post("/api/v1/operations", headers=JSON, json=body)
     assert created.status_code == 201
     snapshot: dict[str, Any] = client.get("/api/v1/dashboard").json()
-    assert len(snapshot["vms"]) == len(fabric.topology.vms)
-    web0 = next(v for v in snapshot["vms"] if v["name"] == "web-0")
+    assert snapshot["vms"] == len(fabric.topology.vms)  # counted: the VMs come per scope
+    web = next(s for s in snapshot["scopes"] if s["id"] == "web")
+    assert web == {"id": "web", "region": "westeurope", "kind": "availability_set",
+                   "update_domains": 3, "incarnation": web["incarnation"], "enabled": True,
+                   "vms": 6, "states": {}, "polled": 0, "silent": 0}  # fmt: skip
+    page = client.get("/api/v1/dashboard/scopes/web").json()
+    web0 = next(v for v in page["vms"] if v["name"] == "web-0")
     assert web0 == {"name": "web-0", "scope": "web", "host": "host-1", "ud": 0,
                     "status": "running", "polled": None}  # fmt: skip
     assert {e["id"] for e in snapshot["events"]} == {e.id for e in fabric.events()}

@@ -81,6 +81,13 @@ def test_a_scope_lists_its_vms_a_page_at_a_time() -> None:
     assert found["total"] == 11
 
 
+def test_a_placement_group_s_id_holds_a_slash_and_its_page_is_found() -> None:
+    spec = fleet({"kind": "scale_set", "name": "big", "vms": 600, "placement_groups": 6})
+    page = _client(make_fabric(spec)).get("/api/v1/dashboard/scopes/big/pg3?limit=3").json()
+    assert page["scope"] == "big/pg3" and page["total"] == 100
+    assert [vm["name"] for vm in page["vms"]] == ["big_3", "big_9", "big_15"]
+
+
 def test_an_unknown_scope_is_404_saying_so_and_bad_paging_400_naming_it() -> None:
     client = _client(_fleet_of(10))
     missing = client.get("/api/v1/dashboard/scopes/nowhere")

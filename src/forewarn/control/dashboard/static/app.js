@@ -455,7 +455,8 @@
     slot.busy = true;
     state.loading.set(id, slot);
     try {
-      const page = await api("GET", `/api/v1/dashboard/scopes/${encodeURIComponent(id)}?offset=${offset}&limit=${VM_PAGE}`);
+      const path = id.split("/").map(encodeURIComponent).join("/");  // a placement group: big/pg3
+      const page = await api("GET", `/api/v1/dashboard/scopes/${path}?offset=${offset}&limit=${VM_PAGE}`);
       state.pages.set(id, page);
       for (const vm of page.vms) state.vms.set(vm.name, vm);
       const section = document.querySelector(`#fleet details.scope[data-scope="${CSS.escape(id)}"]`);
@@ -503,7 +504,7 @@
   function pager(page) {
     if (page.total <= page.vms.length && !page.offset) return "";
     const last = page.offset + page.vms.length;
-    return `<p class="pager muted">VMs ${(page.offset + 1).toLocaleString("en-US")}–${last.toLocaleString("en-US")} of ${page.total.toLocaleString("en-US")}`
+    return `<p class="pager muted">VMs ${(page.offset + 1).toLocaleString("en-US")} to ${last.toLocaleString("en-US")} of ${page.total.toLocaleString("en-US")}`
       + ` <button type="button" class="quiet" data-page="${Math.max(0, page.offset - page.limit)}"${page.offset ? "" : " disabled"}>previous</button>`
       + ` <button type="button" class="quiet" data-page="${page.next === null ? "" : page.next}"${page.next === null ? " disabled" : ""}>next</button></p>`;
   }

@@ -75,7 +75,11 @@ def test_the_page_loads_nothing_from_elsewhere_and_cannot_be_framed(fabric: Fabr
 
 @pytest.mark.parametrize(
     ("name", "media"),
-    [("app.js", "text/javascript; charset=utf-8"), ("app.css", "text/css; charset=utf-8")],
+    [
+        ("app.js", "text/javascript; charset=utf-8"),
+        ("fleet.js", "text/javascript; charset=utf-8"),
+        ("app.css", "text/css; charset=utf-8"),
+    ],
 )
 def test_the_page_s_files_are_served_with_their_type(fabric: Fabric, name: str, media: str) -> None:
     response = TestClient(ControlApp(fabric).asgi).get(f"/dashboard/{name}")

@@ -281,7 +281,7 @@ def _print(r: dict[str, Any]) -> None:
           f"load average {r['load_before']} -> {r['load_after']}")  # fmt: skip
     print("| measure | result |")
     print("|---|---|")
-    print(f"| first render (navigation to the whole fleet drawn), {len(r['first_render_ms'])} "
+    print(f"| first render (navigation to the fleet drawn, rolled up), {len(r['first_render_ms'])} "
           f"tabs | {_percentiles(r['first_render_ms'])} |")  # fmt: skip
     print(f"| of which: page loaded (DOMContentLoaded) | {_percentiles(r['page_loaded_ms'])} |")
     print(f"| of which: live stream answered | {_percentiles(r['stream_open_ms'])} |")

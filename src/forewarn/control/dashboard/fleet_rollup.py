@@ -69,16 +69,17 @@ class ScopeIndex:
     def __init__(self, topology: Topology) -> None:
         self._topology = topology
         self._scope_of = topology.vms.scope_ids()
-        self._cache: dict[str, str] = {}
+        #: VM name → scope, for the VMs looked up so far (``scope_of`` fills it).
+        self.cache: dict[str, str] = {}
         self._where: dict[str, tuple[str, str]] = {}
 
     def scope_of(self, vm: str) -> str | None:
         """The scope of VM ``vm`` (None: not in the fleet)."""
-        scope = self._cache.get(vm)
+        scope = self.cache.get(vm)
         if scope is None:
             scope = self._scope_of.get(vm)
             if scope is not None:
-                self._cache[vm] = scope
+                self.cache[vm] = scope
         return scope
 
     def where(self, scope_id: str) -> tuple[str, str]:
@@ -103,25 +104,29 @@ class FleetTally:
     def __init__(self, index: ScopeIndex, now: float) -> None:
         self._index = index
         self._now = now
-        self._polled: Counter[str] = Counter()
-        self._silent: Counter[str] = Counter()
+        self._polled: dict[str, int] = {}
+        self._silent: dict[str, int] = {}
         self._states: dict[str, Counter[str]] = {}
         self.moved: set[str] = set()
 
     def add_polls(
         self, polls: Iterable[tuple[str, float]], sent: Mapping[str, float] | None = None
     ) -> None:
-        """Count each of ``polls``; note its scope as moved when ``sent`` had another time."""
-        scope_of, now, polled, silent = self._index.scope_of, self._now, self._polled, self._silent
+        """Count each of ``polls``; note its scope as moved when ``sent`` had another time.
+        (The hot loop of a tick: a VM's scope from the index's cache, inline.)"""
+        known, scope_of = self._index.cache, self._index.scope_of
+        polled, silent, moved = self._polled, self._silent, self.moved
+        stale = self._now - SILENT_AFTER
+        last = sent.get if sent is not None else None
         for name, at in polls:
-            scope = scope_of(name)
+            scope = known.get(name) or scope_of(name)
             if scope is None:
                 continue
-            polled[scope] += 1
-            if now - at >= SILENT_AFTER:
-                silent[scope] += 1
-            if sent is not None and sent.get(name) != at:
-                self.moved.add(scope)
+            polled[scope] = polled.get(scope, 0) + 1
+            if at <= stale:
+                silent[scope] = silent.get(scope, 0) + 1
+            if last is not None and last(name) != at:
+                moved.add(scope)
 
     def add_statuses(
         self, statuses: Mapping[str, str], sent: Mapping[str, str] | None = None

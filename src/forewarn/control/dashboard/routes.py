@@ -149,7 +149,7 @@ class DashboardRoutes:
         history = await run_in_threadpool(self.fabric.history, limit=HISTORY, newest=True)
         resets = await run_in_threadpool(self.resets.times)
         names = self.scenarios.names() if self.scenarios is not None else None
-        return snapshot(self.fabric, index=self.hub.index, polls=self.hub.polls(),
+        return await snapshot(self.fabric, index=self.hub.index, polls=self.hub.polls(),
                         history=history, scenarios=names, resets=resets)  # fmt: skip
 
     async def snapshot_event(self, since: int) -> bytes:

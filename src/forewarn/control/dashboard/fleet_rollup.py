@@ -143,15 +143,16 @@ class FleetTally:
                 if statuses.get(name) != sent.get(name) and (scope := scope_of(name)):
                     self.moved.add(scope)
 
-    def counts(self, scope_id: str, vms: int) -> Counts:
-        """One scope's counts: its VMs, those not running by state, polled, silent."""
+    def count(self, scope_id: str) -> tuple[dict[str, int], int, int]:
+        """One scope's VMs not running by state, polled, and silent."""
         states = self._states.get(scope_id)
-        return {
-            "vms": vms,
-            "states": dict(states) if states else {},
-            "polled": self._polled.get(scope_id, 0),
-            "silent": self._silent.get(scope_id, 0),
-        }
+        return (dict(states) if states else {}, self._polled.get(scope_id, 0),
+                self._silent.get(scope_id, 0))  # fmt: skip
+
+    def counts(self, scope_id: str, vms: int) -> Counts:
+        """One scope's counts as a tick sends them: its VMs, then ``count``'s."""
+        states, polled, silent = self.count(scope_id)
+        return {"vms": vms, "states": states, "polled": polled, "silent": silent}
 
 
 def _row(topology: Topology, index: int, statuses: Mapping[str, str],

@@ -192,9 +192,12 @@ def _only_documented_query(handler: Handler, names: frozenset[str] | None) -> Ha
     return checked
 
 
-def _route(doc: dict[str, Any], path: str, **handlers: Handler) -> Route:
+def _route(doc: dict[str, Any], path: str, *, tail: str | None = None,
+           **handlers: Handler) -> Route:  # fmt: skip
     """One route per path, so that a 405 names every method the path serves; query
-    parameters are the ones ``doc`` (the OpenAPI document) gives each method."""
+    parameters are the ones ``doc`` (the OpenAPI document) gives each method; ``tail``:
+    the path parameter that takes the rest of the path, ``/`` included (a scope id such
+    as ``big/pg3``)."""
     by_method = {
         method.upper(): _guard(_only_documented_query(handler, _query_names(doc, path, method)))
         for method, handler in handlers.items()
@@ -204,7 +207,8 @@ def _route(doc: dict[str, Any], path: str, **handlers: Handler) -> Route:
         method = "GET" if request.method == "HEAD" else request.method
         return await by_method[method](request)
 
-    return Route(path, endpoint, methods=list(by_method))
+    matched = path if tail is None else path.replace(f"{{{tail}}}", f"{{{tail}:path}}")
+    return Route(matched, endpoint, methods=list(by_method))
 
 
 class ControlApp:
@@ -242,8 +246,8 @@ class ControlApp:
         self._openapi = msgspec.json.encode(doc)
         self._documents = DocumentCache()  # the endpoint's rendering, not a second copy
 
-        def r(path: str, **handlers: Handler) -> Route:
-            return _route(doc, path, **handlers)
+        def r(path: str, *, tail: str | None = None, **handlers: Handler) -> Route:
+            return _route(doc, path, tail=tail, **handlers)
 
         routes = [
             r("/", get=self.index),
@@ -264,6 +268,8 @@ class ControlApp:
             r("/api/v1/clock/advance", post=self.advance),
             r("/api/v1/history", get=self.history),
             r("/api/v1/dashboard", get=self.dashboard.state),
+            r("/api/v1/dashboard/scopes/{scope}", tail="scope", get=self.dashboard.scope_vms),
+            r("/api/v1/dashboard/vms", get=self.dashboard.search_vms),
             r("/api/v1/stream", get=self.dashboard.stream),
             r("/api/v1/scenarios", get=self.dashboard.scenarios_list),
             r("/api/v1/scenarios/runs", post=self.dashboard.scenario_run),

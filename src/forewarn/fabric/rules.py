@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from forewarn.contract import EventStatus, EventType
+from forewarn.fabric import region
 from forewarn.fabric.catalogue import OperationSpec, spec_for
 from forewarn.fabric.config import FabricConfig
 from forewarn.fabric.errors import Conflict, EventNotVisible, InvalidOperation
@@ -106,6 +107,8 @@ def submit(p: Platform, tx: Tx, request: OperationRequest) -> OperationRecord:
     )  # fmt: skip
     _check_in_progress(tx, plan)
     _check_preview_limit(p, tx, plan)
+    if plan.region is not None:
+        return region.start(p, tx, plan, create_operation)
     rollout_id = None
     if plan.rolling:
         rollout_id = p.fresh_id("rollout", state.rollouts)
@@ -526,6 +529,9 @@ def seal(p: Platform, tx: Tx, clock_position: float | None = None) -> Changes:
 
 def _advance_rollout(p: Platform, tx: Tx, rollout_id: str) -> None:
     rollout = tx.rollouts.get(rollout_id) or tx.state.rollouts[rollout_id]
+    if rollout.region:
+        region.advance(p, tx, rollout, create_operation)
+        return
     batches = rollout.batches
     index = rollout.next_batch
     while index < len(batches):

@@ -8,7 +8,8 @@ import msgspec
 
 from forewarn.control.drill_routes import SCHEMAS as DRILL_SCHEMAS
 from forewarn.control.drill_routes import fault_body_rules
-from forewarn.fabric import OperationKind
+from forewarn.control.rollout_routes import SCHEMAS as ROLLOUT_SCHEMAS
+from forewarn.fabric import MAX_WAVE_HOSTS, OperationKind
 from forewarn.rehearsal.grading import ReactionReport
 
 __all__ = [
@@ -36,7 +37,9 @@ Name = Annotated[str, msgspec.Meta(max_length=NAME_MAX)]
 
 class OperationBody(msgspec.Struct, forbid_unknown_fields=True):
     """Create an operation. Name the target with exactly one of ``vms``, ``host``,
-    ``scope``, or ``target`` (a VM, host or scope name, resolved in that order)."""
+    ``scope``, ``target`` (a VM, host or scope name, resolved in that order), or
+    ``region: true`` (the whole fleet: a rolling kind walks every update domain, host by
+    host, in waves of ``wave_hosts`` hosts, default 100)."""
 
     # A plain str, so that an unknown kind gets the fabric's message naming the known ones.
     kind: Annotated[
@@ -52,6 +55,8 @@ class OperationBody(msgspec.Struct, forbid_unknown_fields=True):
     notice_seconds: float | None = None
     description: Annotated[str, msgspec.Meta(max_length=DESCRIPTION_MAX)] | None = None
     duration_seconds: int | None = None
+    region: bool | None = None
+    wave_hosts: Annotated[int, msgspec.Meta(ge=1, le=MAX_WAVE_HOSTS)] | None = None
 
 
 class AdvanceBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -151,6 +156,7 @@ _TARGETS = {
     "vms": {"type": "array", "items": _NAME, "minItems": 1, "uniqueItems": True},
     "host": _NAME,
     "scope": _NAME,
+    "region": {"const": True},
 }
 
 
@@ -161,6 +167,7 @@ def schema_components() -> dict[str, Any]:
             *(OperationBody, AdvanceBody, ActionBody, ErrorOut, EventOut, OperationOut),
             *(VmOut, ClockOut, ReactionReport, ScenarioRunBody),
             *DRILL_SCHEMAS,  # reset and endpoint faults
+            *ROLLOUT_SCHEMAS,
         ],
         ref_template="#/components/schemas/{name}",
     )

@@ -19,7 +19,7 @@ from forewarn.fabric.errors import (
 )
 from forewarn.fabric.impact import pending_maintenance
 from forewarn.fabric.journal import Commit, InlineJournal, Journal, SettleCallback
-from forewarn.fabric.planner import OperationRequest
+from forewarn.fabric.planner import DEFAULT_WAVE_HOSTS, MAX_WAVE_HOSTS, OperationRequest
 from forewarn.fabric.ports import FabricObserver, Owing, Store
 from forewarn.fabric.records import (
     RESET_KIND,
@@ -37,6 +37,8 @@ from forewarn.fabric.scheduler import Scheduler
 from forewarn.fabric.scope_view import ScopeView
 
 __all__ = [
+    "DEFAULT_WAVE_HOSTS",
+    "MAX_WAVE_HOSTS",
     "CATALOGUE",
     "RESET_KIND",
     "Changes",

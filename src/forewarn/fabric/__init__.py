@@ -37,9 +37,9 @@ from forewarn.fabric.scheduler import Scheduler
 from forewarn.fabric.scope_view import ScopeView
 
 __all__ = [
+    "CATALOGUE",
     "DEFAULT_WAVE_HOSTS",
     "MAX_WAVE_HOSTS",
-    "CATALOGUE",
     "RESET_KIND",
     "Changes",
     "Clock",

@@ -60,7 +60,7 @@ BAD = [
     ({"kind": "host-update", "region": True, "wave_hosts": "ten"}, "wave_hosts"),
     ({"kind": "host-update", "region": False}, "region takes true"),
     ({"kind": "host-update", "region": True, "scope": "web"}, "name exactly one target"),
-    ({"kind": "host-update", "region": True, "target": "web"}, "give either target or vms/host/scope/region"),
+    ({"kind": "host-update", "region": True, "target": "web"}, "give either target or region, not both"),
     ({"kind": "host-update", "scope": "web", "wave_hosts": 4}, "wave_hosts is only for a region rollout"),
 ]  # fmt: skip
 

@@ -50,6 +50,7 @@ from forewarn.control.schemas import (
     ClockOut,
     OperationBody,
     VmOut,
+    operation_request,
 )
 from forewarn.control.security import AccessGuard, HostPolicy
 from forewarn.control.topology_stream import topology_pieces
@@ -64,7 +65,6 @@ from forewarn.fabric import (
     InvalidOperation,
     InvalidTransition,
     NotFoundError,
-    OperationRequest,
     StoreUnavailable,
 )
 from forewarn.fleet import UnknownName
@@ -426,28 +426,9 @@ class ControlApp:
 
     async def create_operation(self, request: Request) -> Response:
         body = await _body(request, OperationBody)
-        vms, host, scope = tuple(body.vms or ()), body.host, body.scope
-        if body.region is False:
-            raise _BadRequest("region takes true (the whole fleet); leave it out otherwise")
         if body.region:  # one pass over the fleet, once: off the event loop
             await asyncio.to_thread(self.fabric.topology.update_domain_walk)
-        if body.target is not None:
-            if body.vms is not None or host is not None or scope is not None or body.region:
-                raise _BadRequest("give either target or vms/host/scope/region, not both")
-            what, name = self.fabric.topology.classify(body.target)
-            vms, host, scope = (
-                ((name,) if what == "vm" else ()),
-                (name if what == "host" else None),
-                (name if what == "scope" else None),
-            )
-        op = self.fabric.submit(
-            OperationRequest(
-                kind=body.kind, vms=vms, host=host, scope=scope,
-                notice_seconds=body.notice_seconds, description=body.description,
-                duration_seconds=body.duration_seconds, region=bool(body.region),
-                wave_hosts=body.wave_hosts,
-            )
-        )  # fmt: skip
+        op = self.fabric.submit(operation_request(body, self.fabric.topology))
         await self.fabric.durable()
         return _json(operation_out(op), 201)
 

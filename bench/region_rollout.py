@@ -11,7 +11,8 @@ builds them), start ``forewarn serve`` on a virtual clock, then:
    2 ms: the time from sending the request until its document shows the event (the walk
    over the fleet is built then, once, off the event loop);
 3. **paced rollout**: the clock is advanced one wave (20 min: 15 min notice, 5 min hold)
-   every 0.2 s, as a scaled clock would move it, while the sample polls as in 1: the
+   every ``--pace`` s (default 1: a time scale of 1,200, twenty times the documentation's
+   usual 60), as a scaled clock would move it, while the sample polls as in 1: the
    sample's latency during the rollout, against idle;
 4. **throughput**: one ``clock/advance`` over ``--waves`` waves, the waves made back to
    back as fast as the server can: events made per second of wall time, and server CPU
@@ -24,7 +25,8 @@ compare what grows with the fleet. Goals (issue 39 point 2): first events within
 every size; at 1M the throughput and the sample's p99 during the rollout within 1.2 x the
 100k figures; at every size the p99 during the rollout within 2 x the idle p99.
 
-    python bench/region_rollout.py [--sizes 10000,100000,999999] [--seconds 8]
+    python bench/region_rollout.py [--sizes 10000,100000,999999] [--seconds 8] [--pace 1]
+                                   [--priority high]
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import http.client
+import itertools
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,7 +46,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fleet_startup import ENV, PATH, answers, cpu_seconds, fleet_yaml, free_port, stop
+from fleet_startup import (
+    ENV,
+    PATH,
+    answers,
+    cpu_seconds,
+    fleet_yaml,
+    free_port,
+    prioritise,
+    stop,
+)
 
 from forewarn.fleet import build_topology, load_fleet_file
 
@@ -52,7 +63,6 @@ FIRST_GOAL_SECONDS = 2.0
 RATIO_GOAL = 1.2  # 1M against 100k: throughput, p99 during the rollout
 IDLE_RATIO_GOAL = 2.0  # p99 during the rollout against idle
 WAVE_SECONDS = 20 * 60  # host-update: 15 min notice, then 5 min Started
-PACE = 0.2  # seconds of wall time between paced waves
 POLL_EVERY = 0.5
 REQUEST = b"GET " + PATH.encode() + b" HTTP/1.1\r\nHost: 169.254.169.254\r\nMetadata: true\r\n\r\n"
 
@@ -129,9 +139,7 @@ async def _sample_polls(addresses: list[str], port: int, seconds: float) -> list
     out: list[float] = []
     stop_at = time.perf_counter() + seconds
     step = POLL_EVERY / len(addresses)
-    await asyncio.gather(
-        *(_poll(a, port, stop_at, k * step, out) for k, a in enumerate(addresses))
-    )
+    await asyncio.gather(*(_poll(a, port, stop_at, k * step, out) for k, a in enumerate(addresses)))
     return out
 
 
@@ -156,8 +164,10 @@ async def _first_events(imds: int, control: int, wave_hosts: int) -> tuple[float
     return seen, time.perf_counter() - began
 
 
-async def _paced(addresses: list[str], imds: int, control: int, seconds: float) -> list[float]:
-    """The sample polls while the clock moves one wave every PACE s."""
+async def _paced(
+    addresses: list[str], imds: int, control: int, seconds: float, pace: float
+) -> list[float]:
+    """The sample polls while the clock moves one wave every ``pace`` s."""
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
 
@@ -167,7 +177,7 @@ async def _paced(addresses: list[str], imds: int, control: int, seconds: float) 
             await loop.run_in_executor(
                 None, _call, control, "POST", "/api/v1/clock/advance", {"seconds": WAVE_SECONDS}
             )
-            await asyncio.sleep(max(0.0, PACE - (time.perf_counter() - began)))
+            await asyncio.sleep(max(0.0, pace - (time.perf_counter() - began)))
 
     driver = asyncio.create_task(drive())
     try:
@@ -188,7 +198,9 @@ def _events(control: int) -> int:
     return sum(int(r["events"] or 0) for r in rollouts if r["region"])
 
 
-def measure(root: Path, vms: int, seconds: float, sample: int, wave_vms: int, waves: int) -> Figures:
+def measure(
+    root: Path, vms: int, seconds: float, sample: int, wave_vms: int, waves: int, pace: float
+) -> Figures:
     directory = root / f"fleet-{vms}"
     directory.mkdir()
     fleet = directory / "fleet.yaml"
@@ -220,7 +232,7 @@ def measure(root: Path, vms: int, seconds: float, sample: int, wave_vms: int, wa
         idle = asyncio.run(_sample_polls(addresses, imds, seconds))
         idle_cpu = (cpu_seconds(proc.pid) - cpu) / len(idle)
         first_events, post = asyncio.run(_first_events(imds, control, wave_hosts))
-        rollout = asyncio.run(_paced(addresses, imds, control, seconds))
+        rollout = asyncio.run(_paced(addresses, imds, control, seconds, pace))
         before, cpu = _events(control), cpu_seconds(proc.pid)
         began = time.perf_counter()
         _call(control, "POST", "/api/v1/clock/advance", {"seconds": waves * WAVE_SECONDS})
@@ -246,13 +258,21 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=100, help="VMs polling (each 2/s)")
     parser.add_argument("--wave-vms", type=int, default=200, help="VMs a wave holds")
     parser.add_argument("--waves", type=int, default=100, help="waves of the throughput run")
+    parser.add_argument("--pace", type=float, default=1.0, help="seconds between paced waves")
+    parser.add_argument(
+        "--priority", choices=["normal", "high", "realtime"], default="normal",
+        help="high: nice -20, realtime: SCHED_FIFO, for this process and every server it starts "
+        "(a shared machine's neighbours out of the figures)",
+    )  # fmt: skip
     args = parser.parse_args()
+    prioritise(args.priority)
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     results: list[Figures] = []
     with tempfile.TemporaryDirectory(prefix="region-rollout-") as tmp:
         for vms in sizes:
-            f = measure(Path(tmp), vms, args.seconds, args.sample, args.wave_vms, args.waves)
+            f = measure(Path(tmp), vms, args.seconds, args.sample, args.wave_vms, args.waves,
+                        args.pace)  # fmt: skip
             results.append(f)
             print(
                 f"{vms:>9,} VMs (waves of {f.wave_hosts} hosts, ~{f.wave_vms} VMs): first "
@@ -274,7 +294,7 @@ def main() -> int:
         print(f"{f.vms:>9,}: first events {f.first_events:.2f} s (goal <= 2 s); rollout p99 / "
               f"idle p99 {f.rollout_p99 / f.idle_p99:.2f} x (goal <= 2)")  # fmt: skip
     by_size = {f.vms: f for f in results}
-    for small, big in zip(sizes, sizes[1:], strict=False):
+    for small, big in itertools.pairwise(sizes):
         s, b = by_size[small], by_size[big]
         rate = s.events_per_second / b.events_per_second
         p99 = b.rollout_p99 / s.rollout_p99

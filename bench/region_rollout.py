@@ -10,10 +10,10 @@ builds them), start ``forewarn serve`` on a virtual clock, then:
    while the fleet's default VM (in the first wave: host-1, update domain 0) polls every
    2 ms: the time from sending the request until its document shows the event (the walk
    over the fleet is built then, once, off the event loop);
-3. **paced rollout**: the clock is advanced one wave (20 min: 15 min notice, 5 min hold)
-   every ``--pace`` s (default 1: a time scale of 1,200, twenty times the documentation's
-   usual 60), as a scaled clock would move it, while the sample polls as in 1: the
-   sample's latency during the rollout, against idle;
+3. **paced rollout**: the clock moves as a clock at ``--time-scale`` would (default 60,
+   the documentation's usual: a wave's 15 min of notice in 15 s, its 5 min Started in 5 s;
+   each step one ``clock/advance``), while the sample polls as in 1: the sample's latency
+   during the rollout, against idle;
 4. **throughput**: one ``clock/advance`` over ``--waves`` waves, the waves made back to
    back as fast as the server can: events made per second of wall time, and server CPU
    per event.
@@ -25,8 +25,8 @@ compare what grows with the fleet. Goals (issue 39 point 2): first events within
 every size; at 1M the throughput and the sample's p99 during the rollout within 1.2 x the
 100k figures; at every size the p99 during the rollout within 2 x the idle p99.
 
-    python bench/region_rollout.py [--sizes 10000,100000,999999] [--seconds 8] [--pace 1]
-                                   [--priority high]
+    python bench/region_rollout.py [--sizes 10000,100000,999999] [--seconds 30]
+                                   [--time-scale 60] [--priority high]
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ FIRST_GOAL_SECONDS = 2.0
 RATIO_GOAL = 1.2  # 1M against 100k: throughput, p99 during the rollout
 IDLE_RATIO_GOAL = 2.0  # p99 during the rollout against idle
 WAVE_SECONDS = 20 * 60  # host-update: 15 min notice, then 5 min Started
+STEPS = (15 * 60, 5 * 60)  # a wave's timers: its NotBefore, then its end (the next wave)
 POLL_EVERY = 0.5
 REQUEST = b"GET " + PATH.encode() + b" HTTP/1.1\r\nHost: 169.254.169.254\r\nMetadata: true\r\n\r\n"
 
@@ -165,19 +166,26 @@ async def _first_events(imds: int, control: int, wave_hosts: int) -> tuple[float
 
 
 async def _paced(
-    addresses: list[str], imds: int, control: int, seconds: float, pace: float
+    addresses: list[str], imds: int, control: int, seconds: float, scale: float
 ) -> list[float]:
-    """The sample polls while the clock moves one wave every ``pace`` s."""
+    """The sample polls while the clock moves as one at time scale ``scale`` would: to
+    each wave's NotBefore (15 min), then to its end (5 min more, the next wave made)."""
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
 
     async def drive() -> None:
-        while not done.is_set():
-            began = time.perf_counter()
-            await loop.run_in_executor(
-                None, _call, control, "POST", "/api/v1/clock/advance", {"seconds": WAVE_SECONDS}
-            )
-            await asyncio.sleep(max(0.0, pace - (time.perf_counter() - began)))
+        due = time.perf_counter()
+        while True:
+            for step in STEPS:
+                due += step / scale
+                try:  # until the step is due, or the sample is done
+                    await asyncio.wait_for(done.wait(), max(0.0, due - time.perf_counter()))
+                    return
+                except TimeoutError:
+                    pass
+                await loop.run_in_executor(
+                    None, _call, control, "POST", "/api/v1/clock/advance", {"seconds": step}
+                )
 
     driver = asyncio.create_task(drive())
     try:
@@ -199,7 +207,7 @@ def _events(control: int) -> int:
 
 
 def measure(
-    root: Path, vms: int, seconds: float, sample: int, wave_vms: int, waves: int, pace: float
+    root: Path, vms: int, seconds: float, sample: int, wave_vms: int, waves: int, scale: float
 ) -> Figures:
     directory = root / f"fleet-{vms}"
     directory.mkdir()
@@ -232,7 +240,7 @@ def measure(
         idle = asyncio.run(_sample_polls(addresses, imds, seconds))
         idle_cpu = (cpu_seconds(proc.pid) - cpu) / len(idle)
         first_events, post = asyncio.run(_first_events(imds, control, wave_hosts))
-        rollout = asyncio.run(_paced(addresses, imds, control, seconds, pace))
+        rollout = asyncio.run(_paced(addresses, imds, control, seconds, scale))
         before, cpu = _events(control), cpu_seconds(proc.pid)
         began = time.perf_counter()
         _call(control, "POST", "/api/v1/clock/advance", {"seconds": waves * WAVE_SECONDS})
@@ -254,11 +262,11 @@ def measure(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000,999999")
-    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--seconds", type=float, default=30.0, help="idle, and paced")
     parser.add_argument("--sample", type=int, default=100, help="VMs polling (each 2/s)")
     parser.add_argument("--wave-vms", type=int, default=200, help="VMs a wave holds")
     parser.add_argument("--waves", type=int, default=100, help="waves of the throughput run")
-    parser.add_argument("--pace", type=float, default=1.0, help="seconds between paced waves")
+    parser.add_argument("--time-scale", type=float, default=60.0, help="of the paced rollout")
     parser.add_argument(
         "--priority", choices=["normal", "high", "realtime"], default="normal",
         help="high: nice -20, realtime: SCHED_FIFO, for this process and every server it starts "
@@ -272,7 +280,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="region-rollout-") as tmp:
         for vms in sizes:
             f = measure(Path(tmp), vms, args.seconds, args.sample, args.wave_vms, args.waves,
-                        args.pace)  # fmt: skip
+                        args.time_scale)  # fmt: skip
             results.append(f)
             print(
                 f"{vms:>9,} VMs (waves of {f.wave_hosts} hosts, ~{f.wave_vms} VMs): first "

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from forewarn.fabric import Fabric
-from tests.control.conftest import API, TestClient, create, observe
+from tests.control.conftest import API, TestClient, create, observe, reported_app
 
 
 def test_a_region_rollout_starts_with_its_first_wave(client: TestClient, fabric: Fabric) -> None:
@@ -83,3 +83,14 @@ def test_a_second_region_rollout_is_409(client: TestClient, fabric: Fabric) -> N
     assert response.status_code == 409
     assert "a region rollout is already under way" in response.json()["error"]
     assert observe(fabric) == before
+
+
+def test_the_report_rolls_a_region_rollout_up_as_one_operation_by_wave() -> None:
+    app = reported_app()
+    client = TestClient(app.asgi)
+    op = create(client, kind="host-update", region=True, wave_hosts=2)
+    client.post(f"{API}/clock/advance", json={"seconds": 25 * 60})  # wave 2 under way
+    report = client.get(f"{API}/reactions").json()
+    (rollup,) = [o for o in report["operations"] if o["id"] == op["rollout_id"]]
+    assert (rollup["kind"], rollup["target"]) == ("host-update", "region")
+    assert rollup["progress"].startswith("wave 2 of 5, "), rollup["progress"]

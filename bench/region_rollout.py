@@ -346,12 +346,13 @@ def main(argv: list[str] | None = None) -> int:
     by_size = {f.vms: f for f in results}
     for small, big in itertools.pairwise(sizes):
         s, b = by_size[small], by_size[big]
-        rate = s.events_per_second / b.events_per_second
+        rate = s.events_per_second / max(b.events_per_second, 1e-9)
         p99 = b.rollout_p99 / s.rollout_p99
         first = b.first_events / s.first_events
-        cpu = b.cpu_per_event / s.cpu_per_event
-        poll = b.still_cpu_per_poll / s.still_cpu_per_poll
-        print(f"{big:,} / {small:,}: first events {first:.2f} x, throughput {1 / rate:.2f} x "
+        cpu = b.cpu_per_event / max(s.cpu_per_event, 1e-9)
+        poll = b.still_cpu_per_poll / max(s.still_cpu_per_poll, 1e-9)
+        print(f"{big:,} / {small:,}: first events {first:.2f} x, throughput "
+              f"{1 / max(rate, 1e-9):.2f} x "
               f"(slowdown {rate:.2f} x), CPU an event {cpu:.2f} x, CPU a poll during the "
               f"rollout {poll:.2f} x, rollout p99 {p99:.2f} x, "
               f"idle p99 {b.idle_p99 / s.idle_p99:.2f} x")  # fmt: skip

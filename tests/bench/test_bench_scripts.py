@@ -121,13 +121,13 @@ def test_operations_rate_measures_each_level(
 
 def test_region_rollout_measures_each_size(capsys: pytest.CaptureFixture[str]) -> None:
     region_rollout.main(
-        ["--sizes", "300,3000", "--seconds", "1", "--time-scale", "6000", "--sample", "10",
+        ["--sizes", "600,6000", "--seconds", "1", "--time-scale", "6000", "--sample", "10",
          "--waves", "5", "--wave-vms", "20"]
     )  # fmt: skip
     lines = capsys.readouterr().out.splitlines()
     sizes = [line for line in lines if " VMs (waves of " in line]
-    assert [line.split()[0] for line in sizes] == ["300", "3,000"]
+    assert [line.split()[0] for line in sizes] == ["600", "6,000"]
     assert all("first events" in line and "events/s back to back" in line for line in sizes)
-    (ratios,) = [line for line in lines if line.startswith("3,000 / 300: first events")]
+    (ratios,) = [line for line in lines if line.startswith("6,000 / 600: first events")]
     assert "throughput" in ratios and "rollout p99" in ratios
     assert lines[-1] in {"goal: PASS", "goal: MISS"}

@@ -160,7 +160,7 @@ async def _first_events(imds: int, control: int, wave_hosts: int) -> tuple[float
     try:
         while True:
             writer.write(REQUEST)
-            if json.loads(await _read_reply(reader))["Events"]:
+            if json.loads(await _read_reply(reader)).get("Events"):  # (a 429: not yet)
                 seen = time.perf_counter() - began
                 break
             await asyncio.sleep(0.002)

@@ -27,7 +27,8 @@ def _first_events_seconds(root: Path, vms: int) -> float:
     command = [
         sys.executable, "-m", "forewarn", "serve", "--db", str(directory / f"{time.time()}.db"),
         "--fleet", str(fleet), "--clock", "virtual", "--enablement", "always",
-        "--imds-bind", f"127.0.0.1:{imds}", "--control-bind", f"127.0.0.1:{control}",
+        "--rate-limit", "0", "--imds-bind", f"127.0.0.1:{imds}",
+        "--control-bind", f"127.0.0.1:{control}",
     ]  # fmt: skip
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
     try:

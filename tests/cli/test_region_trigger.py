@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +61,31 @@ def test_a_region_trigger_prints_the_rollout_and_its_first_wave(server: ServerPr
     assert (rollout["id"], rollout["batch"], rollout["batches"]) == (match[1], 1, 5)
     table = run_cli(["rollouts", "--wide"], server.control_url).stdout
     assert match[1] in table and "region (2 hosts a wave)" in table and "1 of 5" in table
+
+
+def test_a_served_region_rollout_resumes_at_its_wave_after_a_restart(tmp_path: Path) -> None:
+    args = ["--clock", "virtual", "--enablement", "always"]
+    first = ServerProcess(tmp_path / "r.db", args).start()
+    try:
+        body = {"kind": "platform-redeploy", "region": True, "wave_hosts": 2}
+        assert first.control("POST", "/api/v1/operations", json=body).status_code == 201
+        first.control("POST", "/api/v1/clock/advance", json={"seconds": 20 * 60})
+        (before,) = first.control("GET", "/api/v1/rollouts").json()
+        assert before["batch"] == 2  # the first wave over at 20 min, the second announced
+    finally:
+        first.stop()
+    again = ServerProcess(tmp_path / "r.db", []).start()
+    try:
+        assert again.control("GET", "/api/v1/rollouts").json() == [before]
+        for _ in range(3):  # three more waves of 20 min each
+            again.control("POST", "/api/v1/clock/advance", json={"seconds": 20 * 60})
+        (after,) = again.control("GET", "/api/v1/rollouts").json()
+        assert (after["batch"], after["done"]) == (5, True)
+        waves = [op for op in again.control("GET", "/api/v1/operations").json()
+                 if op["rollout_id"] == before["id"]]  # fmt: skip
+        assert len(waves) == 5
+        assert sorted(vm for op in waves for vm in op["vms"]) == sorted(
+            vm["name"] for vm in again.control("GET", "/api/v1/vms").json()
+        ), "every VM exactly once, across the restart"
+    finally:
+        again.stop()

@@ -4,15 +4,26 @@ in waves of a bounded number of hosts, every live VM once, on the demo fleet (it
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
-from forewarn.fabric import Conflict, Fabric, InvalidOperation, OperationRequest
+from forewarn.fabric import Clock, Conflict, Fabric, InvalidOperation, OperationRequest
 from forewarn.fleet import FleetSpec
+from forewarn.store import SQLiteStore
 from tests.fabric.conftest import FabricFactory
-from tests.support.fabrics import DEMO_LAYOUT, MINUTE, T0, fleet, live, observable, submit
+from tests.support.fabrics import (
+    DEMO_LAYOUT,
+    MINUTE,
+    T0,
+    fleet,
+    live,
+    make_fabric,
+    observable,
+    submit,
+)
 
 #: The demo fleet's walk in waves of two hosts: (update domain, hosts) of each wave.
 DEMO_WAVES_OF_TWO = [
@@ -207,3 +218,23 @@ def test_a_second_region_rollout_waits_for_the_first(fabric: Fabric) -> None:
     run_to_end(fabric)
     again = fabric.submit(region("platform-reboot"))
     assert again.rollout_id != first.rollout_id
+
+
+def test_a_restart_on_another_fleet_ends_the_rollout_rather_than_walk_another_order(
+    tmp_path: Path,
+) -> None:
+    clock = Clock.virtual(start=T0)
+    store = SQLiteStore(tmp_path / "f.db")
+    web = {"kind": "availability_set", "name": "web", "update_domains": 3}
+    fabric = make_fabric(fleet({**web, "vms": 6}), store=store, clock=clock)
+    fabric.submit(region(wave_hosts=2))
+    store.close()
+    store = SQLiteStore(tmp_path / "f.db")
+    again = make_fabric(fleet({**web, "vms": 9}), store=store, clock=clock)
+    again.advance(25 * MINUTE)  # the first wave is over: the next is not cut from this fleet
+    (rollout,) = again.rollouts()
+    assert rollout.done
+    (entry,) = [h for h in again.history(limit=100) if h.kind == "rollout.abandoned"]
+    assert entry.detail["reason"] == "the fleet has 9 VMs, the rollout was planned on 6"
+    assert not [o for o in again.operations() if o.state.value != "completed"]
+    store.close()

@@ -8,7 +8,8 @@ polls, an hour on), then time, best of ``--runs``:
 - ``forewarn report`` (the terminal), ``--json``, ``--html FILE`` and ``--junit FILE``,
   each a whole command (its interpreter start included, as a user waits for it), with
   the lines it printed;
-- the dashboard's first payload, ``GET /api/v1/dashboard`` over HTTP, and its size;
+- the dashboard's first payload, ``GET /api/v1/dashboard`` over HTTP (one row per scope), and
+  its size;
 - ``forewarn topology --json`` (every VM: the one reading that must grow with the fleet),
   and its size.
 
@@ -155,7 +156,7 @@ def main() -> int:
         for vms in sizes:
             results[vms] = measure(Path(tmp), vms, args.runs)
             print(f"{vms:>9,} VMs: " + ", ".join(
-                f"{k} {s:.2f} s ({b / 1e6:.2f} MB{f', {n} lines' if n else ''})"
+                f"{k} {s:.3f} s ({b / 1e6:.2f} MB{f', {n} lines' if n else ''})"
                 for k, (s, b, n) in results[vms].items()
             ), flush=True)  # fmt: skip
     verdict = 0

@@ -39,11 +39,8 @@ def served(app: ControlApp) -> set[tuple[str, str]]:
     out = set()
     for route in app.asgi.routes:
         assert isinstance(route, Route)
-        paths = (
-            [route.path.replace("{action}", a) for a in ACTIONS]
-            if "{action}" in route.path
-            else [route.path]
-        )
+        path = route.path.replace(":path}", "}")  # a scope id's "/" is in its parameter
+        paths = [path.replace("{action}", a) for a in ACTIONS] if "{action}" in path else [path]
         out |= {(p, m.lower()) for p in paths for m in route.methods or () if m != "HEAD"}
     return out
 

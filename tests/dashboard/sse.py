@@ -1,11 +1,8 @@
 """Read a server-sent event stream in the background, and wait for the events a test
-expects (the stream also carries a tick every second, which tests mostly skip). A tick's
-poll times are read as the page reads them (packed in the last snapshot's VM order, or by
-name) into ``tick["poll_times"]``."""
+expects (the stream also carries a tick every second, which tests mostly skip)."""
 
 from __future__ import annotations
 
-import base64
 import json
 import queue
 import threading
@@ -15,23 +12,9 @@ from typing import Any
 
 import httpx
 
-__all__ = ["Stream", "poll_times"]
+__all__ = ["Stream"]
 
 Event = tuple[str, Any]
-
-
-def poll_times(tick: dict[str, Any], order: list[str]) -> dict[str, float]:
-    """Every poll time a tick moves: one byte per VM of ``order`` (0: not moved, else 1 +
-    tenths of a second before the tick's ``now``), then those given by name."""
-    out: dict[str, float] = {}
-    packed = base64.b64decode(tick["polled"])
-    if packed:
-        assert len(packed) == len(order), "a tick packs one byte per VM of the snapshot"
-        for name, step in zip(order, packed, strict=True):
-            if step:
-                out[name] = tick["now"] - (step - 1) / 10
-    out.update(tick["polls"])
-    return out
 
 
 class Stream:
@@ -52,7 +35,6 @@ class Stream:
 
     def _read(self) -> None:
         kind, data = "message", ""
-        order: list[str] = []
         try:
             for line in self._response.iter_lines():
                 if line.startswith("event:"):
@@ -60,12 +42,7 @@ class Stream:
                 elif line.startswith("data:"):
                     data += line[5:].strip()
                 elif line == "" and data:
-                    message = json.loads(data)
-                    if kind == "snapshot":
-                        order = [vm["name"] for vm in message["vms"]]
-                    elif kind == "tick":
-                        message["poll_times"] = poll_times(message, order)
-                    self._events.put((kind, message))
+                    self._events.put((kind, json.loads(data)))
                     kind, data = "message", ""
         except httpx.HTTPError:
             pass

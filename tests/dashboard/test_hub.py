@@ -1,20 +1,18 @@
 """What the dashboard's hub hands each open stream: a change per published change (in
 batches, at most one every BATCH_SECONDS), a fresh start after a reload, only what moved
-in a tick, and an end when the server stops."""
+in a tick (per scope: tests/dashboard/test_fleet_rollup.py), and an end when the server
+stops."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 
-import pytest
-
 from forewarn.control.dashboard import Hub
 from forewarn.control.dashboard.hub import BATCH_SECONDS, BROADCAST_SLICE, QUEUE_LIMIT, RELOAD
 from forewarn.fabric import Clock, Fabric, OperationRequest
 from forewarn.fleet import build_topology, demo_fleet
 from forewarn.store import SQLiteStore
-from tests.dashboard.sse import poll_times
 from tests.support.fabrics import T0, make_fabric
 
 
@@ -85,22 +83,23 @@ async def test_a_stream_that_falls_behind_is_ended_not_the_server() -> None:
     assert fast.get_nowait() is None and hub.closed
 
 
-async def test_a_tick_carries_only_what_moved() -> None:
+async def test_a_tick_carries_only_the_scopes_that_moved() -> None:
     fabric = make_fabric()
     hub = Hub(fabric)
-    order = list(fabric.topology.vms)
-    assert poll_times(await hub.tick_message(), order) == {}
+    await hub.tick_message()  # the first says every scope's counts
+    assert (await hub.tick_message())["moved"] == []
     fabric.note_request(fabric.topology.vms["web-0"])
     tick = await hub.tick_message()
-    polled = fabric.last_requests["web-0"]
-    assert poll_times(tick, order) == {"web-0": pytest.approx(polled, abs=0.05)}
-    assert tick["status"] == {}
-    assert poll_times(await hub.tick_message(), order) == {}  # nothing new
+    assert tick["moved"] == ["web"] and list(tick["scopes"]) == ["web"]
+    assert (await hub.tick_message())["moved"] == []  # nothing new
     fabric.submit(OperationRequest(kind="hardware-failure", vms=("web-3",)))
-    assert (await hub.tick_message())["status"] == {"web-3": "redeploying"}
-    assert (await hub.tick_message())["status"] == {}
+    tick = await hub.tick_message()
+    assert tick["moved"] == ["web"] and tick["scopes"]["web"]["states"] == {"redeploying": 1}
+    assert (await hub.tick_message())["moved"] == []
     fabric.advance(3600)  # the redeploy is over
-    assert (await hub.tick_message())["status"] == {"web-3": "running"}
+    tick = await hub.tick_message()
+    assert tick["moved"] == ["web"] and tick["scopes"]["web"]["states"] == {}
+    hub.close()
 
 
 async def test_changes_close_together_reach_a_stream_in_one_batch() -> None:

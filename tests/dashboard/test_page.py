@@ -75,7 +75,11 @@ def test_the_page_loads_nothing_from_elsewhere_and_cannot_be_framed(fabric: Fabr
 
 @pytest.mark.parametrize(
     ("name", "media"),
-    [("app.js", "text/javascript; charset=utf-8"), ("app.css", "text/css; charset=utf-8")],
+    [
+        ("app.js", "text/javascript; charset=utf-8"),
+        ("fleet.js", "text/javascript; charset=utf-8"),
+        ("app.css", "text/css; charset=utf-8"),
+    ],
 )
 def test_the_page_s_files_are_served_with_their_type(fabric: Fabric, name: str, media: str) -> None:
     response = TestClient(ControlApp(fabric).asgi).get(f"/dashboard/{name}")
@@ -147,8 +151,13 @@ def test_the_snapshot_is_everything_the_page_draws(fabric: Fabric) -> None:
     created = client.post("/api/v1/operations", headers=JSON, json=body)
     assert created.status_code == 201
     snapshot: dict[str, Any] = client.get("/api/v1/dashboard").json()
-    assert len(snapshot["vms"]) == len(fabric.topology.vms)
-    web0 = next(v for v in snapshot["vms"] if v["name"] == "web-0")
+    assert snapshot["vms"] == len(fabric.topology.vms)  # counted: the VMs come per scope
+    web = next(s for s in snapshot["scopes"] if s["id"] == "web")
+    assert web == {"id": "web", "region": "westeurope", "kind": "availability_set",
+                   "update_domains": 3, "incarnation": web["incarnation"], "enabled": True,
+                   "vms": 6, "states": {}, "polled": 0, "silent": 0}  # fmt: skip
+    page = client.get("/api/v1/dashboard/scopes/web").json()
+    web0 = next(v for v in page["vms"] if v["name"] == "web-0")
     assert web0 == {"name": "web-0", "scope": "web", "host": "host-1", "ud": 0,
                     "status": "running", "polled": None}  # fmt: skip
     assert {e["id"] for e in snapshot["events"]} == {e.id for e in fabric.events()}

@@ -59,8 +59,12 @@ def test_a_follower_s_dashboard_and_report_follow_the_fleet(
         # The poll times the follower saw reach the leader's dashboard too.
         leader_stream = Stream(fleet.servers[leader].control_url + "/api/v1/stream")
         try:
-            leader_stream.next("tick", lambda t: "web-0" in t["poll_times"], timeout=30)
+            leader_stream.next(
+                "tick", lambda t: t["scopes"].get("web", {}).get("polled", 0) >= 1, timeout=30
+            )
         finally:
             leader_stream.close()
+        page = fleet.control(leader, "GET", "/api/v1/dashboard/scopes/web").json()
+        assert next(vm for vm in page["vms"] if vm["name"] == "web-0")["polled"] is not None
     finally:
         stream.close()

@@ -42,7 +42,8 @@ def test_a_stream_starts_with_a_snapshot_then_follows_every_change(
     assert stream.status_code == 200
     assert stream.headers["content-type"].startswith("text/event-stream")
     snapshot = stream.next("snapshot")
-    assert len(snapshot["vms"]) == 14 and snapshot["events"] == []
+    assert snapshot["vms"] == 14 and snapshot["events"] == []
+    assert sum(scope["vms"] for scope in snapshot["scopes"]) == 14  # one row per scope
     created = server.control(
         "POST", "/api/v1/operations", json={"kind": "user-reboot", "target": "web-0"}, headers=JSON
     ).json()
@@ -58,21 +59,27 @@ def test_a_stream_starts_with_a_snapshot_then_follows_every_change(
     stream.next("change", lambda c: event_id in c["removed"], timeout=60)
 
 
-def test_ticks_carry_polls_and_vm_states_that_moved(server: ServerProcess, stream: Stream) -> None:
+def test_ticks_carry_the_scopes_whose_vms_polled_or_changed_state(
+    server: ServerProcess, stream: Stream
+) -> None:
     stream.next("snapshot")
     response = server.imds(vm_address=WEB0)
     assert response.status_code == 200
-    tick = stream.next("tick", lambda t: "web-0" in t["poll_times"])
-    assert list(tick["poll_times"]) == ["web-0"] and tick["polls"] == {}  # packed
-    assert abs(tick["poll_times"]["web-0"] - time.time()) < 30
+    tick = stream.next("tick", lambda t: "web" in t["moved"])
+    assert tick["moved"] == ["web"] and tick["scopes"]["web"]["polled"] == 1
+    page = server.control("GET", "/api/v1/dashboard/scopes/web").json()  # what the page asks
+    web0 = next(vm for vm in page["vms"] if vm["name"] == "web-0")
+    assert abs(web0["polled"] - time.time()) < 30
     server.control(
         "POST", "/api/v1/operations", json={"kind": "hardware-failure", "target": "web-3"},
         headers=JSON,
     )  # fmt: skip  # created Started: web-3 is redeploying at once
-    tick = stream.next("tick", lambda t: "web-3" in t["status"])
-    assert tick["status"]["web-3"] == "redeploying"
-    next_tick = stream.next("tick")
-    assert "web-3" not in next_tick["status"] or next_tick["status"]["web-3"] != "redeploying"
+    tick = stream.next(
+        "tick", lambda t: "redeploying" in t["scopes"].get("web", {}).get("states", {})
+    )
+    assert "web" in tick["moved"]
+    page = server.control("GET", "/api/v1/dashboard/scopes/web").json()
+    assert next(vm for vm in page["vms"] if vm["name"] == "web-3")["status"] == "redeploying"
 
 
 def test_the_stream_needs_the_token(start_server: Callable[..., ServerProcess]) -> None:

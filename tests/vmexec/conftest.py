@@ -52,7 +52,7 @@ def vm_name(instance: int) -> str:
     return f"{SCALE_SET}_{instance}"
 
 
-def _userns_works() -> bool:
+def userns_works() -> bool:
     probe = [*NOBODY, "unshare", "--user", "--map-root-user", "--net", "true"]
     try:
         return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
@@ -98,11 +98,14 @@ class Exec:
     user: str
     cwd: Path
     procs: list[subprocess.Popen[str]] = field(default_factory=list)
+    #: Where forewarn exec finds the control API (default: the server's own).
+    control_url: str | None = None
 
     def argv(self, vm: str, command: Sequence[str], options: Sequence[str] = ()) -> list[str]:
         prefix = NOBODY if self.user == "nobody" else []
         return [
-            *prefix, sys.executable, "-m", "forewarn", "--control", self.server.control_url,
+            *prefix, sys.executable, "-m", "forewarn", "--control",
+            self.control_url or self.server.control_url,
             "exec", "--vm", vm, "--endpoint", self.server.imds_url, *options, "--", *command,
         ]  # fmt: skip
 
@@ -152,7 +155,7 @@ def vmexec(
 ) -> Iterator[Exec]:
     """``forewarn exec`` as root, then as an unprivileged user (where the kernel lets one
     make user namespaces)."""
-    if request.param == "nobody" and not _userns_works():
+    if request.param == "nobody" and not userns_works():
         pytest.skip("unprivileged user namespaces are off on this machine")
     runner = Exec(server, request.param, shared_dir)
     try:

@@ -42,7 +42,13 @@ def test_twenty_vms_at_once_in_one_drill_each_graded_by_name(
     nodes = {vm: vmexec.start(vm, SYSTEM_PYTHON, str(program)) for vm in VMS}
 
     def polling() -> list[str]:
-        rows = server.control("GET", "/api/v1/dashboard").json()["vms"]
+        rows = [
+            vm
+            for scope in server.control("GET", "/api/v1/dashboard").json()["scopes"]
+            for vm in server.control(
+                "GET", f"/api/v1/dashboard/scopes/{scope['id']}?limit=1000"
+            ).json()["vms"]
+        ]
         return [r["name"] for r in rows if r["polled"] is not None]
 
     wait_until(lambda: set(VMS) <= set(polling()), 300, "every VM polling on the dashboard")

@@ -8,6 +8,7 @@ Every answer, errors of routing and crashes included, is JSON (``{"error": ...}`
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -49,6 +50,7 @@ from forewarn.control.schemas import (
     AdvanceBody,
     ClockOut,
     OperationBody,
+    VmDetailOut,
     VmOut,
     operation_request,
 )
@@ -192,9 +194,12 @@ def _only_documented_query(handler: Handler, names: frozenset[str] | None) -> Ha
     return checked
 
 
-def _route(doc: dict[str, Any], path: str, **handlers: Handler) -> Route:
+def _route(doc: dict[str, Any], path: str, *, tail: str | None = None,
+           **handlers: Handler) -> Route:  # fmt: skip
     """One route per path, so that a 405 names every method the path serves; query
-    parameters are the ones ``doc`` (the OpenAPI document) gives each method."""
+    parameters are the ones ``doc`` (the OpenAPI document) gives each method; ``tail``:
+    the path parameter that takes the rest of the path, ``/`` included (a scope id such
+    as ``big/pg3``)."""
     by_method = {
         method.upper(): _guard(_only_documented_query(handler, _query_names(doc, path, method)))
         for method, handler in handlers.items()
@@ -204,7 +209,8 @@ def _route(doc: dict[str, Any], path: str, **handlers: Handler) -> Route:
         method = "GET" if request.method == "HEAD" else request.method
         return await by_method[method](request)
 
-    return Route(path, endpoint, methods=list(by_method))
+    matched = path if tail is None else path.replace(f"{{{tail}}}", f"{{{tail}:path}}")
+    return Route(matched, endpoint, methods=list(by_method))
 
 
 class ControlApp:
@@ -242,8 +248,8 @@ class ControlApp:
         self._openapi = msgspec.json.encode(doc)
         self._documents = DocumentCache()  # the endpoint's rendering, not a second copy
 
-        def r(path: str, **handlers: Handler) -> Route:
-            return _route(doc, path, **handlers)
+        def r(path: str, *, tail: str | None = None, **handlers: Handler) -> Route:
+            return _route(doc, path, tail=tail, **handlers)
 
         rollouts = RolloutRoutes(fabric)
         routes = [
@@ -253,6 +259,7 @@ class ControlApp:
             r("/metrics", get=self.metrics),
             r("/api/v1/topology", get=self.topology),
             r("/api/v1/vms", get=self.vms),
+            r("/api/v1/vms/{name}", get=self.vm),
             r("/api/v1/catalogue", get=self.catalogue),
             r("/api/v1/events", get=self.list_events),
             r("/api/v1/events/{event_id}", get=self.get_event),
@@ -266,6 +273,8 @@ class ControlApp:
             r("/api/v1/clock/advance", post=self.advance),
             r("/api/v1/history", get=self.history),
             r("/api/v1/dashboard", get=self.dashboard.state),
+            r("/api/v1/dashboard/scopes/{scope}", tail="scope", get=self.dashboard.scope_vms),
+            r("/api/v1/dashboard/vms", get=self.dashboard.search_vms),
             r("/api/v1/stream", get=self.dashboard.stream),
             r("/api/v1/scenarios", get=self.dashboard.scenarios_list),
             r("/api/v1/scenarios/runs", post=self.dashboard.scenario_run),
@@ -359,6 +368,24 @@ class ControlApp:
     async def vms(self, request: Request) -> Response:
         statuses = self.fabric.vm_statuses()
         return _json([self._vm_out(n, statuses) for n in self.fabric.topology.vms])
+
+    async def vm(self, request: Request) -> Response:
+        """One VM, looked up in the fleet's table (a million VMs cost what ten do)."""
+        name = request.path_params["name"]
+        try:
+            found = self.fabric.topology.vm(name)
+        except UnknownName:
+            raise UnknownName(f"no VM named {shorten(name, 100)!r} ({self._some_vms()})") from None
+        row = self._vm_out(found.name)
+        kind = self.fabric.topology.scopes[found.scope_id].kind.value
+        return _json(VmDetailOut(**msgspec.structs.asdict(row), scope_kind=kind))
+
+    def _some_vms(self) -> str:
+        """The fleet's first VMs, for an error that should say what there is."""
+        vms = self.fabric.topology.vms
+        names = list(itertools.islice(vms, 8))
+        more = len(vms) - len(names)
+        return "its VMs: " + ", ".join(names) + (f" and {more} more" if more > 0 else "")
 
     async def topology(self, request: Request) -> Response:
         """Every scope and VM, streamed (``topology_stream``: a million VMs never built

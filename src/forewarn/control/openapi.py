@@ -106,6 +106,15 @@ _STREAM = {
     },
 }
 
+_PAGE_PARAMS = [
+    _query("offset", "integer", "Skip this many VMs", minimum=0, maximum=10**9, default=0),
+    _query("limit", "integer", "At most this many VMs", minimum=1, maximum=1000, default=200),
+]  # fmt: skip
+
+_SCOPE_FILTER = _query("q", description="Only VMs whose name or host holds this", maxLength=200)
+_SEARCH = {**_query("q", description="What a VM's name or host holds", minLength=1,
+                    maxLength=200), "required": True}  # fmt: skip
+
 _SECONDS = {"minimum": 0, "maximum": 1e12}
 _REPORT_PARAMS = [
     _query("since", "number", "Only events created at or after this POSIX time", **_SECONDS),
@@ -145,7 +154,24 @@ def _rehearsal_paths() -> dict[str, Any]:
             )
         },
         "/api/v1/dashboard": {
-            "get": _op("Everything the dashboard draws, as of now", {"200": _json({})})
+            "get": _op(
+                "What the dashboard draws first: the fleet one row per scope, counted",
+                {"200": _json({})},
+            )
+        },
+        "/api/v1/dashboard/scopes/{scope}": {
+            "get": _op(
+                "The VMs of one scope, a page at a time (404: no such scope)",
+                {"200": _json({})},
+                params=[_path_param("scope"), *_PAGE_PARAMS, _SCOPE_FILTER],
+            )
+        },
+        "/api/v1/dashboard/vms": {
+            "get": _op(
+                "The VMs whose name or host holds q, a page at a time",
+                {"200": _json({})},
+                params=[_SEARCH, *_PAGE_PARAMS],
+            )
         },
         "/api/v1/stream": {
             "get": _op(
@@ -217,6 +243,14 @@ def openapi_document(
         "/api/v1/topology": {"get": _op("Scopes, hosts and VMs", {"200": _json({})})},
         "/api/v1/vms": {
             "get": _op("Every VM", {"200": _json({"type": "array", "items": _ref("VmOut")})})
+        },
+        "/api/v1/vms/{name}": {
+            "get": _op(
+                "One VM and its scope's kind, by name (exact first, then ignoring case); "
+                "404 names a few of the fleet's VMs",
+                {"200": _json(_ref("VmDetailOut"))},
+                params=[_path_param("name")],
+            )
         },
         "/api/v1/events": {
             "get": _op(

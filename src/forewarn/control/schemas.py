@@ -24,6 +24,7 @@ __all__ = [
     "OperationBody",
     "OperationOut",
     "ScenarioRunBody",
+    "VmDetailOut",
     "VmOut",
 ]
 
@@ -164,6 +165,14 @@ class VmOut(msgspec.Struct):
     computer_name: str = ""
 
 
+class VmDetailOut(VmOut, kw_only=True):
+    """One VM (``GET /api/v1/vms/{name}``): its row and its scope's kind, all a program
+    run as that VM needs to know of the fleet (``forewarn exec``), without the topology."""
+
+    #: ``scale_set``, ``availability_set``, ``standalone`` or ``cloud_service`` (no VNet).
+    scope_kind: str
+
+
 class ClockOut(msgspec.Struct):
     """The platform clock."""
 
@@ -190,7 +199,7 @@ def schema_components() -> dict[str, Any]:
     _, components = msgspec.json.schema_components(
         [
             *(OperationBody, AdvanceBody, ActionBody, ErrorOut, EventOut, OperationOut),
-            *(VmOut, ClockOut, ReactionReport, ScenarioRunBody),
+            *(VmOut, VmDetailOut, ClockOut, ReactionReport, ScenarioRunBody),
             *DRILL_SCHEMAS,  # reset and endpoint faults
             *ROLLOUT_SCHEMAS,
         ],

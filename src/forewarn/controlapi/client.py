@@ -200,6 +200,11 @@ class ControlClient:
         out: list[dict[str, Any]] = self._json("GET", "/vms")
         return out
 
+    def vm(self, name: str) -> dict[str, Any]:
+        """One VM's row and its ``scope_kind``, without the topology (404: no such VM)."""
+        out: dict[str, Any] = self._json("GET", f"/vms/{segment(name)}")
+        return out
+
     def events(self) -> list[dict[str, Any]]:
         """Every live event."""
         out: list[dict[str, Any]] = self._json("GET", "/events")

@@ -26,6 +26,7 @@ from forewarn.vmexec.errors import NamespacesUnavailable
 from forewarn.vmexec.sandbox import Sandbox, block_forwarded, enter
 from forewarn.vmexec.supervise import FORWARDED, exit_code
 from forewarn.vmexec.target import VmTarget
+from forewarn.vmexec.terminal import Terminal
 
 __all__ = [
     "ENDPOINT_ADDRESS",
@@ -120,14 +121,18 @@ def _routes(vm: VmTarget, forwards: Sequence[Forward]) -> tuple[tuple[str, int],
     return tuple(listens)
 
 
-def _forward_signals(child: int) -> None:
-    """Pass every FORWARDED signal a process sent forewarn on to the sandbox (a
-    terminal's reached COMMAND already: it is in the foreground group)."""
+def _forward_signals(child: int, terminal: Terminal) -> None:
+    """Pass every FORWARDED signal forewarn gets on to the sandbox, once: COMMAND is in
+    the sandbox's own process group, so none of them reached it already (a terminal's
+    Ctrl-C, when forewarn had the terminal, went to that group itself). A stop of the
+    sandbox stops forewarn too (``Terminal.follow_stop``)."""
     while True:
-        info = signal.sigwaitinfo(FORWARDED)
-        if info.si_code != 0x80:  # SI_KERNEL
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, info.si_signo)
+        info = signal.sigwaitinfo({*FORWARDED, signal.SIGCHLD})
+        if info.si_signo == signal.SIGCHLD:
+            terminal.follow_stop(child)
+            continue
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, info.si_signo)
 
 
 async def _relay_until_exit(child: int, routes: Sequence[relay.Route]) -> int:
@@ -170,6 +175,7 @@ def run(
         mask=mask,
     )  # fmt: skip
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    terminal = Terminal()  # before the sandbox may take the terminal
     sys.stdout.flush()
     sys.stderr.flush()
     child = os.fork()
@@ -177,6 +183,23 @@ def run(
         ours.close()
         enter(plan, theirs)
     theirs.close()
+    try:
+        return _supervise(vm, child, ours, listens, addresses, mask, terminal)
+    finally:
+        terminal.reclaim(child)
+        terminal.close()
+
+
+def _supervise(
+    vm: VmTarget,
+    child: int,
+    ours: socket.socket,
+    listens: Sequence[tuple[str, int]],
+    addresses: Sequence[str],
+    mask: frozenset[signal.Signals],
+    terminal: Terminal,
+) -> int:
+    """From the fork on: the sandbox's report, then relay and pass signals until it ends."""
     try:
         message, fds, _, _ = socket.recv_fds(ours, 1 << 16, len(listens))
     finally:
@@ -202,7 +225,7 @@ def run(
                     vm.source if i < len(addresses) else None)
         for i, fd in enumerate(fds)
     ]  # fmt: skip
-    threading.Thread(target=_forward_signals, args=(child,), daemon=True).start()
+    threading.Thread(target=_forward_signals, args=(child, terminal), daemon=True).start()
     try:
         return asyncio.run(_relay_until_exit(child, routes))
     except BaseException:

@@ -6,7 +6,8 @@ first when not root, mapping the caller's own uid and gid), brings ``lo`` up wit
 endpoint's addresses on it, takes the VM's host name, creates every listening socket
 COMMAND will connect to and hands them to forewarn over a unix socket (SCM_RIGHTS):
 forewarn, still in the host's network, relays each connection. Then the child forks the
-namespace's first process, which forks COMMAND.
+namespace's first process, which forks COMMAND. It leaves forewarn's process group first
+(for one of its own, with the terminal if forewarn had it: ``terminal.py``).
 
 Nothing outlives forewarn: each process here is killed when its parent dies
 (PR_SET_PDEATHSIG), and when the namespace's first process ends the kernel kills every
@@ -28,7 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from forewarn.vmexec import kernel
-from forewarn.vmexec.supervise import FORWARDED, supervise
+from forewarn.vmexec.supervise import FORWARDED, from_outside_namespace, from_process, supervise
+from forewarn.vmexec.terminal import leave_group
 
 __all__ = ["LEASE_DIRS", "Sandbox", "block_forwarded", "enter"]
 
@@ -134,14 +136,16 @@ def _first_process(plan: Sandbox, parent_alive: int) -> None:
     command = os.fork()
     if command == 0:
         _run_command(plan)
-    os._exit(supervise(command))
+    os._exit(supervise(command, from_outside_namespace))
 
 
 def enter(plan: Sandbox, channel: socket.socket) -> None:
     """The forked child's whole life: build the world, report, run COMMAND; never returns."""
     code = 1
     try:
-        kernel.die_with_parent(os.getppid())
+        forewarn = os.getppid()
+        kernel.die_with_parent(forewarn)
+        leave_group()
         try:
             listeners, lease = _make_world(plan)
         except OSError as exc:
@@ -159,7 +163,7 @@ def enter(plan: Sandbox, channel: socket.socket) -> None:
             os.close(alive_write)
             _first_process(plan, alive_read)
         os.close(alive_read)
-        code = supervise(first)
+        code = supervise(first, from_process(forewarn))
     except BaseException:
         traceback.print_exc()
     finally:

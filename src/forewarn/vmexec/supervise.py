@@ -2,8 +2,11 @@
 pass on the signals meant for it, and end with its exit status.
 
 Signals are taken with ``sigwaitinfo`` (blocked, never handled), which also tells who
-sent each: a terminal's Ctrl-C reaches the whole foreground process group, COMMAND
-included, and is not passed on a second time; a ``kill`` of forewarn is. A PID
+sent each, so that each reaches COMMAND exactly once. The sandbox has a process group of
+its own (``terminal.py``), the terminal's when forewarn had it: what the terminal sends
+(Ctrl-C) or what is sent to that group (COMMAND's own ``kill 0``) reaches COMMAND
+already and is passed on by nobody; what forewarn passes on goes down one hop at a time,
+each process passing on only what came from the hop above (``passes``). A PID
 namespace's first process reaps every orphan there, as an init does.
 """
 
@@ -12,8 +15,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from collections.abc import Callable
 
-__all__ = ["FORWARDED", "exit_code", "supervise"]
+__all__ = ["FORWARDED", "exit_code", "from_outside_namespace", "from_process", "supervise"]
 
 #: What ``forewarn exec`` passes on to COMMAND.
 FORWARDED = frozenset({
@@ -24,6 +28,20 @@ FORWARDED = frozenset({
 #: ``si_code`` of a signal the kernel sent (a terminal's, to its foreground group).
 _SI_KERNEL = 0x80
 
+#: Whether a signal taken (its ``siginfo``) is one to pass on.
+Passes = Callable[[signal.struct_siginfo], bool]
+
+
+def from_process(sender: int) -> Passes:
+    """Pass on what process ``sender`` (the hop above, in this PID namespace) sent."""
+    return lambda info: info.si_pid == sender and info.si_code != _SI_KERNEL
+
+
+def from_outside_namespace(info: signal.struct_siginfo) -> bool:
+    """In a PID namespace's first process: pass on what came from outside the namespace
+    (the hop above: its sender's pid is 0 here), not the kernel's nor a process's inside."""
+    return info.si_pid == 0 and info.si_code != _SI_KERNEL
+
 
 def exit_code(status: int) -> int:
     """A wait status as a shell reports it: the exit code, or 128 + the signal."""
@@ -31,15 +49,16 @@ def exit_code(status: int) -> int:
     return code if code >= 0 else 128 - code
 
 
-def supervise(child: int) -> int:
-    """Wait for ``child``, passing ``FORWARDED`` signals on; its exit code.
+def supervise(child: int, passes: Passes) -> int:
+    """Wait for ``child``, passing on the ``FORWARDED`` signals that ``passes``; its exit
+    code.
 
     The caller has blocked ``FORWARDED`` and ``SIGCHLD`` (before forking ``child``)."""
     waited = {*FORWARDED, signal.SIGCHLD}
     while True:
         info = signal.sigwaitinfo(waited)
         if info.si_signo != signal.SIGCHLD:
-            if info.si_code != _SI_KERNEL:
+            if passes(info):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(child, info.si_signo)
             continue

@@ -1,7 +1,8 @@
 """Which VM COMMAND is, and how its requests reach the endpoint as that VM.
 
-The control API says it all, asked once before COMMAND runs (the endpoint is not: a
-fault injected there must hit COMMAND, not its start): where the VM is (its loopback
+The control API says it all, asked once before COMMAND runs for that one VM
+(``GET /api/v1/vms/{name}``: the same cost in a fleet of ten or a million; the endpoint is
+not asked: a fault injected there must hit COMMAND, not its start): where the VM is (its loopback
 address, its dedicated port, its scope's kind) and what its OS calls itself (the name
 ``/metadata/instance`` reports, from the same fleet naming: instance 18 of a scale set
 ``aks-default-36328368-vmss`` is ``aks-default-36328368-vmss00000i``).
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from forewarn.controlapi import ControlRefused
 from forewarn.vmexec.errors import EndpointUnusable, VmNotFound
 
 if TYPE_CHECKING:
@@ -56,22 +58,20 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _vm_row(control: ControlClient, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The VM named ``name`` (ignoring case, as the fleet does) and its scope."""
-    scopes = control.topology()["scopes"]
-    for exact in (True, False):
-        for scope in scopes:
-            for vm in scope["vms"]:
-                if vm["name"] == name or (not exact and vm["name"].lower() == name.lower()):
-                    return vm, scope
-    names = [vm["name"] for scope in scopes for vm in scope["vms"]]
-    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-    raise VmNotFound(f"the fleet at {control.base} has no VM named {name!r} (its VMs: {shown})")
+def _vm_row(control: ControlClient, name: str) -> dict[str, Any]:
+    """The VM named ``name`` (ignoring case, as the fleet does), with its scope's kind:
+    one VM asked for (``GET /api/v1/vms/{name}``), never the fleet's whole topology."""
+    try:
+        return control.vm(name)
+    except ControlRefused as exc:
+        if exc.status != 404:
+            raise
+        raise VmNotFound(f"the fleet at {control.base}: {exc.error}") from None
 
 
 def find_vm(control: ControlClient, name: str, endpoint_url: str) -> VmTarget:
     """VM ``name`` of the fleet the control API serves, reached at ``endpoint_url``."""
-    vm, scope = _vm_row(control, name)
+    vm = _vm_row(control, name)
     host, port = parse_endpoint(endpoint_url)
     if vm.get("port") is not None:
         upstream, source = (host, int(vm["port"])), None  # its own port says who it is
@@ -91,7 +91,7 @@ def find_vm(control: ControlClient, name: str, endpoint_url: str) -> VmTarget:
     return VmTarget(
         name=vm["name"],
         computer_name=str(vm.get("computer_name") or vm["name"]),
-        non_vnet=scope.get("kind") == "cloud_service",
+        non_vnet=vm.get("scope_kind") == "cloud_service",
         upstream=upstream,
         source=source,
     )

@@ -4,10 +4,11 @@ One hub per control app. It listens to the fabric: each published change (a lead
 own, or one a follower replicated from the leader) becomes one ``change`` message,
 encoded once for every subscriber; a reload of the whole state (a follower that caught
 up, a new leader) makes every stream send a fresh snapshot (built once for all of them:
-``routes.py``). While anyone watches, a tick once a second carries the clock and the VMs
-whose last poll or state moved. In a scaled-out fleet a front-end sees only the polls it
-served itself, so the tick also merges the poll times every front-end wrote to the store
-(every few seconds).
+``routes.py``). While anyone watches, a tick once a second carries the clock, the counts
+of the scopes whose counts changed, and the scopes where a VM's poll or state moved
+(per scope, never per VM: a VM that polls resends nothing of the fleet). In a scaled-out
+fleet a front-end sees only the polls it served itself, so the tick also merges the poll
+times every front-end wrote to the store (every few seconds).
 
 The control plane shares the metadata endpoint's event loop. So messages are batched: at
 most one write per stream every ``BATCH_SECONDS``, whatever the change rate, and a batch
@@ -35,7 +36,8 @@ from typing import Any, Protocol
 
 import msgspec
 
-from forewarn.control.dashboard.stream_messages import PollPacker, change_message
+from forewarn.control.dashboard.fleet_rollup import FleetTally, ScopeIndex
+from forewarn.control.dashboard.stream_messages import change_message
 from forewarn.fabric import Changes, Fabric, StoreUnavailable
 from forewarn.rehearsal import ReactionTracker
 
@@ -51,7 +53,7 @@ QUEUE_LIMIT = 2000
 BATCH_SECONDS = 0.1
 #: Streams handed a batch per turn of the loop (the endpoint reads between two turns).
 BROADCAST_SLICE = 25
-#: VMs a tick looks at per turn of the loop (some 0.3 ms).
+#: VMs (or scopes) a tick looks at per turn of the loop (some 0.3 ms).
 TICK_SLICE = 1000
 
 #: Queued for a subscriber when the whole state was replaced: send a snapshot.
@@ -106,9 +108,10 @@ class Hub:
         self._ticker: asyncio.Task[None] | None = None
         self._sent_polls: dict[str, float] = {}
         self._sent_status: dict[str, str] = {}
+        self._sent_counts: dict[str, dict[str, object]] = {}
         self._shared_polls: dict[str, float] = {}
-        #: Each VM's position in the snapshot's list (the fleet's order, fixed for a fabric).
-        self._order = fabric.topology.vms.positions()
+        #: Each scope's region and kind, each polled VM's scope (the snapshot's too).
+        self.index = ScopeIndex(fabric.topology)
         self._shared_at = 0.0
         #: Changes and reloads published so far: a snapshot begun at this count or later
         #: serves any stream that subscribed (or was told to reload) at it.
@@ -245,27 +248,32 @@ class Hub:
         self._shared_polls = {p.vm: p.last_poll for p in rows if p.last_poll is not None}
 
     async def tick_message(self) -> dict[str, Any]:
-        """The clock, and the VMs whose last poll or state moved since the last tick (poll
-        times packed in the snapshot's order: ``PollPacker``). Gives the loop back every
-        ``TICK_SLICE`` VMs: a pass over 10,000 at once held the endpoint's polls some
+        """The clock, the counts of each scope whose counts changed since the last tick,
+        and the scopes where a VM's last poll or state moved (``moved``: the page asks
+        again for the VMs it shows of those). Gives the loop back every ``TICK_SLICE``
+        VMs or scopes: a pass over 10,000 at once held the endpoint's polls some
         milliseconds every second."""
         now = self.fabric.clock.now()
         polls = self.polls()
-        packer = PollPacker(self._order, now)
-        sent = self._sent_polls
+        tally = FleetTally(self.index, now)
         items = iter(polls.items())
         while chunk := list(itertools.islice(items, TICK_SLICE)):
-            packer.add_moved(chunk, sent)
+            tally.add_polls(chunk, self._sent_polls)
             await asyncio.sleep(0)
         statuses = self.fabric.vm_statuses()
-        changed = {
-            n: statuses.get(n, "running")
-            for n in {*statuses, *self._sent_status}
-            if statuses.get(n, "running") != self._sent_status.get(n, "running")
-        }
+        tally.add_statuses(statuses, self._sent_status)
         self._sent_polls = polls
         self._sent_status = statuses
-        return {"now": now, "polled": packer.packed(), "polls": packer.by_name, "status": changed}
+        changed: dict[str, dict[str, object]] = {}
+        sent = self._sent_counts
+        scopes = iter(self.fabric.topology.scopes.values())
+        while batch := list(itertools.islice(scopes, TICK_SLICE)):
+            for scope in batch:
+                counts = tally.counts(scope.id, len(scope.vm_names))
+                if sent.get(scope.id) != counts:
+                    changed[scope.id] = sent[scope.id] = counts
+            await asyncio.sleep(0)
+        return {"now": now, "scopes": changed, "moved": sorted(tally.moved)}
 
     async def _tick_forever(self, clock: Callable[[], float] = time.monotonic) -> None:
         while True:

@@ -1,35 +1,29 @@
 """What the dashboard is sent: a whole snapshot, then changes and once-a-second ticks.
 
-The snapshot is everything the page draws (fleet, live events and operations, recent
-history, the operation catalogue); a change message is what one published change
-altered; a tick carries the clock and only the VM poll times and states that moved.
-Kept compact: a 1,000-VM fleet's snapshot is some 100 KB and a tick a few KB. A fleet
-polling every second moves every VM's poll time every tick, so a tick gives those as one
-byte per VM in the snapshot's order (``PollPacker``): 13 KB for 10,000 VMs, not 300 KB for
-each of a hundred streams every second.
+The snapshot is everything the page draws first (the fleet rolled up to one row per
+scope, live events and operations, recent history, the operation catalogue); a change
+message is what one published change altered; a tick carries the clock, the counts of
+the scopes whose counts changed and the scopes where a VM's poll or state moved (the page
+asks again for the VMs of those it shows). Nothing in either is a row per VM: a scope's
+VMs come on demand (``fleet_rollup``), so a million-VM fleet's snapshot is the size of
+its scopes, and a VM that polls resends nothing of the fleet.
 """
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Iterable, Mapping
+import asyncio
+import itertools
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from forewarn import __version__
+from forewarn.control.dashboard.fleet_rollup import FleetTally, ScopeIndex
 from forewarn.control.json_views import event_out, operation_out
 from forewarn.fabric import CATALOGUE, Changes, EventRecord, Fabric, HistoryEntry, OperationState
 
-__all__ = [
-    "AGE_STEP",
-    "PollPacker",
-    "VmRow",
-    "change_message",
-    "event_view",
-    "snapshot",
-    "vm_rows",
-]
+__all__ = ["ScopeRow", "change_message", "event_view", "scope_rows", "snapshot"]
 
 _LIVE = (OperationState.SCHEDULED, OperationState.STARTED)
 
@@ -55,105 +49,70 @@ def history_view(entries: list[HistoryEntry]) -> list[dict[str, Any]]:
     return [msgspec.to_builtins(e) for e in entries]
 
 
-class VmRow(msgspec.Struct, gc=False):
-    """One VM as the page draws it. A Struct the collector never walks (``gc=False``: only
-    strings and numbers): a million dicts made at once set off collections that each walk
-    every one made so far, so the payload cost grew faster than the fleet (14 x for 10 x
-    the VMs, 100k to 1M); the JSON is the same."""
-
-    name: str
-    scope: str
-    host: str
-    ud: int
-    status: str
-    polled: float | None
+#: Poll times counted per turn of the event loop (a million VMs that poll are some 0.5 s).
+COUNT_SLICE = 20_000
 
 
-def vm_rows(fabric: Fabric, statuses: dict[str, str], polls: dict[str, float]) -> list[VmRow]:
-    """Every VM, where it runs, what is happening to it and when it last polled."""
-    status, polled = statuses.get, polls.get
-    return [
-        VmRow(
-            vm.name,
-            vm.scope_id,
-            vm.host,
-            vm.update_domain,
-            status(vm.name, "running"),
-            polled(vm.name),
-        )
-        for vm in fabric.topology.vms.values()
-    ]
+class ScopeRow(msgspec.Struct, gc=False):
+    """One scope as the page rolls it up: where it is, and its VMs counted (a Struct: ten
+    thousand of them are made and encoded for a million-VM fleet's snapshot)."""
+
+    id: str
+    region: str
+    kind: str
+    update_domains: int
+    incarnation: int
+    enabled: bool
+    vms: int
+    states: dict[str, int]
+    polled: int
+    silent: int
 
 
-#: A packed poll time is this many seconds before the tick's ``now`` per step.
-AGE_STEP = 0.1
-_OLDEST_STEP = 254  # byte 255: 25.4 s before ``now``; older poll times go by name
+async def scope_rows(
+    fabric: Fabric, index: ScopeIndex, polls: Mapping[str, float], statuses: Mapping[str, str]
+) -> list[ScopeRow]:
+    """Every scope, where it is and its VMs counted (``FleetTally``); the poll times
+    ``COUNT_SLICE`` at a time, the event loop given back between."""
+    tally = FleetTally(index, fabric.clock.now())
+    items = iter(polls.items())
+    while chunk := list(itertools.islice(items, COUNT_SLICE)):
+        tally.add_polls(chunk)
+        await asyncio.sleep(0)
+    tally.add_statuses(statuses)
+    where, view, enabled, count = index.where, fabric.view, fabric.is_enabled, tally.count
+    rows = []
+    for scope in fabric.topology.scopes.values():
+        sid = scope.id
+        region, kind = where(sid)
+        states, polled, silent = count(sid)
+        row = ScopeRow(sid, region, kind, scope.update_domains, view(sid).incarnation,
+                       enabled(sid), len(scope.vm_names), states, polled, silent)  # fmt: skip
+        rows.append(row)
+    return rows
 
 
-class PollPacker:
-    """The poll times that moved, one byte per VM in ``order`` (the snapshot's): 0 when it
-    did not move, else 1 + its age at ``now`` in ``AGE_STEP`` steps (a poll after ``now``:
-    age 0). By name only those a byte cannot say (older than 25.4 s, e.g. from another
-    front-end, or not in ``order``). Fed in slices, so that a fleet's pass can give the
-    event loop back between them."""
-
-    __slots__ = ("_ages", "_now", "_order", "by_name")
-
-    def __init__(self, order: Mapping[str, int], now: float) -> None:
-        self._order = order
-        self._now = now
-        self._ages = bytearray(len(order))
-        self.by_name: dict[str, float] = {}
-
-    def add_moved(self, polls: Iterable[tuple[str, float]], sent: dict[str, float]) -> None:
-        """Pack each of ``polls`` whose time is not the one in ``sent``."""
-        order, now, ages, by_name = self._order, self._now, self._ages, self.by_name
-        for name, at in polls:
-            if sent.get(name) == at:
-                continue
-            index = order.get(name)
-            step = round((now - at) / AGE_STEP)
-            if index is None or step > _OLDEST_STEP:
-                by_name[name] = at
-            else:
-                ages[index] = 1 + max(step, 0)
-
-    def packed(self) -> str:
-        """The bytes, base64 ("" when no byte is set)."""
-        return base64.b64encode(self._ages).decode() if any(self._ages) else ""
-
-
-def snapshot(
+async def snapshot(
     fabric: Fabric,
     *,
+    index: ScopeIndex,
     polls: dict[str, float],
     history: list[HistoryEntry],
     scenarios: list[str] | None,
     resets: list[float] | None = None,
 ) -> dict[str, Any]:
-    """Everything the page draws, as of now; ``resets``: when each drill began (the
+    """Everything the page draws first, as of now; ``resets``: when each drill began (the
     fleet's resets, oldest first: the page shows the drill since the last one)."""
-    statuses = fabric.vm_statuses()
-    scopes = [
-        {
-            "id": scope.id,
-            "kind": scope.kind.value,
-            "update_domains": scope.update_domains,
-            "incarnation": fabric.view(scope.id).incarnation,
-            "enabled": fabric.is_enabled(scope.id),
-        }
-        for scope in fabric.topology.scopes.values()
-    ]
     scale = fabric.config.scaled
+    scopes = await scope_rows(fabric, index, polls, fabric.vm_statuses())
     return {
         "version": __version__,
         "now": fabric.clock.now(),
         "virtual": fabric.clock.is_virtual,
         "time_scale": fabric.config.time_scale,
         "leading": fabric.leading,
+        "vms": len(fabric.topology.vms),
         "scopes": scopes,
-        "hosts": sorted(fabric.topology.host_names()),
-        "vms": vm_rows(fabric, statuses, polls),
         "events": [event_view(e) for e in fabric.events()],
         "operations": [
             msgspec.to_builtins(operation_out(op))

@@ -4,13 +4,14 @@
 "use strict";
 (() => {
   const TOKEN_KEY = "forewarn-token";
-  const OPEN_UP_TO = 300;  // fleets up to this many VMs show every scope open
   const HISTORY_SHOWN = 300;
   const $ = (selector) => document.querySelector(selector);
   const state = {
-    scopes: new Map(), vms: new Map(), vmOrder: [], vmEls: new Map(), events: new Map(), history: [],
-    hosts: [], catalogue: [], scenarios: null, virtual: false, timeScale: 1, now: 0,
-    offset: 0, firstSeen: {}, verdicts: null, toggled: new Set(), counts: new Map(), resets: [],
+    // scopes: the roll-up (one row per scope); vms: the VMs of the pages asked for
+    scopes: new Map(), vmCount: 0, vms: new Map(), pages: new Map(), loading: new Map(),
+    vmEls: new Map(), search: null, openVm: null, events: new Map(), history: [],
+    catalogue: [], scenarios: null, virtual: false, timeScale: 1, now: 0,
+    offset: 0, firstSeen: {}, verdicts: null, toggled: new Set(), resets: [],
   };
   let token = sessionStorage.getItem(TOKEN_KEY);
   let verdictTimer = null;
@@ -167,12 +168,10 @@
     state.timeScale = snap.time_scale;
     setNow(snap.now);
     state.scopes = new Map(snap.scopes.map((s) => [s.id, s]));
-    state.vms = new Map(snap.vms.map((v) => [v.name, v]));
-    state.vmOrder = snap.vms.map((v) => v.name);  // a tick's packed poll times follow it
+    state.vmCount = snap.vms;
     state.events = new Map(snap.events.map((e) => [e.id, e]));
     state.history = snap.history.slice();
     state.catalogue = snap.catalogue;
-    state.hosts = snap.hosts;
     state.scenarios = snap.scenarios;
     state.resets = (snap.resets || []).slice();
     renderDrills();
@@ -212,6 +211,7 @@
         if (head) head.textContent = scopeLine(known);
       }
     }
+    if (change.events.length || change.removed.length || change.scopes.length) paintCounts(null);
     addHistory(change.history);
     const resets = change.history.filter((h) => h.kind === "fleet.reset").map((h) => h.at);
     if (resets.length) {  // a new drill: the "current drill" view moves on to it
@@ -220,31 +220,13 @@
       renderStrip();
     }
     renderEvents();
+    paintVmDetail();
     scheduleVerdicts();
   }
 
   function applyTick(tick) {
     setNow(tick.now);
-    // One byte per VM in the snapshot's order: 0 not moved, else 1 + tenths of a second
-    // before tick.now (stream_messages.PollPacker).
-    const packed = tick.polled ? atob(tick.polled) : "";
-    if (packed.length === state.vmOrder.length) {
-      for (let i = 0; i < packed.length; i++) {
-        const step = packed.charCodeAt(i);
-        if (!step) continue;
-        const vm = state.vms.get(state.vmOrder[i]);
-        if (vm) vm.polled = tick.now - (step - 1) / 10;
-      }
-    }
-    for (const [name, at] of Object.entries(tick.polls)) {
-      const vm = state.vms.get(name);
-      if (vm) vm.polled = at;
-    }
-    for (const [name, status] of Object.entries(tick.status)) {
-      const vm = state.vms.get(name);
-      if (vm) { vm.status = status; paintVm(vm); }
-    }
-    paintAges();
+    applyScopeTick(tick);  // per scope, never per VM (fleet.js)
   }
 
   // ------------------------------------------------------------------ controls
@@ -253,7 +235,7 @@
     const chosen = select.value;
     select.innerHTML = state.catalogue.map((op) => `<option value="${esc(op.kind)}">${esc(op.kind)} (${esc(op.event_type)}, ${esc(countdown(op.notice_seconds))} notice)</option>`).join("");
     if (chosen) select.value = chosen;
-    const names = [...state.vms.keys(), ...state.hosts, ...state.scopes.keys()];
+    const names = [...state.vms.keys(), ...new Set([...state.vms.values()].map((v) => v.host)), ...state.scopes.keys()];
     $("#targets").innerHTML = names.map((n) => `<option value="${esc(n)}">`).join("");
     $("#advance-form").hidden = !state.virtual;
     const scenarios = state.scenarios;
@@ -325,159 +307,9 @@
   });
 
   // --------------------------------------------------------------------- fleet
-  const scopeLine = (scope) => `${scope.kind.replace("_", " ")} · incarnation ${scope.incarnation}`
-    + (scope.enabled ? "" : " · Scheduled Events off until a VM asks");
-
-  function renderFleet() {
-    const byScope = new Map([...state.scopes.keys()].map((id) => [id, new Map()]));
-    for (const vm of state.vms.values()) {
-      const uds = byScope.get(vm.scope);
-      if (!uds) continue;
-      if (!uds.has(vm.ud)) uds.set(vm.ud, new Map());
-      const hosts = uds.get(vm.ud);
-      if (!hosts.has(vm.host)) hosts.set(vm.host, []);
-      hosts.get(vm.host).push(vm);
-    }
-    const parts = [];
-    const big = state.vms.size > OPEN_UP_TO;
-    for (const [scopeId, uds] of byScope) {
-      const scope = state.scopes.get(scopeId);
-      const open = state.toggled.has(scopeId) ? big : !big;
-      parts.push(`<details class="scope" data-scope="${esc(scopeId)}"${open ? " open" : ""}>`
-        + `<summary class="scope-head"><b>${esc(scopeId)}</b>`
-        + `<span data-scope-head="${esc(scopeId)}">${esc(scopeLine(scope))}</span>`
-        + `<span class="scope-counts" data-scope-counts="${esc(scopeId)}"></span></summary>`);
-      for (const ud of [...uds.keys()].sort((a, b) => a - b)) {
-        parts.push(`<div class="ud"><div class="ud-label">UD ${ud}</div><div class="hosts">`);
-        for (const [host, vms] of uds.get(ud)) {
-          parts.push(`<div class="host"><div class="host-label">${esc(host)}</div><div class="vms">`);
-          for (const vm of vms) {
-            parts.push(`<span class="vm st-${esc(vm.status)}" data-vm="${esc(vm.name)}">`
-              + `<b>${esc(vm.name)}</b><i class="age never">never</i></span>`);
-          }
-          parts.push("</div></div>");
-        }
-        parts.push("</div></div>");
-      }
-      parts.push("</details>");
-    }
-    const fleet = $("#fleet");
-    fleet.innerHTML = parts.join("");
-    state.vmEls = new Map();
-    for (const el of fleet.querySelectorAll(".vm")) {
-      state.vmEls.set(el.dataset.vm, { el, age: el.lastElementChild, text: "never", status: null });
-    }
-    for (const vm of state.vms.values()) paintVm(vm);
-    $("#fleet-count").textContent = `${state.vms.size} VMs in ${state.scopes.size} scopes`
-      + (big ? " (open a scope to see its VMs)" : "");
-    state.counts = new Map();
-    applyFilter();
-    paintAges();
-  }
-
-  // A scope the user opened or closed stays so across snapshots (large fleets start closed).
-  $("#fleet").addEventListener("click", (event) => {
-    const summary = event.target.closest("summary.scope-head");
-    if (!summary || $("#vm-filter").value.trim()) return;
-    const section = summary.parentElement;
-    const opening = !section.open;  // the click's default action toggles it next
-    const big = state.vms.size > OPEN_UP_TO;
-    if (opening === big) state.toggled.add(section.dataset.scope);
-    else state.toggled.delete(section.dataset.scope);
-  });
-
-  function applyFilter() {
-    const query = $("#vm-filter").value.trim().toLowerCase();
-    const matches = new Map();
-    for (const [name, slot] of state.vmEls) {
-      const vm = state.vms.get(name);
-      const shown = !query || name.toLowerCase().includes(query) || vm.host.toLowerCase().includes(query);
-      slot.el.hidden = !shown;
-      if (shown) matches.set(vm.scope, (matches.get(vm.scope) || 0) + 1);
-    }
-    for (const section of document.querySelectorAll("#fleet details.scope")) {
-      const id = section.dataset.scope;
-      section.hidden = Boolean(query) && !matches.get(id);
-      if (query) section.open = Boolean(matches.get(id));
-      else section.open = state.toggled.has(id) ? state.vms.size > OPEN_UP_TO : state.vms.size <= OPEN_UP_TO;
-    }
-  }
-
-  $("#vm-filter").addEventListener("input", applyFilter);
-
-  function paintCounts(silent) {
-    const byScope = new Map();
-    for (const vm of state.vms.values()) {
-      let c = byScope.get(vm.scope);
-      if (!c) { c = { total: 0, states: {}, silent: 0, never: 0 }; byScope.set(vm.scope, c); }
-      c.total += 1;
-      if (vm.status !== "running") c.states[vm.status] = (c.states[vm.status] || 0) + 1;
-      if (!vm.polled) c.never += 1;
-      else if (silent.has(vm.name)) c.silent += 1;
-    }
-    for (const [id, c] of byScope) {
-      const bits = [`${c.total} VM${c.total === 1 ? "" : "s"}`];
-      for (const [status, n] of Object.entries(c.states)) bits.push(`${n} ${status}`);
-      if (c.silent) bits.push(`${c.silent} silent for a minute or more`);
-      if (c.never) bits.push(`${c.never} never polled`);
-      const text = bits.join(" · ");
-      if (state.counts.get(id) === text) continue;
-      state.counts.set(id, text);
-      const el = document.querySelector(`[data-scope-counts="${CSS.escape(id)}"]`);
-      if (el) el.textContent = text;
-    }
-  }
-
-  function paintVm(vm) {
-    const slot = state.vmEls.get(vm.name);
-    if (!slot || slot.status === vm.status) return;
-    slot.status = vm.status;
-    slot.el.className = "vm st-" + vm.status;
-  }
-
-  // A VM's exact state and last poll are in its tooltip, written when the pointer reaches
-  // it: keeping 1,000 tooltips current would rewrite the page every second.
-  $("#fleet").addEventListener("mouseover", (event) => {
-    const el = event.target.closest(".vm");
-    const vm = el && state.vms.get(el.dataset.vm);
-    if (!vm) return;
-    const polled = vm.polled
-      ? `last poll ${clockText(vm.polled)} UTC (${age(serverNow() - vm.polled)} ago)` : "never polled";
-    el.title = `${vm.name} · ${vm.status} · ${vm.host} · update domain ${vm.ud} · ${polled}`;
-  });
-
-  // Ages in steps (now, 5s, 10s, 30s, 1m, 2m...): a fleet that polls every second keeps
-  // showing "now", so a tick that moves every VM's poll time changes nothing on screen.
-  const STEPS = [5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400];
-  function ageStep(seconds) {
-    if (seconds < 3) return "now";
-    let step = 3;
-    for (const s of STEPS) if (seconds >= s) step = s;
-    return age(step);
-  }
-
-  function paintAges() {
-    const now = serverNow();
-    const silent = new Set();
-    for (const vm of state.vms.values()) {
-      const slot = state.vmEls.get(vm.name);
-      if (!slot) continue;
-      let text = "never";
-      let kind = "never";
-      if (vm.polled) {
-        const seconds = now - vm.polled;
-        text = ageStep(seconds);
-        kind = seconds < 10 ? "fresh" : seconds < 60 ? "late" : "stale";
-        if (kind === "stale") silent.add(vm.name);
-      }
-      if (slot.text !== text) {
-        slot.text = text;
-        slot.age.textContent = text;
-        slot.age.className = "age " + kind;
-      }
-    }
-    paintCounts(silent);
-  }
+  // The fleet rolled up, a scope's VMs on demand, one VM alone: fleet.js.
+  const { renderFleet, paintCounts, paintVm, paintAges, paintVmDetail, applyScopeTick, scopeLine } =
+    window.forewarnFleet({ state, $, esc, api, say, age, clockText, serverNow, vmDid });
 
   // -------------------------------------------------------------------- events
   function renderEvents() {
@@ -787,6 +619,8 @@
       paintVerdicts();
       orderVms(report);
       paintVms();
+      paintCounts((report.by_scope || []).map((t) => t.scope));
+      paintVmDetail();
     } catch (e) {
       return;  // the next change or the next 10 s ask again
     } finally {

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench import fleet_tail, instructions, operations_rate
+from bench import fleet_tail, instructions, operations_rate, region_rollout
 from tests.scaleout.pg import ADMIN_URL, pg_available
 
 
@@ -124,3 +124,17 @@ async def test_instructions_fleet_mode_answers_every_poll_after_the_warm_up(serv
     # 250 VMs each on its own connection, polled in turn after three polls each: every
     # poll counted is answered, on its VM's connection.
     assert await instructions.drive(server, "fleet", 500, vms=250) == 500
+
+
+def test_region_rollout_measures_each_size(capsys: pytest.CaptureFixture[str]) -> None:
+    region_rollout.main(
+        ["--sizes", "600,6000", "--seconds", "1", "--time-scale", "6000", "--sample", "10",
+         "--waves", "5", "--wave-vms", "20"]
+    )  # fmt: skip
+    lines = capsys.readouterr().out.splitlines()
+    sizes = [line for line in lines if " VMs (waves of " in line]
+    assert [line.split()[0] for line in sizes] == ["600", "6,000"]
+    assert all("first events" in line and "events/s back to back" in line for line in sizes)
+    (ratios,) = [line for line in lines if line.startswith("6,000 / 600: first events")]
+    assert "throughput" in ratios and "rollout p99" in ratios
+    assert lines[-1] in {"goal: PASS", "goal: MISS"}

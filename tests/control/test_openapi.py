@@ -115,7 +115,12 @@ def test_components_describe_the_operation_body(document: dict[str, Any]) -> Non
         "notice_seconds",
         "description",
         "duration_seconds",
+        "region",
+        "wave_hosts",
     }
+    assert body["properties"]["wave_hosts"]["anyOf"][0] == {
+        "type": "integer", "minimum": 1, "maximum": 10_000,
+    }  # fmt: skip
     assert body.get("additionalProperties") is False
     post = document["paths"]["/api/v1/operations"]["post"]
     assert post["requestBody"]["content"]["application/json"]["schema"] == {
@@ -176,7 +181,7 @@ def test_kind_is_an_enum_of_exactly_the_operations_the_server_knows(
     assert "unknown operation" in response.json()["error"]
 
 
-TARGETS = {"target": "web-0", "vms": ["web-0"], "host": "host-1", "scope": "web"}
+TARGETS = {"target": "web-0", "vms": ["web-0"], "host": "host-1", "scope": "web", "region": True}
 
 
 def test_operation_body_needs_exactly_one_target(

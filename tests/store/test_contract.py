@@ -575,3 +575,39 @@ def test_a_reset_is_durable_and_incarnations_never_go_back(open_store: Callable[
     assert len(entries) == history + 1 and entries[-1].kind == "fleet.reset"
     op = again.submit(OperationRequest(kind="spot-eviction", vms=("workers_1",)))
     assert op.vms == ("workers_1",)  # the restored VM can be evicted again
+
+
+def _region_waves(fabric: Fabric, stop_after: int | None = None) -> list[tuple[str, ...]]:
+    """Advance a region rollout wave by wave: each new wave's VMs (``stop_after`` waves)."""
+    waves: list[tuple[str, ...]] = []
+    seen: set[str] = set()
+    while stop_after is None or len(waves) < stop_after:
+        ops = [o for o in fabric.operations() if o.target == "region" and o.id not in seen]
+        for op in ops:
+            seen.add(op.id)
+            waves.append(tuple(sorted(op.vms)))
+        due = fabric.next_due()
+        if due is None:
+            break
+        fabric.advance(due - fabric.clock.now())
+    return waves
+
+
+def test_a_region_rollout_resumes_at_its_wave_after_a_restart(
+    open_store: Callable[[], Any],
+) -> None:
+    request = OperationRequest(kind="platform-reboot", region=True, wave_hosts=2)
+    uninterrupted = make_fabric(enablement="always")
+    uninterrupted.submit(request)
+    whole = _region_waves(uninterrupted)
+    assert len(whole) == 5
+    clock = Clock.virtual(start=T0)
+    fabric = make_fabric(store=open_store(), clock=clock, enablement="always")
+    fabric.submit(request)
+    assert _region_waves(fabric, stop_after=2) == whole[:2]
+    (rollout,) = fabric.rollouts()
+    assert (rollout.next_batch, rollout.cursor) == (2, (1, 0))  # next: update domain 1
+    again = make_fabric(store=open_store(), clock=clock, enablement="always")
+    assert again.rollouts() == [rollout]
+    assert _region_waves(again) == whole, "every wave once, in order, across the restart"
+    assert again.rollouts()[0].done

@@ -67,7 +67,12 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "trigger": LazyCommand(
         "forewarn.cli.trigger:trigger",
-        "Start OPERATION on TARGET (a VM, a host, or a scope to walk its update domains).",
+        "Start OPERATION on TARGET (a VM, a host, or a scope to walk its update domains), "
+        "or with --region over the whole fleet.",
+    ),
+    "rollouts": LazyCommand(
+        "forewarn.cli.control:rollouts",
+        "Rollouts (a scope's or the region's update-domain walk), where each stands.",
     ),
     # with --url, the VM's (forewarn.vm.parser)
     "events": LazyCommand(

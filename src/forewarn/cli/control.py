@@ -17,7 +17,8 @@ from forewarn.cli.output import Column, print_json, table, when
 from forewarn.contract import SUPPORTED_VERSIONS
 
 __all__ = [
-    "advance", "approve", "cancel", "complete", "events", "history", "start", "topology",
+    "advance", "approve", "cancel", "complete", "events", "history", "rollouts", "start",
+    "topology",
 ]  # fmt: skip
 
 #: The most history entries one request may return (the control API's own bound).
@@ -242,6 +243,41 @@ def history(ctx: click.Context, limit: int, as_json: bool, wide: bool) -> None:
                 h["scope_id"] or "-",
             ]
             for h in entries
+        ],
+        wide=wide,
+    )
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_wide
+@click.pass_context
+def rollouts(ctx: click.Context, as_json: bool, wide: bool) -> None:
+    """Rollouts (a scope's or the region's update-domain walk), where each stands."""
+    listed = control_client(ctx).rollouts()
+    if as_json:
+        print_json(listed)
+        return
+    table(
+        "Rollouts",
+        [
+            Column("Id", "key"),
+            Column("Kind"),
+            Column("Target"),
+            Column("Batch"),
+            Column("State"),
+            Column("Operation", "key", optional=1),
+        ],
+        [
+            [
+                r["id"],
+                r["kind"],
+                r["target"] + (f" ({r['wave_hosts']} hosts a wave)" if r["region"] else ""),
+                f"{r['batch']} of {r['batches']}",
+                "done" if r["done"] else "rolling",
+                r["current_operation"] or "-",
+            ]
+            for r in listed
         ],
         wide=wide,
     )

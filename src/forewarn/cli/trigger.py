@@ -13,7 +13,7 @@ import click
 from forewarn.cli.api import control_client
 from forewarn.cli.durations import DURATION
 from forewarn.cli.output import print_json, when
-from forewarn.fabric import OperationKind
+from forewarn.fabric import DEFAULT_WAVE_HOSTS, MAX_WAVE_HOSTS, OperationKind
 
 __all__ = ["trigger"]
 
@@ -33,15 +33,28 @@ def _when_line(op: dict[str, Any]) -> str:
 
 
 @click.command(
-    help="Start OPERATION on TARGET (a VM, a host, or a scope to walk its update domains).\n\n"
+    help="Start OPERATION on TARGET (a VM, a host, or a scope to walk its update domains), "
+    "or with --region over the whole fleet.\n\n"
     "OPERATION is one of: " + ", ".join(k.value for k in OperationKind) + ". "
     "User operations (user-reboot, user-redeploy, scale-in) take a VM; only host-update, "
-    "platform-reboot and platform-redeploy take a scope."
+    "platform-reboot and platform-redeploy take a scope or --region."
 )
 @click.argument(
     "operation", metavar="OPERATION", type=click.Choice([k.value for k in OperationKind])
 )
-@click.argument("target")
+@click.argument("target", required=False)
+@click.option(
+    "--region",
+    is_flag=True,
+    help="Roll OPERATION over every VM (no TARGET): update domain by update domain, host by "
+    "host, in waves of --wave-hosts hosts.",
+)
+@click.option(
+    "--wave-hosts",
+    type=click.IntRange(1, MAX_WAVE_HOSTS),
+    default=None,
+    help=f"With --region: hosts a wave updates at once (default {DEFAULT_WAVE_HOSTS}).",
+)
 @click.option(
     "--notice",
     type=DURATION,
@@ -62,19 +75,38 @@ def _when_line(op: dict[str, Any]) -> str:
 def trigger(
     ctx: click.Context,
     operation: str,
-    target: str,
+    target: str | None,
+    region: bool,
+    wave_hosts: int | None,
     notice: float | None,
     description: str | None,
     duration: int | None,
     as_json: bool,
 ) -> None:
     """Start OPERATION on TARGET (a VM, a host, or a scope to walk its update domains)."""
-    op = control_client(ctx).trigger(
-        operation, target, notice=notice, description=description, duration=duration
-    )
+    if region == (target is not None):
+        raise click.UsageError("name a TARGET or give --region (the whole fleet), not both")
+    if wave_hosts is not None and not region:
+        raise click.UsageError("--wave-hosts is for a region rollout (--region)")
+    api = control_client(ctx)
+    if region:
+        op = api.roll_out_region(
+            operation, wave_hosts, notice=notice, description=description, duration=duration
+        )
+    else:
+        assert target is not None
+        op = api.trigger(
+            operation, target, notice=notice, description=description, duration=duration
+        )
     if as_json:
         print_json(op)
         return
+    if region:
+        (rollout,) = [r for r in api.rollouts() if r["id"] == op["rollout_id"]]
+        click.echo(
+            f"{rollout['id']}: {operation} over the region in {rollout['batches']} waves of "
+            f"up to {rollout['wave_hosts']} hosts; wave {rollout['batch']}:"
+        )
     click.echo(
         f"{op['id']}: {op['kind']} on {op['target']} ({op['state']}), {_when_line(op)}, "
         f"events {', '.join(op['event_ids']) or 'none'}"

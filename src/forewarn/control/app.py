@@ -7,6 +7,7 @@ Every answer, errors of routing and crashes included, is JSON (``{"error": ...}`
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
@@ -43,6 +44,7 @@ from forewarn.control.json_views import (
 from forewarn.control.openapi import openapi_document
 from forewarn.control.raw_paths import RawPaths
 from forewarn.control.rehearsal_routes import ReactionRoutes
+from forewarn.control.rollout_routes import RolloutRoutes
 from forewarn.control.schemas import (
     ActionBody,
     AdvanceBody,
@@ -50,6 +52,7 @@ from forewarn.control.schemas import (
     OperationBody,
     VmDetailOut,
     VmOut,
+    operation_request,
 )
 from forewarn.control.security import AccessGuard, HostPolicy
 from forewarn.control.topology_stream import topology_pieces
@@ -64,7 +67,6 @@ from forewarn.fabric import (
     InvalidOperation,
     InvalidTransition,
     NotFoundError,
-    OperationRequest,
     StoreUnavailable,
 )
 from forewarn.fleet import UnknownName
@@ -249,6 +251,7 @@ class ControlApp:
         def r(path: str, *, tail: str | None = None, **handlers: Handler) -> Route:
             return _route(doc, path, tail=tail, **handlers)
 
+        rollouts = RolloutRoutes(fabric)
         routes = [
             r("/", get=self.index),
             r("/healthz", get=self.health),
@@ -263,6 +266,8 @@ class ControlApp:
             r("/api/v1/events/{event_id}/{action}", post=self.event_action),
             r("/api/v1/operations", get=self.list_operations, post=self.create_operation),
             r("/api/v1/operations/{operation_id}", get=self.get_operation),
+            r("/api/v1/rollouts", get=rollouts.list_rollouts),
+            r("/api/v1/rollouts/{rollout_id}", get=rollouts.get_rollout),
             r("/api/v1/documents/{vm}", get=self.document),
             r("/api/v1/clock", get=self.clock),
             r("/api/v1/clock/advance", post=self.advance),
@@ -448,23 +453,9 @@ class ControlApp:
 
     async def create_operation(self, request: Request) -> Response:
         body = await _body(request, OperationBody)
-        vms, host, scope = tuple(body.vms or ()), body.host, body.scope
-        if body.target is not None:
-            if body.vms is not None or host is not None or scope is not None:
-                raise _BadRequest("give either target or vms/host/scope, not both")
-            what, name = self.fabric.topology.classify(body.target)
-            vms, host, scope = (
-                ((name,) if what == "vm" else ()),
-                (name if what == "host" else None),
-                (name if what == "scope" else None),
-            )
-        op = self.fabric.submit(
-            OperationRequest(
-                kind=body.kind, vms=vms, host=host, scope=scope,
-                notice_seconds=body.notice_seconds, description=body.description,
-                duration_seconds=body.duration_seconds,
-            )
-        )  # fmt: skip
+        if body.region:  # one pass over the fleet, once: off the event loop
+            await asyncio.to_thread(self.fabric.topology.update_domain_walk)
+        op = self.fabric.submit(operation_request(body, self.fabric.topology))
         await self.fabric.durable()
         return _json(operation_out(op), 201)
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from forewarn.contract import SUPPORTED_VERSIONS
 from forewarn.control.drill_routes import drill_paths
+from forewarn.control.rollout_routes import rollout_paths
 from forewarn.control.schemas import schema_components
 
 __all__ = ["openapi_document"]
@@ -334,6 +335,7 @@ def openapi_document(
         for path in REPORT_PATHS:
             del paths[path]
     paths.update(drill_paths(_op, _ref, _json))
+    paths.update(rollout_paths(_op, _ref, _json, _path_param))
     if eventgrid:
         paths.update(_eventgrid_paths())
     _finish(paths, token)

@@ -8,7 +8,9 @@ import msgspec
 
 from forewarn.control.drill_routes import SCHEMAS as DRILL_SCHEMAS
 from forewarn.control.drill_routes import fault_body_rules
-from forewarn.fabric import OperationKind
+from forewarn.control.rollout_routes import SCHEMAS as ROLLOUT_SCHEMAS
+from forewarn.fabric import MAX_WAVE_HOSTS, InvalidOperation, OperationKind, OperationRequest
+from forewarn.fleet import Topology
 from forewarn.rehearsal.grading import ReactionReport
 
 __all__ = [
@@ -37,7 +39,9 @@ Name = Annotated[str, msgspec.Meta(max_length=NAME_MAX)]
 
 class OperationBody(msgspec.Struct, forbid_unknown_fields=True):
     """Create an operation. Name the target with exactly one of ``vms``, ``host``,
-    ``scope``, or ``target`` (a VM, host or scope name, resolved in that order)."""
+    ``scope``, ``target`` (a VM, host or scope name, resolved in that order), or
+    ``region: true`` (the whole fleet: a rolling kind walks every update domain, host by
+    host, in waves of ``wave_hosts`` hosts, default 100)."""
 
     # A plain str, so that an unknown kind gets the fabric's message naming the known ones.
     kind: Annotated[
@@ -53,6 +57,32 @@ class OperationBody(msgspec.Struct, forbid_unknown_fields=True):
     notice_seconds: float | None = None
     description: Annotated[str, msgspec.Meta(max_length=DESCRIPTION_MAX)] | None = None
     duration_seconds: int | None = None
+    region: bool | None = None
+    wave_hosts: Annotated[int, msgspec.Meta(ge=1, le=MAX_WAVE_HOSTS)] | None = None
+
+
+def operation_request(body: OperationBody, topology: Topology) -> OperationRequest:
+    """The request ``body`` asks for, its ``target`` resolved (``InvalidOperation``: a
+    400 naming what is wrong; the fabric checks the rest)."""
+    vms, host, scope = tuple(body.vms or ()), body.host, body.scope
+    if body.region is False:
+        raise InvalidOperation("region takes true (the whole fleet); leave it out otherwise")
+    if body.target is not None:
+        if body.region:
+            raise InvalidOperation("give either target or region, not both")
+        if body.vms is not None or host is not None or scope is not None:
+            raise InvalidOperation("give either target or vms/host/scope, not both")
+        what, name = topology.classify(body.target)
+        vms, host, scope = (
+            ((name,) if what == "vm" else ()),
+            (name if what == "host" else None),
+            (name if what == "scope" else None),
+        )
+    return OperationRequest(
+        kind=body.kind, vms=vms, host=host, scope=scope, notice_seconds=body.notice_seconds,
+        description=body.description, duration_seconds=body.duration_seconds,
+        region=bool(body.region), wave_hosts=body.wave_hosts,
+    )  # fmt: skip
 
 
 class AdvanceBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -160,6 +190,7 @@ _TARGETS = {
     "vms": {"type": "array", "items": _NAME, "minItems": 1, "uniqueItems": True},
     "host": _NAME,
     "scope": _NAME,
+    "region": {"const": True},
 }
 
 
@@ -170,6 +201,7 @@ def schema_components() -> dict[str, Any]:
             *(OperationBody, AdvanceBody, ActionBody, ErrorOut, EventOut, OperationOut),
             *(VmOut, VmDetailOut, ClockOut, ReactionReport, ScenarioRunBody),
             *DRILL_SCHEMAS,  # reset and endpoint faults
+            *ROLLOUT_SCHEMAS,
         ],
         ref_template="#/components/schemas/{name}",
     )

@@ -246,6 +246,21 @@ class ControlClient:
         body = {"kind": kind, "target": target}
         return self.create(body | {k: v for k, v in given.items() if v is not None})
 
+    def roll_out_region(
+        self, kind: str, wave_hosts: int | None = None, **options: Unpack[TriggerOptions]
+    ) -> dict[str, Any]:
+        """Start a rolling ``kind`` over the whole region, ``wave_hosts`` hosts a wave (None:
+        the server's default); its first wave's operation."""
+        given = {"notice_seconds": options.get("notice"), "description": options.get("description"),
+                 "duration_seconds": options.get("duration"), "wave_hosts": wave_hosts}  # fmt: skip
+        body = {"kind": kind, "region": True}
+        return self.create(body | {k: v for k, v in given.items() if v is not None})
+
+    def rollouts(self) -> list[dict[str, Any]]:
+        """Every rollout (a scope's or the region's), where it stands."""
+        out: list[dict[str, Any]] = self._json("GET", "/rollouts")
+        return out
+
     def document(self, vm: str, api_version: str | None = None) -> dict[str, Any]:
         """The document ``vm`` gets now (without counting as its request)."""
         params = {} if api_version is None else {"api-version": api_version}

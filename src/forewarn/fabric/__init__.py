@@ -20,7 +20,8 @@ from forewarn.fabric.errors import (
 from forewarn.fabric.impact import pending_maintenance
 from forewarn.fabric.journal import Commit, InlineJournal, Journal, SettleCallback
 from forewarn.fabric.last_requests import LastRequests
-from forewarn.fabric.planner import OperationRequest
+
+from forewarn.fabric.planner import DEFAULT_WAVE_HOSTS, MAX_WAVE_HOSTS, OperationRequest
 from forewarn.fabric.ports import FabricObserver, Owing, Store
 from forewarn.fabric.records import (
     RESET_KIND,
@@ -39,6 +40,8 @@ from forewarn.fabric.scope_view import ScopeView
 
 __all__ = [
     "CATALOGUE",
+    "DEFAULT_WAVE_HOSTS",
+    "MAX_WAVE_HOSTS",
     "RESET_KIND",
     "Changes",
     "Clock",

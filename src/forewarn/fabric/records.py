@@ -104,7 +104,17 @@ class OperationRecord(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RolloutRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """Platform maintenance walking a scope's update domains one batch at a time."""
+    """Platform maintenance walking update domains one batch at a time: a scope's (its
+    ``batches`` of VM names) or, with ``region``, the whole fleet's in waves of at most
+    ``wave_hosts`` hosts (``fleet.walk``).
+
+    A region rollout stores no names: ``cursor`` is where its next wave begins in the
+    walk the topology gives (None: no wave left), so each advance writes O(1) here and
+    O(wave) in the wave's operation. ``next_batch`` counts the batches (waves) begun,
+    ``waves`` is how many the walk takes, ``events`` how many events it has made,
+    ``fleet_vms`` the size of the fleet it was planned on (a restart on another fleet
+    ends it rather than walk a different order).
+    """
 
     id: str
     kind: str
@@ -114,6 +124,17 @@ class RolloutRecord(msgspec.Struct, frozen=True, kw_only=True):
     current_operation: str | None
     options: dict[str, Any]
     done: bool = False
+    region: bool = False
+    wave_hosts: int = 0
+    cursor: tuple[int, int] | None = None
+    waves: int = 0
+    events: int = 0
+    fleet_vms: int = 0
+
+    @property
+    def target(self) -> str:
+        """What it walks, for listings: ``region`` or ``scope NAME``."""
+        return "region" if self.region else f"scope {self.scope_id}"
 
 
 class ScopeState(msgspec.Struct, frozen=True, kw_only=True):

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from forewarn.contract import EventStatus, EventType
+from forewarn.fabric import region
 from forewarn.fabric.catalogue import OperationSpec, spec_for
 from forewarn.fabric.config import FabricConfig
 from forewarn.fabric.errors import Conflict, EventNotVisible, InvalidOperation
@@ -106,6 +107,8 @@ def submit(p: Platform, tx: Tx, request: OperationRequest) -> OperationRecord:
     )  # fmt: skip
     _check_in_progress(tx, plan)
     _check_preview_limit(p, tx, plan)
+    if plan.region is not None:
+        return region.start(p, tx, plan, create_operation)
     rollout_id = None
     if plan.rolling:
         rollout_id = p.fresh_id("rollout", state.rollouts)
@@ -185,13 +188,16 @@ def create_operation(
         notice = p.default_notice(tx.state, spec, vms)
     groups: dict[tuple[str, str, int], list[str]] = {}
     silent: list[str] = []
-    for vm in vms:
-        policy = tx.state.policy(vm.scope_id)
-        no_notice = (
-            not p.enabled(vm.scope_id, now)
-            or (spec.needs_scale_set and not policy.terminate_notification)
-            or (spec.os_image and not policy.os_image_notification)
-        )
+    quiet: dict[str, bool] = {}  # scope → no notice (decided once a scope: a region's
+    for vm in vms:  # wave holds VMs of thousands)
+        no_notice = quiet.get(vm.scope_id)
+        if no_notice is None:
+            policy = tx.state.policy(vm.scope_id)
+            no_notice = quiet[vm.scope_id] = (
+                not p.enabled(vm.scope_id, now)
+                or (spec.needs_scale_set and not policy.terminate_notification)
+                or (spec.os_image and not policy.os_image_notification)
+            )
         if no_notice:
             silent.append(vm.name)
         else:
@@ -222,6 +228,7 @@ def create_operation(
     duration = spec.wire_duration if request.duration_seconds is None else request.duration_seconds
     description = spec.description if request.description is None else request.description
     events = []
+    status = EventStatus(next_event_phase(EventPhase.NEW, Step.CREATE).value)
     for (scope_id, _host, _ud), names in groups.items():
         event = EventRecord(
             id=p.new_id(),
@@ -229,7 +236,7 @@ def create_operation(
             scope_id=scope_id,
             event_type=spec.event_type,
             source=spec.source,
-            status=EventStatus(next_event_phase(EventPhase.NEW, Step.CREATE).value),
+            status=status,
             resources=tuple(names),
             description=description,
             duration_seconds=duration,
@@ -283,12 +290,17 @@ def start_operation(tx: Tx, op: OperationRecord, reason: str) -> None:
     op = msgspec.structs.replace(op, state=OperationState(state), started_at=tx.at)
     tx.operations[op.id] = op
     tx.log("operation.started", operation_id=op.id, detail={"reason": reason})
+    started_as: dict[EventStatus, EventStatus] = {}  # (every event of a wave starts alike)
     for event_id in op.event_ids:
         event = tx.current(event_id)
         if event is None:
             continue
-        phase = next_event_phase(EventPhase(event.status.value), Step.START, f"event {event.id}")
-        started = msgspec.structs.replace(event, status=EventStatus(phase.value), started_at=tx.at)
+        status = started_as.get(event.status)
+        if status is None:
+            where = f"event {event.id}"
+            phase = next_event_phase(EventPhase(event.status.value), Step.START, where)
+            status = started_as[event.status] = EventStatus(phase.value)
+        started = msgspec.structs.replace(event, status=status, started_at=tx.at)
         tx.events[event.id] = started
         tx.log_event("event.started", event, reason=reason)
 
@@ -526,6 +538,9 @@ def seal(p: Platform, tx: Tx, clock_position: float | None = None) -> Changes:
 
 def _advance_rollout(p: Platform, tx: Tx, rollout_id: str) -> None:
     rollout = tx.rollouts.get(rollout_id) or tx.state.rollouts[rollout_id]
+    if rollout.region:
+        region.advance(p, tx, rollout, create_operation)
+        return
     batches = rollout.batches
     index = rollout.next_batch
     while index < len(batches):

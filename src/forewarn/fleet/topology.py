@@ -18,6 +18,7 @@ from forewarn.fleet.azure import DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION, A
 from forewarn.fleet.errors import FleetError, UnknownName
 from forewarn.fleet.vm import VM
 from forewarn.fleet.vmtable import FleetRange, GivenRun, VmTable
+from forewarn.fleet.walk import UpdateDomainWalk
 
 __all__ = ["VM", "Scope", "ScopeKind", "ScopePolicy", "Topology"]
 
@@ -139,6 +140,15 @@ class Topology:
             resource_group or DEFAULT_RESOURCE_GROUP,
             dict(tags or {}),
         )
+        self._walk: UpdateDomainWalk | None = None
+
+    def update_domain_walk(self) -> UpdateDomainWalk:
+        """The region-wide walk, update domain by update domain and host by host, built
+        on first use (one pass over the fleet; a server builds it off its event loop)."""
+        walk = self._walk
+        if walk is None:
+            walk = self._walk = UpdateDomainWalk(self.vms)
+        return walk
 
     def vm(self, name: str) -> VM:
         """The VM called ``name`` (exact match first, then ignoring case)."""

@@ -132,6 +132,11 @@ class VmTable(Mapping[str, "VM"]):
         if check:
             self._check(given)
 
+    @property
+    def runs(self) -> Sequence[Run]:
+        """The table's runs in fleet order (read only: a walk over the fleet reads them)."""
+        return self._runs
+
     # -- checks -----------------------------------------------------------------------
 
     def _check(self, given: int) -> None:

@@ -8,9 +8,10 @@ scaled-out fleet writes what it saw to the shared store, and the report merges t
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
 
 import msgspec
+from msgspec.structs import astuple, replace
 
 __all__ = [
     "DeliveryFacts",
@@ -24,8 +25,19 @@ __all__ = [
 ]
 
 
-def _first(a: Any, b: Any) -> Any:
-    return b if a is None else a
+S = TypeVar("S", bound=msgspec.Struct)
+
+
+def _known_first(mine: S, other: S) -> S:
+    """``mine`` with the fields it lacks taken from ``other`` (the first known wins): a
+    copy only when something is new, field values read in C (``astuple``): the tracker
+    merges every event of every published change, thousands a wave of a region rollout."""
+    new = {
+        name: b
+        for name, a, b in zip(mine.__struct_fields__, astuple(mine), astuple(other), strict=True)
+        if a is None and b is not None
+    }
+    return replace(mine, **new) if new else mine
 
 
 def _min(a: float | None, b: float | None) -> float | None:
@@ -63,8 +75,7 @@ class EventFacts(msgspec.Struct, kw_only=True):
 
     def merge(self, other: EventFacts) -> EventFacts:
         """Both records' facts; where both know one, this record's (the first known)."""
-        fields = self.__struct_fields__
-        return EventFacts(**{f: _first(getattr(self, f), getattr(other, f)) for f in fields})
+        return _known_first(self, other)
 
 
 class OperationFacts(msgspec.Struct, kw_only=True):
@@ -93,8 +104,7 @@ class OperationFacts(msgspec.Struct, kw_only=True):
 
     def merge(self, other: OperationFacts) -> OperationFacts:
         """Both records' facts; where both know one, this record's (the first known)."""
-        fields = self.__struct_fields__
-        return OperationFacts(**{f: _first(getattr(self, f), getattr(other, f)) for f in fields})
+        return _known_first(self, other)
 
 
 class VmReaction(msgspec.Struct, kw_only=True):

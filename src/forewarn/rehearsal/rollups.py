@@ -224,8 +224,9 @@ def _rollup(
     batches = next((o.batches for o in ops if o.batches is not None), None)
     scopes = _scope_lines(events, no_notice, scope_of)
     head = []
-    if batch is not None and batches is not None:
-        head.append(f"update domain {batch + 1} of {batches}")
+    if batch is not None and batches is not None:  # a region rollout's batches are waves
+        step = "wave" if first is not None and first.target == "region" else "update domain"
+        head.append(f"{step} {batch + 1} of {batches}")
     elif len(scopes) > 1:
         head.append(f"{len(scopes)} scopes")
     total = len(vm_verdicts)

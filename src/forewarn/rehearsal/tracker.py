@@ -301,18 +301,25 @@ class ReactionTracker:
 
     def _record_operation(self, op: OperationRecord) -> None:
         rollout = self._rollouts.get(op.rollout_id) if op.rollout_id is not None else None
-        batch = None
-        if rollout is not None and op.vms:
-            first = op.vms[0]
-            batch = next((i for i, b in enumerate(rollout.batches) if first in b), None)
+        batch = batches = None
+        if rollout is not None and rollout.region:  # a wave: the rollout's current one
+            # (merged facts keep the first batch known, from when it was made)
+            batches = rollout.waves
+            if rollout.current_operation == op.id:
+                batch = rollout.next_batch - 1
+        elif rollout is not None:
+            batches = len(rollout.batches)
+            if op.vms:
+                first = op.vms[0]
+                batch = next((i for i, b in enumerate(rollout.batches) if first in b), None)
         facts = OperationFacts(
             id=op.id,
             kind=op.kind,
             target=op.target,
             rollout_id=op.rollout_id,
-            rollout_scope=rollout.scope_id if rollout is not None else None,
+            rollout_scope=rollout.scope_id or None if rollout is not None else None,
             batch=batch,
-            batches=len(rollout.batches) if rollout is not None else None,
+            batches=batches,
             vms=op.vms,
             unnotified=op.unnotified,
             event_ids=op.event_ids,

@@ -75,6 +75,11 @@ async def _serve(runtime: Runtime, listeners: Listeners, ready: Callable[[], Non
     if cluster is not None:
         cluster.control_url = listeners.control_url()
         cluster.start()  # follows at once; leads (and schedules) once elected
+    if any(r.region and not r.done for r in runtime.fabric.rollouts()):
+        # a region rollout under way: its walk over the fleet (half a second at a million
+        # VMs) built on a thread, not by the first wave's timer on the loop
+        walk = asyncio.create_task(asyncio.to_thread(runtime.topology.update_domain_walk))
+        walk.add_done_callback(lambda task: task.exception())  # (a failure: the timer's)
     runtime.fabric.run_due()  # timers that came due while the server was down
     loop = asyncio.get_running_loop()
     done = asyncio.Event()

@@ -20,7 +20,6 @@ from forewarn.fabric.errors import (
 from forewarn.fabric.impact import pending_maintenance
 from forewarn.fabric.journal import Commit, InlineJournal, Journal, SettleCallback
 from forewarn.fabric.last_requests import LastRequests
-
 from forewarn.fabric.planner import DEFAULT_WAVE_HOSTS, MAX_WAVE_HOSTS, OperationRequest
 from forewarn.fabric.ports import FabricObserver, Owing, Store
 from forewarn.fabric.records import (

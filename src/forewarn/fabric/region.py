@@ -10,24 +10,21 @@ The lifecycle rules (``rules.py``) call in here and hand over how they make an o
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from forewarn.fabric.catalogue import OperationSpec, spec_for
 from forewarn.fabric.errors import Conflict
 from forewarn.fabric.planner import OperationRequest, Plan, next_live_wave
+from forewarn.fabric.platform import Platform
 from forewarn.fabric.records import OperationRecord, RolloutRecord
 from forewarn.fabric.transaction import Tx, request_options
-
-if TYPE_CHECKING:
-    from forewarn.fabric.rules import Platform
 
 __all__ = ["CreateOperation", "advance", "start"]
 
 #: ``rules.create_operation``: an operation on some VMs, with its events.
 CreateOperation = Callable[
-    ["Platform", Tx, OperationSpec, OperationRequest, tuple[str, ...], str | None],
+    [Platform, Tx, OperationSpec, OperationRequest, tuple[str, ...], str | None],
     OperationRecord,
 ]
 

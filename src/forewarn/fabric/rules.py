@@ -9,8 +9,7 @@ were in. Each reads the working state through the transaction and writes only to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Container, Iterable
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import msgspec
@@ -18,10 +17,10 @@ import msgspec
 from forewarn.contract import EventStatus, EventType
 from forewarn.fabric import region
 from forewarn.fabric.catalogue import OperationSpec, spec_for
-from forewarn.fabric.config import FabricConfig
 from forewarn.fabric.errors import Conflict, EventNotVisible, InvalidOperation
 from forewarn.fabric.lifecycle import EventPhase, Step, next_event_phase, next_operation_state
 from forewarn.fabric.planner import OperationRequest, Plan, group_key, plan_request
+from forewarn.fabric.platform import Platform
 from forewarn.fabric.records import (
     RESET_KIND,
     Changes,
@@ -33,7 +32,7 @@ from forewarn.fabric.records import (
 from forewarn.fabric.scope_view import ScopeView
 from forewarn.fabric.state import FabricState
 from forewarn.fabric.transaction import Tx, request_options
-from forewarn.fleet.topology import VM, Topology
+from forewarn.fleet.topology import Topology
 
 __all__ = [
     "Platform",
@@ -50,49 +49,6 @@ __all__ = [
     "submit",
     "visible_ids",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Platform:
-    """What the rules read besides the state: the fleet, the settings, how ids are made,
-    and whether a scope has Scheduled Events on at an instant."""
-
-    topology: Topology
-    config: FabricConfig
-    new_id: Callable[[], str]
-    new_token: Callable[[], str]
-    enabled: Callable[[str, float], bool]
-
-    def fresh_id(self, prefix: str, taken: Container[str]) -> str:
-        """``prefix-<token>`` not in ``taken``: tokens begin with the wall clock's
-        milliseconds, so one that stepped back across a restart could repeat an old one."""
-        while (candidate := f"{prefix}-{self.new_token()}") in taken:
-            pass
-        return candidate
-
-    def min_notice(self, state: FabricState, spec: OperationSpec, vms: list[VM]) -> float:
-        """The least notice an operation of ``spec`` on ``vms`` may be given."""
-        if spec.needs_scale_set or spec.os_image:
-            return self._policy_notice(state, spec, vms)
-        return self.config.scaled(spec.minimum_notice)
-
-    def default_notice(self, state: FabricState, spec: OperationSpec, vms: list[VM]) -> float:
-        """The notice an operation of ``spec`` on ``vms`` gets unless told otherwise."""
-        if spec.created_started:
-            return 0.0
-        if spec.needs_scale_set or spec.os_image:
-            return self._policy_notice(state, spec, vms)
-        return self.config.scaled(spec.notice)
-
-    def _policy_notice(self, state: FabricState, spec: OperationSpec, vms: list[VM]) -> float:
-        """A scope's configured Terminate or OS image notice (the planner allows one
-        scale set per Terminate request; a reimage is one VM)."""
-        policies = [state.policy(vm.scope_id) for vm in vms]
-        if spec.os_image:
-            minutes = max((p.os_image_timeout_minutes for p in policies), default=15)
-        else:
-            minutes = max((p.terminate_timeout_minutes for p in policies), default=5)
-        return self.config.scaled(minutes * 60.0)
 
 
 # ------------------------------------------------------------------ operations

@@ -73,12 +73,12 @@ PAGE = 200
 MAX_PAGE = 10_000
 
 
-def _count(request: Request, name: str, default: int, most: int) -> int:
+def _count(request: Request, name: str, default: int, least: int, most: int) -> int:
     raw = request.query_params.get(name)
     if raw is None:
         return default
-    if not raw.strip().isdigit() or int(raw) > most:
-        raise _BadParam(f"query parameter {name} must be a whole number from 0 to {most}")
+    if not raw.strip().isdigit() or not least <= int(raw) <= most:
+        raise _BadParam(f"query parameter {name} must be a whole number from {least} to {most}")
     return int(raw)
 
 
@@ -115,8 +115,8 @@ def _shape(request: Request) -> _Shape:
     full = _flag(request, "full")
     which = request.query_params.get("vms")
     scope = request.query_params.get("scope")
-    offset = _count(request, "offset", 0, 10**9)
-    limit = _count(request, "limit", PAGE, MAX_PAGE)
+    offset = _count(request, "offset", 0, 0, 10**9)
+    limit = _count(request, "limit", PAGE, 1, MAX_PAGE)
     paging = [n for n in ("offset", "limit") if n in request.query_params]
     if scope is not None and which is None:
         which = "all"  # the VMs of a scope

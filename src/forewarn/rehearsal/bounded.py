@@ -68,10 +68,10 @@ def bounded(report: ReactionReport, page: VmPage | None = None) -> ReactionRepor
         cut: dict[str, int] = {}
         fields: dict[str, Any] = {
             name: _cut(getattr(op, name), NAMES, name, cut)
-            for name in ("no_notice", "missed", "not_approved", "not_polling", "operations",
-                         "events")
-        }  # fmt: skip
-        fields["scopes"] = _cut(op.scopes, ROWS, "scopes", cut)
+            for name in ("no_notice", "missed", "not_approved", "not_polling")
+        }
+        for name in ("scopes", "operations", "events"):  # rows the dashboard lists
+            fields[name] = _cut(getattr(op, name), ROWS, name, cut)
         fields["groups"] = [
             msgspec.structs.replace(g, vms=_cut(g.vms, NAMES, f"groups.{g.label}", cut))
             for g in op.groups

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from tests.support.cli import run_cli
-from tests.support.serverproc import VIRTUAL, ServerProcess
+from tests.support.regionfleet import rolled_out
+from tests.support.serverproc import ServerProcess
 
-JSON = {"Content-Type": "application/json"}
 SCOPES = 20  # and the standalone VM "one"
 SMALL, BIG = 10, 150  # VMs a scope
 
@@ -29,39 +29,13 @@ def _vms(per_scope: int) -> int:
     return SCOPES * per_scope + 1
 
 
-def _fleet(per_scope: int) -> str:
-    lines = ["default_vm: one", "scopes:", "  - {kind: standalone, name: one}"]
-    lines += [
-        f"  - {{kind: availability_set, name: as{k}, vms: {per_scope}, update_domains: 5, "
-        "fault_domains: 3}"
-        for k in range(SCOPES)
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def _rolled_out(base: Path, per_scope: int) -> ServerProcess:
-    """A server of ``per_scope`` VMs a scope, after a host update over the whole region."""
-    base.mkdir()
-    (base / "fleet.yaml").write_text(_fleet(per_scope))
-    server = ServerProcess(base / "f.db", [*VIRTUAL, "--fleet", str(base / "fleet.yaml")])
-    server.start()
-    body = {"kind": "host-update", "region": True, "wave_hosts": 50}
-    assert server.control("POST", "/api/v1/operations", headers=JSON, json=body).is_success
-    for _ in range(60):
-        (rollout,) = server.control("GET", "/api/v1/rollouts").json()
-        if rollout["done"]:
-            return server
-        server.control("POST", "/api/v1/clock/advance", headers=JSON, json={"seconds": 86400})
-    raise AssertionError(f"the region rollout is not done: {rollout}")
-
-
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, ServerProcess]]:
     base = tmp_path_factory.mktemp("bounded")
     started = {}
     try:
         for size in (SMALL, BIG):
-            started[size] = _rolled_out(base / str(size), size)
+            started[size] = rolled_out(base / str(size), SCOPES, size)
         yield started
     finally:
         for server in started.values():

@@ -4,7 +4,8 @@ the size of the scopes (issue 39: nothing a user reads grows with the fleet).
 Two real servers, the same 20 availability sets, 10 and then 150 VMs each (3,000 VMs),
 none of which polls: a host update rolled over the region to its end, then the verdict
 read the ways a user reads it: ``GET /api/v1/reactions`` (rolled up by default, single
-VMs a page at a time), ``forewarn report`` in the terminal, ``--json`` and ``--junit``.
+VMs a page at a time), ``forewarn report`` in the terminal, ``--json``, ``--html`` and
+``--junit``.
 """
 
 from __future__ import annotations
@@ -124,6 +125,12 @@ def test_the_report_stays_one_screen_in_every_format(
     printed = {n: _cli(s, "report", "--json") for n, s in servers.items()}
     assert len(printed[BIG]) < 1.3 * len(printed[SMALL])
     assert json.loads(printed[BIG])["trimmed"]["vms"] == _vms(BIG)
+    pages = {}
+    for n, server in servers.items():
+        _cli(server, "report", "--html", str(tmp_path / f"{n}.html"))
+        pages[n] = (tmp_path / f"{n}.html").read_text()
+    assert len(pages[BIG]) < 1.3 * len(pages[SMALL]), (len(pages[SMALL]), len(pages[BIG]))
+    assert f"VMs, failed first ({_vms(BIG)})" in pages[BIG] and "Rolled up" in pages[BIG]
     cases: dict[int, list[ET.Element]] = {}
     for n, server in servers.items():
         _cli(server, "report", "--junit", str(tmp_path / f"{n}.xml"))

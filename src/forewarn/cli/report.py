@@ -322,8 +322,8 @@ def _print_controllers(data: dict[str, Any], wide: bool, everything: bool) -> No
     "html_file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Write the report as a self-contained HTML page (timelines, histograms); the "
-    "terminal gets only its headline.",
+    help="Write the report as a self-contained HTML page (timelines, histograms; rolled "
+    "up, --all or --vms: every row); the terminal gets only its headline.",
 )
 @click.option(
     "--junit",

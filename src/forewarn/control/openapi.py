@@ -164,9 +164,10 @@ def _rehearsal_paths() -> dict[str, Any]:
         },
         "/api/v1/report": {
             "get": _op(
-                "The same verdict as an HTML page (timelines, latency histograms)",
+                "The same verdict as an HTML page (timelines, latency histograms), rolled up "
+                "unless full=true",
                 _tagged(_content("text/html")),
-                params=_REPORT_PARAMS_TAGGED,
+                params=[*_REPORT_PARAMS_TAGGED, _REACTION_SHAPE[0]],
             )
         },
         "/api/v1/dashboard": {

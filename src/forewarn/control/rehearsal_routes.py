@@ -204,9 +204,11 @@ class ReactionRoutes:
         return Response(body, media_type="application/json", headers=headers)
 
     async def report(self, request: Request) -> Response:
-        """The verdict as an HTML page (not rendered at all for a 304)."""
+        """The verdict as an HTML page, rolled up unless ``full=true`` (not rendered at
+        all for a 304)."""
         try:
             since, stale = _window(request)
+            full = _flag(request, "full")
         except _BadParam as exc:
             return json_error(str(exc), 400)
         if_none_match = request.headers.get("if-none-match")
@@ -216,8 +218,12 @@ class ReactionRoutes:
             # a timeline with no NotBefore ends at the grading instant (report/charts.py)
             drawn_to_now = any(e.not_before is None for e in report.events)
             at = None if drawn_to_now else report.generated_at
-            tag = verdict_tag(body, "html", generated_at=at)
-            return tag, None if matches(if_none_match, tag) else render_report(report)
+            tag = verdict_tag(body, "html" if full else "html-rolled", generated_at=at)
+            if matches(if_none_match, tag):
+                return tag, None
+            if full:
+                return tag, render_report(report)
+            return tag, render_report(bounded(report), distributions=report)
 
         tag, page = await self.verdict(since, stale, rendered)
         headers = {"ETag": tag, "Cache-Control": _REVALIDATE}

@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fleet_startup import ENV, answers, fleet_yaml, free_port, stop
+from fleet_startup import ENV, fleet_yaml, virtual_server
 
 GOAL_RATIO = 10.0
 SETS = 10  # availability sets of 100 VMs the drill updates
@@ -78,15 +78,6 @@ def _get(port: int, path: str) -> int:
         return size
     finally:
         conn.close()
-
-
-def _up(port: int) -> bool:
-    """Whether the control API answers."""
-    try:
-        _get(port, "/api/v1/clock")
-    except (OSError, RuntimeError):
-        return False
-    return True
 
 
 def _command(control: int, args: list[str]) -> int:
@@ -134,20 +125,7 @@ def measure(
     directory.mkdir()
     fleet = directory / "fleet.yaml"
     fleet.write_text(fleet_yaml(vms), encoding="utf-8")
-    imds, control = free_port(), free_port()
-    command = [
-        sys.executable, "-m", "forewarn", "serve", "--db", str(directory / "fleet.db"),
-        "--fleet", str(fleet), "--clock", "virtual", "--enablement", "always",
-        "--rate-limit", "0", "--imds-bind", f"127.0.0.1:{imds}",
-        "--control-bind", f"127.0.0.1:{control}",
-    ]  # fmt: skip
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
-    try:
-        began = time.perf_counter()
-        while not (answers(imds) and _up(control)):
-            if proc.poll() is not None or time.perf_counter() - began > 300:
-                raise RuntimeError(f"the {vms}-VM server did not start")
-            time.sleep(0.05)
+    with virtual_server(fleet, directory / "fleet.db") as (_, _, control):
         if drill == "region":
             print(f"{vms:>9,} VMs: the region rollout took "
                   f"{_region_drill(control, wave_hosts):.1f} s", flush=True)  # fmt: skip
@@ -178,8 +156,6 @@ def measure(
             seconds, size = _best(runs, lambda: _command(control, ["topology", "--json"]))
             out["topology --json"] = (seconds, size, 0)
         return out
-    finally:
-        stop(proc)
 
 
 def main() -> int:

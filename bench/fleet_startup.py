@@ -37,6 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,6 +98,43 @@ def answers(port: int) -> bool:
         return False
     finally:
         conn.close()
+
+
+def control_answers(port: int) -> bool:
+    """Whether the control API answers (its clock) with 200 now."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", "/api/v1/clock")
+        return conn.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        conn.close()
+
+
+@contextmanager
+def virtual_server(
+    fleet: Path, db: Path, *, timeout: float = 300.0
+) -> Iterator[tuple[subprocess.Popen[bytes], int, int]]:
+    """``forewarn serve`` of ``fleet`` on a virtual clock, every scope enabled and no rate
+    limit, until both its endpoint and its control API answer: (process, endpoint port,
+    control port); stopped on the way out."""
+    imds, control = free_port(), free_port()
+    command = [
+        sys.executable, "-m", "forewarn", "serve", "--db", str(db), "--fleet", str(fleet),
+        "--clock", "virtual", "--enablement", "always", "--rate-limit", "0",
+        "--imds-bind", f"127.0.0.1:{imds}", "--control-bind", f"127.0.0.1:{control}",
+    ]  # fmt: skip
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+    try:
+        began = time.perf_counter()
+        while not (answers(imds) and control_answers(control)):
+            if proc.poll() is not None or time.perf_counter() - began > timeout:
+                raise RuntimeError(f"the server of {fleet} did not start")
+            time.sleep(0.05)
+        yield proc, imds, control
+    finally:
+        stop(proc)
 
 
 def rss_mb(pid: int) -> float:

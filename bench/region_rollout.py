@@ -38,7 +38,6 @@ import http.client
 import itertools
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,16 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fleet_startup import (
-    ENV,
-    PATH,
-    answers,
-    cpu_seconds,
-    fleet_yaml,
-    free_port,
-    prioritise,
-    stop,
-)
+from fleet_startup import PATH, cpu_seconds, fleet_yaml, prioritise, virtual_server
 
 from forewarn.fleet import build_topology, load_fleet_file
 
@@ -103,15 +93,6 @@ def _call(port: int, method: str, path: str, body: object | None = None) -> obje
         return json.loads(data)
     finally:
         conn.close()
-
-
-def _up(port: int) -> bool:
-    """Whether the control API answers."""
-    try:
-        _call(port, "GET", "/api/v1/clock")
-    except (OSError, RuntimeError):
-        return False
-    return True
 
 
 async def _read_reply(reader: asyncio.StreamReader) -> bytes:
@@ -252,20 +233,7 @@ def measure(
     wave_hosts = max(1, round(wave_vms * 100 / len(first)))
     positions = [1 + k * (len(topology.vms) - 1) // sample for k in range(sample)]
     addresses = [topology.vms.at(p).address for p in positions]
-    imds, control = free_port(), free_port()
-    command = [
-        sys.executable, "-m", "forewarn", "serve", "--db", str(directory / "fleet.db"),
-        "--fleet", str(fleet), "--clock", "virtual", "--enablement", "always",
-        "--rate-limit", "0", "--imds-bind", f"127.0.0.1:{imds}",
-        "--control-bind", f"127.0.0.1:{control}",
-    ]  # fmt: skip
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
-    try:
-        began = time.perf_counter()
-        while not (answers(imds) and _up(control)):
-            if proc.poll() is not None or time.perf_counter() - began > 300:
-                raise RuntimeError(f"the {vms}-VM server did not start")
-            time.sleep(0.05)
+    with virtual_server(fleet, directory / "fleet.db") as (proc, imds, control):
         asyncio.run(_sample_polls(addresses, imds, 1.0))  # warm: every sample VM known
         cpu = cpu_seconds(proc.pid)
         idle = asyncio.run(_sample_polls(addresses, imds, seconds))
@@ -293,8 +261,6 @@ def measure(
             paced_polls=len(rollout), events_per_second=rate, cpu_per_event=cpu_per_event,
             throughput_events=made,
         )  # fmt: skip
-    finally:
-        stop(proc)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,13 +6,11 @@ on real servers: from sending the request until the first wave's VM sees its eve
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from bench.fleet_startup import ENV, answers, fleet_yaml, free_port, stop
-from bench.region_rollout import _first_events, _up
+from bench.fleet_startup import fleet_yaml, virtual_server
+from bench.region_rollout import _first_events
 from tests.support.marks import slow
 
 
@@ -23,23 +21,9 @@ def _first_events_seconds(root: Path, vms: int) -> float:
     directory.mkdir(exist_ok=True)
     fleet = directory / "fleet.yaml"
     fleet.write_text(fleet_yaml(vms), encoding="utf-8")
-    imds, control = free_port(), free_port()
-    command = [
-        sys.executable, "-m", "forewarn", "serve", "--db", str(directory / f"{time.time()}.db"),
-        "--fleet", str(fleet), "--clock", "virtual", "--enablement", "always",
-        "--rate-limit", "0", "--imds-bind", f"127.0.0.1:{imds}",
-        "--control-bind", f"127.0.0.1:{control}",
-    ]  # fmt: skip
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
-    try:
-        began = time.perf_counter()
-        while not (answers(imds) and _up(control)):
-            assert proc.poll() is None and time.perf_counter() - began < 300, "no server"
-            time.sleep(0.05)
+    with virtual_server(fleet, directory / f"{time.time()}.db") as (_, imds, control):
         seen, _ = asyncio.run(_first_events(imds, control, 100))
         return seen
-    finally:
-        stop(proc)
 
 
 @slow

@@ -122,6 +122,7 @@ def test_the_report_stays_one_screen_in_every_format(
     terminal = {n: _cli(s, "report") for n, s in servers.items()}
     assert terminal[BIG].count("\n") == terminal[SMALL].count("\n") <= 60
     assert f"Never polled: {_vms(BIG)} VMs" in terminal[BIG]
+    assert f"0 of {_vms(BIG)} approved, {_vms(BIG)} never saw it" in terminal[BIG]
     printed = {n: _cli(s, "report", "--json") for n, s in servers.items()}
     assert len(printed[BIG]) < 1.3 * len(printed[SMALL])
     assert json.loads(printed[BIG])["trimmed"]["vms"] == _vms(BIG)

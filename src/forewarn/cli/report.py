@@ -106,7 +106,8 @@ def _progress(op: dict[str, Any], everything: bool, counted: bool = False) -> st
     if everything:
         named = [f"{len(g['vms'])} {g['label']}: {_names(g['vms'], None)}" for g in groups]
     else:
-        named = [f"{len(g['vms'])} {g['label']}" for g in groups]
+        cut = op.get("trimmed") or {}  # a rolled-up verdict names a few, counts them all
+        named = [f"{cut.get('groups.' + g['label'], len(g['vms']))} {g['label']}" for g in groups]
     return ", ".join([*op.get("head", []), *named])
 
 
@@ -239,8 +240,8 @@ def _print(data: dict[str, Any], wide: bool, everything: bool, per_vm: bool = Fa
         ]  # fmt: skip
         table("Events", columns, rows, wide=wide)
     elif events:
-        _say(f"Events: {_total(data, 'events')} (--all lists each, --json --all or --html "
-             "show them all)")  # fmt: skip
+        _say(f"Events: {_total(data, 'events')} (--all lists each; --json --all and --html "
+             "FILE --all hold every one)")  # fmt: skip
     if missed and not rolled:
         rows = [[vm, str(len(whys)), whys[0]] for vm, whys in missed.items()]
         columns = [Column("VM"), Column("events"), Column("why (its first miss)", "list")]

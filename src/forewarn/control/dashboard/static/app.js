@@ -715,7 +715,7 @@
       rows.set(t.scope, row);
     }
     const need = (r) => (r.attention ? r.attention.vms : 0);
-    scopeOrder = [...rows.values()].sort((a, b) => need(b) - need(a) || a.scope.localeCompare(b.scope));
+    scopeOrder = [...rows.values()].sort((a, b) => need(b) - need(a) || a.scope.localeCompare(b.scope, undefined, { numeric: true }));
     const attention = scopeOrder.reduce((n, r) => n + need(r), 0);
     $("#vm-totals").textContent = `${whole(report, "vms")} in events or not polling, in ${scopeOrder.length} scopes`
       + ` · ${attention} needing attention (each scope's VMs when opened)`;

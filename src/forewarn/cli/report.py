@@ -68,6 +68,10 @@ def parse_since(text: str, server_now: Any) -> float:
     return max(0.0, float(server_now()) - ago)
 
 
+#: Seconds the report waits for the server's verdict: grading reads every fact of the
+#: drill, about a minute after a region rollout over a million VMs (bench/RESULTS.md).
+GRADING_TIMEOUT = 300.0
+
 #: Operation verdicts, worst first (as the server ranks them).
 OPERATION_VERDICTS = ("no-notice", "fail", "warn", "pending", "ok", "info")
 
@@ -373,7 +377,7 @@ def report(
     NotBefore, who missed it), who never or no longer polls, approvals by VMs not listed.
     Many VMs in those tables are counted per scope kind and scope instead (``--vms``: a
     row each)."""
-    api = control_client(ctx)
+    api = control_client(ctx, timeout=GRADING_TIMEOUT)
     params: dict[str, Any] = {"stale_after": stale_after}
     if per_vm or everything:  # the whole verdict, a row per VM
         params["full"] = "true"

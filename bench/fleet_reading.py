@@ -13,12 +13,19 @@ polls, an hour on), then time, best of ``--runs``:
 - ``forewarn topology --json`` (every VM: the one reading that must grow with the fleet),
   and its size.
 
+With ``--drill region`` the drill is a host update rolled over the whole region instead
+(``region: true``, waves of ``--wave-hosts`` hosts, the clock a day on at a time until it
+is over), none of whose VMs polls: every VM had an event, so every list of VMs in the
+verdict is as long as the fleet; ``GET /api/v1/reactions`` (the rolled-up verdict the
+dashboard and ``report --json`` read) is timed too, and ``topology --json`` left out.
+
 Then each size against the smaller ones: how many times the cost for how many times the
 VMs (goal, issue 39: at 1,000,000 VMs each within 10 x its cost at 100,000; the drill is
 the same at every size, so a reading that grows at all grows with the fleet, not with
 what there is to read).
 
     python bench/fleet_reading.py [--runs 3] [--sizes 10000,100000,999999]
+                                  [--drill sets|region] [--wave-hosts 10000]
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ SETS = 10  # availability sets of 100 VMs the drill updates
 
 READINGS = ("report", "report --json", "report --html", "report --junit", "dashboard",
             "topology --json")  # fmt: skip
+REGION_READINGS = ("report", "report --json", "report --html", "report --junit", "dashboard",
+                   "reactions")  # fmt: skip
 
 
 def _post(port: int, path: str, body: dict[str, object]) -> None:
@@ -90,16 +99,40 @@ def _best(runs: int, what: Callable[[], int]) -> tuple[float, int]:
     return best, size
 
 
-def measure(root: Path, vms: int, runs: int) -> dict[str, tuple[float, int, int]]:
+def _region_drill(port: int, wave_hosts: int) -> float:
+    """A host update over the whole region, played to its end; the seconds it took."""
+    began = time.perf_counter()
+    _post(port, "/api/v1/operations",
+          {"kind": "host-update", "region": True, "wave_hosts": wave_hosts})  # fmt: skip
+    for _ in range(10_000):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        try:
+            conn.request("GET", "/api/v1/rollouts")
+            (rollout,) = json.loads(conn.getresponse().read())
+        finally:
+            conn.close()
+        if rollout["done"]:
+            return time.perf_counter() - began
+        _post(port, "/api/v1/clock/advance", {"seconds": 86400})
+    raise RuntimeError("the region rollout did not end")
+
+
+def measure(
+    root: Path, vms: int, runs: int, drill: str = "sets", wave_hosts: int = 10_000
+) -> dict[str, tuple[float, int, int]]:
     """Each reading of a ``vms``-VM fleet after the drill: (best seconds, bytes, lines)."""
     directory = root / f"fleet-{vms}"
     directory.mkdir()
     fleet = directory / "fleet.yaml"
     fleet.write_text(fleet_yaml(vms), encoding="utf-8")
     with virtual_server(fleet, directory / "fleet.db") as (_, _, control):
-        for k in range(SETS):
-            _post(control, "/api/v1/operations", {"kind": "host-update", "target": f"as{k}"})
-        _post(control, "/api/v1/clock/advance", {"seconds": 3600})
+        if drill == "region":
+            print(f"{vms:>9,} VMs: the region rollout took "
+                  f"{_region_drill(control, wave_hosts):.1f} s", flush=True)  # fmt: skip
+        else:
+            for k in range(SETS):
+                _post(control, "/api/v1/operations", {"kind": "host-update", "target": f"as{k}"})
+            _post(control, "/api/v1/clock/advance", {"seconds": 3600})
         html, junit = directory / "report.html", directory / "report.xml"
         out: dict[str, tuple[float, int, int]] = {}
         for name, args in (("report", ["report"]), ("report --json", ["report", "--json"]),
@@ -116,8 +149,12 @@ def measure(root: Path, vms: int, runs: int) -> dict[str, tuple[float, int, int]
             out[name] = (seconds, size, printed.count("\n"))
         seconds, size = _best(runs, lambda: _get(control, "/api/v1/dashboard"))
         out["dashboard"] = (seconds, size, 0)
-        seconds, size = _best(runs, lambda: _command(control, ["topology", "--json"]))
-        out["topology --json"] = (seconds, size, 0)
+        if drill == "region":
+            seconds, size = _best(runs, lambda: _get(control, "/api/v1/reactions"))
+            out["reactions"] = (seconds, size, 0)
+        else:
+            seconds, size = _best(runs, lambda: _command(control, ["topology", "--json"]))
+            out["topology --json"] = (seconds, size, 0)
         return out
 
 
@@ -125,19 +162,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sizes", default="10000,100000,999999")
+    parser.add_argument("--drill", choices=("sets", "region"), default="sets")
+    parser.add_argument("--wave-hosts", type=int, default=10_000)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     results: dict[int, dict[str, tuple[float, int, int]]] = {}
     with tempfile.TemporaryDirectory(prefix="fleet-reading-") as tmp:
         for vms in sizes:
-            results[vms] = measure(Path(tmp), vms, args.runs)
+            results[vms] = measure(Path(tmp), vms, args.runs, args.drill, args.wave_hosts)
             print(f"{vms:>9,} VMs: " + ", ".join(
                 f"{k} {s:.3f} s ({b / 1e6:.2f} MB{f', {n} lines' if n else ''})"
                 for k, (s, b, n) in results[vms].items()
             ), flush=True)  # fmt: skip
     verdict = 0
     print("\nreading             " + "  ".join(f"{'x VMs':>6} {'x cost':>7}" for _ in sizes[1:]))
-    for reading in READINGS:
+    for reading in REGION_READINGS if args.drill == "region" else READINGS:
         cells = []
         for small, big in itertools.pairwise(sizes):
             ratio = results[big][reading][0] / results[small][reading][0]

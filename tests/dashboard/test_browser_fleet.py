@@ -99,7 +99,7 @@ def test_operations_lead_no_notice_first_named_and_filtered(
     page.wait_for_function("document.querySelectorAll('#operations tbody tr').length === 2")
     # An operation unfolds to its scopes and events (as in the HTML report), stays open
     # across repaints, and folds again.
-    report = server.control("GET", "/api/v1/reactions").json()
+    report = server.control("GET", "/api/v1/reactions", params={"full": "true"}).json()
     (rollout,) = [o for o in report["operations"] if o["verdict"] == "fail"]
     verdicts = {e["id"]: e["verdict"] for e in report["events"]}
     assert rollout["events"]
@@ -165,7 +165,7 @@ def test_the_vms_panel_names_who_did_not_react_worst_first_filtered_and_counted(
     _documents(server, pollers)  # still polling
 
     # What the page must show, from the report's own roll-up and its own definitions.
-    report = server.control("GET", "/api/v1/reactions").json()
+    report = server.control("GET", "/api/v1/reactions", params={"full": "true"}).json()
     rollups = [msgspec.convert(v, VmRollup) for v in report["vms"]]
     rank = {v: k for k, v in enumerate((*VM_VERDICTS, "none"))}
     worst_first = sorted(rollups, key=lambda v: rank[v.verdict])  # stable: the report's order

@@ -33,7 +33,8 @@ def played(
         html = asyncio.run(r.control_get("/api/v1/report"))
         assert html.status_code == 200
         ids["html"] = html.text
-        yield asyncio.run(r.report()), ids
+        ids["rolled_up"] = asyncio.run(r.report())  # the default: lists of VMs cut short
+        yield asyncio.run(r.report(full="true")), ids
     finally:
         r.fabric.close()
         r.store.close()
@@ -53,6 +54,10 @@ def test_vms_hit_with_no_notice_are_a_verdict_listed_first(played: Any) -> None:
         "platform-reboot", "cache", "no-notice",
     )  # fmt: skip
     assert sorted(cache["no_notice"]) == sorted(CACHE)
+    rolled = _op(ids["rolled_up"], ids["cache"])  # by default, 20 named and all counted
+    assert rolled["no_notice"] == cache["no_notice"][:20]
+    assert rolled["trimmed"]["no_notice"] == len(CACHE) == 48
+    assert rolled["progress"] == cache["progress"]
     assert cache["progress"].startswith("update domain 4 of 4, 0 of 48 approved, 48 got no")
     assert "cache-0, cache-1, cache-2, cache-3, cache-4 and 43 more" in cache["progress"]
     assert set(CACHE) <= set(report["no_notice"])

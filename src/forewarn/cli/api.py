@@ -17,9 +17,10 @@ if TYPE_CHECKING:
 __all__ = ["control_client"]
 
 
-def control_client(ctx: click.Context) -> ControlClient:
-    """A client of the server the root options name (raises ControlSettingError)."""
-    from forewarn.controlapi import ControlClient  # httpx: only for commands that call it
+def control_client(ctx: click.Context, timeout: float | None = None) -> ControlClient:
+    """A client of the server the root options name (raises ControlSettingError);
+    ``timeout``: seconds a call waits (None: the client's default)."""
+    from forewarn.controlapi import DEFAULT_TIMEOUT, ControlClient  # httpx: only for commands
 
     obj = ctx.find_root().obj
     return ControlClient(
@@ -27,4 +28,5 @@ def control_client(ctx: click.Context) -> ControlClient:
         obj["token"],
         origin=obj["control_origin"],
         token_origin=obj["token_origin"],
+        timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
     )

@@ -32,16 +32,27 @@ class Case:
     detail: str = ""
 
 
-def report_cases(data: dict[str, Any]) -> list[Case]:
-    """A report's cases: one per operation (a rollout as one), one per event, then one
-    per central controller (an Event Grid subscription) and event."""
+def report_cases(data: dict[str, Any], per_event: bool = True) -> list[Case]:
+    """A report's cases: one per operation (a rollout as one), one per event (or, not
+    ``per_event`` and the server rolled up more events than it kept, one per scope
+    they were in: a region rollout's thousands of events as one case a scope), then
+    one per central controller (an Event Grid subscription) and event."""
     cases = []
     for op in data.get("operations", []):
         name = f"{op['kind'] or 'operation'} {op['target'] or ''} ({op['id']})".replace("  ", " ")
         detail = "\n".join(f"{s['scope']}: {s['verdict']}: {s['summary']}" for s in op["scopes"])
         cases.append(Case("forewarn.operations", name, _outcome(op["verdict"]),
                           f"{op['verdict']}: {op['progress']}", detail))  # fmt: skip
-    for e in data["events"]:
+    scopes = data.get("event_scopes")
+    by_scope = not per_event and scopes is not None and "events" in data.get("trimmed", {})
+    for t in scopes if by_scope and scopes is not None else ():
+        counted = ", ".join(f"{n} {v}" for v, n in sorted(t["totals"].items()))
+        message = (
+            f"{t['verdict']}: {t['events']} events ({counted}), {t['vms']} VMs; {t['summary']}"
+        )
+        cases.append(Case("forewarn.scopes", f"events of {t['scope']} ({t['kind']})",
+                          _outcome(t["verdict"]), message))  # fmt: skip
+    for e in data["events"] if not by_scope else ():
         name = f"{e['type']} of {e['scope']} ({e['id']})"
         cases.append(
             Case("forewarn.events", name, _outcome(e["verdict"]), f"{e['verdict']}: {e['summary']}")

@@ -1,7 +1,8 @@
 """``forewarn report``: the verdict on how the fleet reacted, from a running server.
 
-The server grades (``GET /api/v1/reactions``) and renders the HTML page
-(``GET /api/v1/report``); this command asks for them and prints, saves or both.
+The server grades (``GET /api/v1/reactions``, rolled up: the same size at any fleet;
+``--vms`` and ``--all`` ask for the whole verdict, a row per VM) and renders the HTML
+page (``GET /api/v1/report``); this command asks for them and prints, saves or both.
 """
 
 from __future__ import annotations
@@ -67,6 +68,10 @@ def parse_since(text: str, server_now: Any) -> float:
     return max(0.0, float(server_now()) - ago)
 
 
+#: Seconds the report waits for the server's verdict: grading reads every fact of the
+#: drill, about a minute after a region rollout over a million VMs (bench/RESULTS.md).
+GRADING_TIMEOUT = 300.0
+
 #: Operation verdicts, worst first (as the server ranks them).
 OPERATION_VERDICTS = ("no-notice", "fail", "warn", "pending", "ok", "info")
 
@@ -77,15 +82,23 @@ LIMIT = 20
 FEW = 10
 
 
+def _total(data: dict[str, Any], name: str) -> int:
+    """How long a list of the verdict is: its whole length when the server cut it."""
+    return int(data.get("trimmed", {}).get(name, len(data.get(name) or [])))
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _names(vms: list[str], limit: int | None = 8) -> str:
-    """Names, the first ``limit`` of them then how many more (None: every one)."""
-    if limit is None or len(vms) <= limit:
+def _names(vms: list[str], limit: int | None = 8, total: int | None = None) -> str:
+    """Names, the first ``limit`` of them then how many more (None: every one) of
+    ``total`` (the list's whole length when the server cut it)."""
+    total = len(vms) if total is None else total
+    if (limit is None or len(vms) <= limit) and total <= len(vms):
         return ", ".join(vms)
-    return ", ".join(vms[:limit]) + f" and {len(vms) - limit} more"
+    shown = vms if limit is None else vms[:limit]
+    return ", ".join(shown) + f" and {total - len(shown)} more"
 
 
 def _progress(op: dict[str, Any], everything: bool, counted: bool = False) -> str:
@@ -97,7 +110,8 @@ def _progress(op: dict[str, Any], everything: bool, counted: bool = False) -> st
     if everything:
         named = [f"{len(g['vms'])} {g['label']}: {_names(g['vms'], None)}" for g in groups]
     else:
-        named = [f"{len(g['vms'])} {g['label']}" for g in groups]
+        cut = op.get("trimmed") or {}  # a rolled-up verdict names a few, counts them all
+        named = [f"{cut.get('groups.' + g['label'], len(g['vms']))} {g['label']}" for g in groups]
     return ", ".join([*op.get("head", []), *named])
 
 
@@ -120,19 +134,19 @@ def _headline(data: dict[str, Any], limit: int | None) -> None:
     """The verdict in two or three lines: operations and events by verdict, then the VMs
     hit with no notice (``limit``: how many are named)."""
     totals = data["totals"]
-    operations = data.get("operations", [])
     op_totals = data.get("operation_totals", {})
     click.echo(
-        f"{_plural(len(operations), 'operation')}: "
+        f"{_plural(_total(data, 'operations'), 'operation')}: "
         + ", ".join(f"{op_totals.get(k, 0)} {k}" for k in OPERATION_VERDICTS)
     )
     click.echo(
-        f"{_plural(len(data['events']), 'event')}: "
+        f"{_plural(_total(data, 'events'), 'event')}: "
         + ", ".join(f"{totals[k]} {k}" for k in ("ok", "warn", "fail", "pending", "info"))
     )
     if data.get("no_notice"):
         hit = data["no_notice"]
-        _say(f"Hit with no notice: {_plural(len(hit), 'VM')}: {_names(hit, limit)}")
+        _say(f"Hit with no notice: {_plural(_total(data, 'no_notice'), 'VM')}: "
+             f"{_names(hit, limit, _total(data, 'no_notice'))}")  # fmt: skip
 
 
 def _missed(events: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -186,8 +200,9 @@ def _print(data: dict[str, Any], wide: bool, everything: bool, per_vm: bool = Fa
     operations = data.get("operations", [])
     failed = [v for v in data.get("vms", []) if v["first_failed_at"] is not None]
     missed = _missed(events)
-    longest = max(len(failed), len(missed), len(data["stopped_polling"]))
-    rolled = not (per_vm or everything) and longest > FEW and "by_scope" in data
+    longest = max(len(failed), len(missed), _total(data, "stopped_polling"))
+    cut = bool(data.get("trimmed"))  # the server rolled up a big verdict
+    rolled = not (per_vm or everything) and (longest > FEW or cut) and "by_scope" in data
     _headline(data, limit)
     if operations:
         rows = [
@@ -214,7 +229,7 @@ def _print(data: dict[str, Any], wide: bool, everything: bool, per_vm: bool = Fa
         ]  # fmt: skip
         title, rows = _capped("VMs that failed, earliest first", rows, everything)
         table(title, columns, rows, wide=wide)
-    if events and (everything or len(events) <= LIMIT):
+    if events and (everything or _total(data, "events") <= LIMIT):
         rows = [
             [
                 e["verdict"], when(e["created_at"]), e["id"], e["type"] or "-",
@@ -229,7 +244,8 @@ def _print(data: dict[str, Any], wide: bool, everything: bool, per_vm: bool = Fa
         ]  # fmt: skip
         table("Events", columns, rows, wide=wide)
     elif events:
-        _say(f"Events: {len(events)} (--all lists each, --json or --html show them all)")
+        _say(f"Events: {_total(data, 'events')} (--all lists each; --json --all and --html "
+             "FILE --all hold every one)")  # fmt: skip
     if missed and not rolled:
         rows = [[vm, str(len(whys)), whys[0]] for vm, whys in missed.items()]
         columns = [Column("VM"), Column("events"), Column("why (its first miss)", "list")]
@@ -237,8 +253,9 @@ def _print(data: dict[str, Any], wide: bool, everything: bool, per_vm: bool = Fa
         table(title, columns, rows, wide=wide)
     never = data.get("never_polled", [])
     if never:
-        _say(f"Never polled: {_plural(len(never), 'VM')} an event listed or an operation hit: "
-             f"{_names(never, limit)}")  # fmt: skip
+        count = _total(data, "never_polled")
+        _say(f"Never polled: {_plural(count, 'VM')} an event listed or an operation hit: "
+             f"{_names(never, limit, count)}")  # fmt: skip
     if data["stopped_polling"] and not rolled:
         rows = [
             [p["vm"], when(p["last_poll"]), _seconds(p["silent_for"]), p["api_version"] or "-"]
@@ -310,25 +327,33 @@ def _print_controllers(data: dict[str, Any], wide: bool, everything: bool) -> No
     "html_file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Write the report as a self-contained HTML page (timelines, histograms); the "
-    "terminal gets only its headline.",
+    help="Write the report as a self-contained HTML page (timelines, histograms; rolled "
+    "up, --all or --vms: every row); the terminal gets only its headline.",
 )
 @click.option(
     "--junit",
     "junit_file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Write JUnit XML: a test case per operation and per event (for CI); the terminal "
-    "gets only the report's headline.",
+    help="Write JUnit XML (for CI): a test case per operation and per event (over 100 "
+    "events: per scope they were in, unless --vms); the terminal gets only the headline.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
-@click.option("--all", "everything", is_flag=True, help="Every row of every table.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the verdict as JSON, rolled up (its lists of VMs cut short, each cut "
+    "counted in 'trimmed'); with --vms or --all the whole verdict, a row per VM.",
+)
+@click.option(
+    "--all", "everything", is_flag=True, help="Every row of every table (the whole verdict)."
+)
 @click.option(
     "--vms",
     "per_vm",
     is_flag=True,
     help=f"A row per VM in the tables of VMs (more than {FEW} are otherwise counted per "
-    "scope kind and scope).",
+    "scope kind and scope); the whole verdict for --json and --junit.",
 )
 @click.option(
     "--exit-code", is_flag=True, help="Exit 1 when a VM got no notice or an event failed."
@@ -352,8 +377,10 @@ def report(
     NotBefore, who missed it), who never or no longer polls, approvals by VMs not listed.
     Many VMs in those tables are counted per scope kind and scope instead (``--vms``: a
     row each)."""
-    api = control_client(ctx)
+    api = control_client(ctx, timeout=GRADING_TIMEOUT)
     params: dict[str, Any] = {"stale_after": stale_after}
+    if per_vm or everything:  # the whole verdict, a row per VM
+        params["full"] = "true"
     if since is not None:
         params["since"] = parse_since(since, lambda: api.call("GET", "/api/v1/clock")["now"])
     data = api.call("GET", "/api/v1/reactions", params=params)
@@ -364,7 +391,8 @@ def report(
         except OSError as exc:
             fail(f"cannot write {html_file}: {exc.strerror or exc}")
     if junit_file is not None:
-        write_junit(junit_file, "forewarn rehearsal", report_cases(data))
+        cases = report_cases(data, per_event=per_vm or everything)
+        write_junit(junit_file, "forewarn rehearsal", cases)
     files = [(what, f) for what, f in (("HTML report", html_file), ("JUnit XML", junit_file)) if f]
     if as_json:
         print_json(data)

@@ -126,6 +126,21 @@ _REPORT_PARAMS_TAGGED = [
     {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"},
      "description": "The ETag of a verdict held: 304 with no body while it still holds"},
 ]  # fmt: skip
+#: ``GET /api/v1/reactions`` is rolled up (its lists of VMs cut, each cut counted in
+#: ``trimmed``) unless these ask for single VMs or for the whole verdict.
+_REACTION_SHAPE = [
+    _query("full", "boolean", "true: the whole verdict, a row per VM (unbounded; as before "
+           "the roll-up)"),
+    _query("vms", description="A page of single VMs in 'vms': all, attention, not-polling or a "
+           "VM verdict", enum=["all", "attention", "not-polling", "no-notice", "missed",
+                               "unlisted", "detected", "waiting", "approved",
+                               "created-started", "unseen", "none"]),
+    _query("scope", description="Only the VMs of this scope (vms=all unless vms says)",
+           minLength=1),
+    _query("offset", "integer", "Skip this many matching VMs", minimum=0, maximum=10**9,
+           default=0),
+    _query("limit", "integer", "At most this many VMs", minimum=1, maximum=10_000, default=200),
+]  # fmt: skip
 _ETAG = {"ETag": {"description": "Weak tag of the verdict (not of when it was graded)",
                   "schema": {"type": "string"}}}  # fmt: skip
 _UNCHANGED = {"304": {"description": "The verdict is still the one tagged", "headers": _ETAG}}
@@ -141,16 +156,18 @@ def _rehearsal_paths() -> dict[str, Any]:
     return {
         "/api/v1/reactions": {
             "get": _op(
-                "Verdict on how the fleet reacted: per event and VM, silent VMs, latencies",
+                "Verdict on how the fleet reacted, rolled up by scope (single VMs a page "
+                "at a time: vms, scope, offset, limit; full=true: every row)",
                 _tagged(_json(_ref("ReactionReport"))),
-                params=_REPORT_PARAMS_TAGGED,
+                params=[*_REPORT_PARAMS_TAGGED, *_REACTION_SHAPE],
             )
         },
         "/api/v1/report": {
             "get": _op(
-                "The same verdict as an HTML page (timelines, latency histograms)",
+                "The same verdict as an HTML page (timelines, latency histograms), rolled up "
+                "unless full=true",
                 _tagged(_content("text/html")),
-                params=_REPORT_PARAMS_TAGGED,
+                params=[*_REPORT_PARAMS_TAGGED, _REACTION_SHAPE[0]],
             )
         },
         "/api/v1/dashboard": {

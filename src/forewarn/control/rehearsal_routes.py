@@ -1,7 +1,9 @@
 """Routes of the rehearsal report: the verdicts as JSON, and as an HTML page.
 
 ``GET /api/v1/reactions`` grades what the reaction tracker recorded (this process's
-latest facts are written first, then everything every front-end wrote is read back);
+latest facts are written first, then everything every front-end wrote is read back),
+rolled up (``rehearsal/bounded.py``: the same size at any fleet; ``?vms=`` pages the
+rows of single VMs, ``?full=true`` is the whole verdict, a row per VM);
 ``GET /api/v1/report`` is the same verdict as a self-contained HTML page.
 
 Both carry an entity tag of the verdict (``validators.py``): a client that sends it back
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -26,6 +28,7 @@ from forewarn.control.pieces import encode_in_pieces
 from forewarn.control.validators import matches, verdict_tag
 from forewarn.fabric import Fabric
 from forewarn.rehearsal import ReactionTracker
+from forewarn.rehearsal.bounded import VM_FILTERS, bounded, vm_page
 from forewarn.rehearsal.grading import ReactionReport, grade
 from forewarn.rehearsal.report import render_report
 from forewarn.rehearsal.verdicts import DEFAULT_STALE_AFTER
@@ -63,6 +66,69 @@ def _window(request: Request) -> tuple[float | None, float]:
     stale = _number(request, "stale_after", DEFAULT_STALE_AFTER)
     assert stale is not None
     return since, stale
+
+
+#: Rows of single VMs a page holds unless ``limit`` says, and at most.
+PAGE = 200
+MAX_PAGE = 10_000
+
+
+def _count(request: Request, name: str, default: int, least: int, most: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if not raw.strip().isdigit() or not least <= int(raw) <= most:
+        raise _BadParam(f"query parameter {name} must be a whole number from {least} to {most}")
+    return int(raw)
+
+
+def _flag(request: Request, name: str) -> bool:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return False
+    if raw.lower() not in ("true", "false", "1", "0"):
+        raise _BadParam(f"query parameter {name} takes true or false")
+    return raw.lower() in ("true", "1")
+
+
+class _Shape(NamedTuple):
+    """How much of the verdict a request asks for: ``full`` (every row, as before the
+    roll-up) or rolled up, with a page of single VMs when ``vms`` names which."""
+
+    full: bool
+    vms: str | None
+    scope: str | None
+    offset: int
+    limit: int
+
+    def shaped(self, report: ReactionReport) -> ReactionReport:
+        if self.full:
+            return report
+        if self.vms is None:
+            return bounded(report)
+        page = vm_page(report, self.vms, self.scope, self.offset, self.limit)
+        return bounded(report, page)
+
+
+def _shape(request: Request) -> _Shape:
+    """The shape a request asks for (``_BadParam``: parameters that do not fit)."""
+    full = _flag(request, "full")
+    which = request.query_params.get("vms")
+    scope = request.query_params.get("scope")
+    offset = _count(request, "offset", 0, 0, 10**9)
+    limit = _count(request, "limit", PAGE, 1, MAX_PAGE)
+    paging = [n for n in ("offset", "limit") if n in request.query_params]
+    if scope is not None and which is None:
+        which = "all"  # the VMs of a scope
+    if which is not None and which not in VM_FILTERS:
+        raise _BadParam(f"query parameter vms takes one of {', '.join(VM_FILTERS)}")
+    if scope is not None and not scope.strip():
+        raise _BadParam("query parameter scope is empty; name a scope or omit it")
+    if full and (which is not None or paging):
+        raise _BadParam("full=true is the whole verdict; it takes no vms, scope, offset or limit")
+    if paging and which is None:
+        raise _BadParam("offset and limit page the rows of single VMs: give vms (or scope) too")
+    return _Shape(full, which, scope, offset, limit)
 
 
 class ReactionRoutes:
@@ -119,14 +185,16 @@ class ReactionRoutes:
         return await tracker.off_loop(graded)
 
     async def reactions(self, request: Request) -> Response:
-        """The verdict as JSON (304 while the client's tag still holds)."""
+        """The verdict as JSON, rolled up unless asked otherwise (304 while the client's
+        tag still holds)."""
         try:
             since, stale = _window(request)
+            shape = _shape(request)
         except _BadParam as exc:
             return json_error(str(exc), 400)
 
-        def encoded(report: ReactionReport) -> tuple[bytes, str]:  # megabytes at 10,000 VMs
-            body = encode_in_pieces(report)
+        def encoded(report: ReactionReport) -> tuple[bytes, str]:  # full: megabytes
+            body = encode_in_pieces(shape.shaped(report))
             return body, verdict_tag(body, "json", generated_at=report.generated_at)
 
         body, tag = await self.verdict(since, stale, encoded)
@@ -136,9 +204,11 @@ class ReactionRoutes:
         return Response(body, media_type="application/json", headers=headers)
 
     async def report(self, request: Request) -> Response:
-        """The verdict as an HTML page (not rendered at all for a 304)."""
+        """The verdict as an HTML page, rolled up unless ``full=true`` (not rendered at
+        all for a 304)."""
         try:
             since, stale = _window(request)
+            full = _flag(request, "full")
         except _BadParam as exc:
             return json_error(str(exc), 400)
         if_none_match = request.headers.get("if-none-match")
@@ -148,8 +218,12 @@ class ReactionRoutes:
             # a timeline with no NotBefore ends at the grading instant (report/charts.py)
             drawn_to_now = any(e.not_before is None for e in report.events)
             at = None if drawn_to_now else report.generated_at
-            tag = verdict_tag(body, "html", generated_at=at)
-            return tag, None if matches(if_none_match, tag) else render_report(report)
+            tag = verdict_tag(body, "html" if full else "html-rolled", generated_at=at)
+            if matches(if_none_match, tag):
+                return tag, None
+            if full:
+                return tag, render_report(report)
+            return tag, render_report(bounded(report), distributions=report)
 
         tag, page = await self.verdict(since, stale, rendered)
         headers = {"ETag": tag, "Cache-Control": _REVALIDATE}

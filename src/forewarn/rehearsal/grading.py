@@ -26,7 +26,15 @@ from forewarn.rehearsal.rollups import (
     polling_states,
     vm_rollups,
 )
-from forewarn.rehearsal.scopetally import KindTally, ScopeTally, Where, kind_totals, scope_tallies
+from forewarn.rehearsal.scopetally import (
+    EventScope,
+    KindTally,
+    ScopeTally,
+    Where,
+    event_scopes,
+    kind_totals,
+    scope_tallies,
+)
 from forewarn.rehearsal.verdicts import (
     DEFAULT_STALE_AFTER,
     EventVerdict,
@@ -38,10 +46,22 @@ from forewarn.rehearsal.verdicts import (
     stats,
 )
 
-__all__ = ["EVENT_VERDICTS", "ReactionReport", "grade"]
+__all__ = ["EVENT_VERDICTS", "ReactionReport", "VmPage", "grade"]
 
 #: Event verdicts, as the totals list them.
 EVENT_VERDICTS = ("ok", "warn", "fail", "pending", "info")
+
+
+class VmPage(msgspec.Struct, kw_only=True):
+    """Which VMs' rows a report holds: ``which`` (all, attention, not-polling or a VM
+    verdict), of ``scope`` (None: every scope), from ``offset``, at most ``limit`` of
+    the ``total`` that match."""
+
+    which: str
+    scope: str | None
+    offset: int
+    limit: int
+    total: int
 
 
 class ReactionReport(msgspec.Struct, kw_only=True):
@@ -75,6 +95,15 @@ class ReactionReport(msgspec.Struct, kw_only=True):
     #: scope kind (``scopetally.py``): what a big fleet's report shows by default.
     by_scope: list[ScopeTally] = []
     by_kind: list[KindTally] = []
+    #: The events graded per scope (``scopetally.event_scopes``): one row a scope.
+    event_scopes: list[EventScope] = []
+    #: Whether the lists are cut to a size that does not grow with the fleet
+    #: (``bounded.py``: the default of ``GET /api/v1/reactions``) ...
+    rolled_up: bool = False
+    #: ... and then the whole length of each list that was cut ("vms", "events", ...).
+    trimmed: dict[str, int] = {}
+    #: The page of per-VM rows ``vms`` holds when they were asked for (``?vms=``).
+    vm_page: VmPage | None = None
 
 
 def grade(
@@ -152,6 +181,7 @@ def grade(
         generated_at=now, since=since, stale_after=stale_after, totals=totals,
         operation_totals=op_totals, no_notice=no_notice, operations=rollups,
         vms=per_vm, events=events, by_scope=by_scope, by_kind=kind_totals(by_scope),
+        event_scopes=event_scopes(events, where),
         stopped_polling=stopped, never_polled=never, unlisted_approvals=strays,
         detection=detection, approval=approval,
         controllers=controller_rollups(events, data.deliveries),

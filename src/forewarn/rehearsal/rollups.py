@@ -113,6 +113,8 @@ class OperationRollup(msgspec.Struct, kw_only=True):
     #: VMs named in full (``forewarn report --all`` prints every name).
     head: list[str] = []
     groups: list[VmGroup] = []
+    #: The whole length of each list cut in a rolled-up verdict (``bounded.py``).
+    trimmed: dict[str, int] = {}
 
 
 class VmRollup(msgspec.Struct, kw_only=True):

@@ -13,9 +13,18 @@ from collections.abc import Callable, Iterable, Mapping
 
 import msgspec
 
-from forewarn.rehearsal.rollups import natural
+from forewarn.rehearsal.rollups import OPERATION_VERDICTS, natural
+from forewarn.rehearsal.verdicts import EventVerdict
 
-__all__ = ["KindTally", "ScopeTally", "Where", "kind_totals", "scope_tallies"]
+__all__ = [
+    "EventScope",
+    "KindTally",
+    "ScopeTally",
+    "Where",
+    "event_scopes",
+    "kind_totals",
+    "scope_tallies",
+]
 
 #: Where a scope is: its region and its kind (``standalone``, ``scale_set`` ...).
 Where = Callable[[str], tuple[str, str]]
@@ -93,3 +102,44 @@ def kind_totals(tallies: Iterable[ScopeTally]) -> list[KindTally]:
         for column in ("vms", *_COLUMNS):
             setattr(row, column, getattr(row, column) + getattr(t, column))
     return sorted(rows.values(), key=lambda r: -r.vms)
+
+
+class EventScope(msgspec.Struct, kw_only=True):
+    """The events of one scope, graded together: how many, per verdict, the worst, how
+    many VMs they listed, and what the worst one said (``event``: its id). A region
+    rollout gives a scope an event per wave it is in: a row per scope stays one row
+    whatever the scope's size (the JUnit file's test case, the dashboard's line)."""
+
+    region: str
+    kind: str
+    scope: str
+    events: int
+    verdict: str
+    totals: dict[str, int]
+    vms: int
+    event: str
+    summary: str
+
+
+def event_scopes(events: Iterable[EventVerdict], where: Where | None) -> list[EventScope]:
+    """One row per scope an event was in, worst verdict first, then by name."""
+    grouped: dict[str, list[EventVerdict]] = {}
+    for e in events:
+        grouped.setdefault(e.scope or "?", []).append(e)
+    out = []
+    for scope, evs in grouped.items():
+        totals: dict[str, int] = {}
+        for e in evs:
+            totals[e.verdict] = totals.get(e.verdict, 0) + 1
+        worst = min(evs, key=lambda e: _RANK.get(e.verdict, 99))
+        region, kind = where(scope) if where is not None and scope != "?" else ("?", "?")
+        listed = {vm for e in evs for vm in e.resources}
+        out.append(EventScope(region=region, kind=kind, scope=scope, events=len(evs),
+                              verdict=worst.verdict, totals=totals, vms=len(listed),
+                              event=worst.id, summary=worst.summary))  # fmt: skip
+    out.sort(key=lambda t: natural(t.scope))
+    out.sort(key=lambda t: _RANK.get(t.verdict, 99))
+    return out
+
+
+_RANK = {v: i for i, v in enumerate(OPERATION_VERDICTS)}

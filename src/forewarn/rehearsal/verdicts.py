@@ -89,6 +89,8 @@ class EventVerdict(msgspec.Struct, kw_only=True):
     missed: list[str]
     unlisted_approvals: list[str]
     vms: list[VmVerdict]
+    #: The whole length of each list cut in a rolled-up verdict (``bounded.py``).
+    trimmed: dict[str, int] = {}
 
 
 class PollVerdict(msgspec.Struct, kw_only=True):

@@ -9,6 +9,7 @@ import jinja2
 import msgspec
 
 from forewarn import __version__
+from forewarn.rehearsal.bounded import EVENTS, NAMES, ROWS
 from forewarn.rehearsal.grading import ReactionReport
 from forewarn.rehearsal.report.charts import Timeline, duration, histogram, timeline
 from forewarn.rehearsal.rollups import OPERATION_VERDICTS, OperationRollup, names
@@ -33,7 +34,14 @@ def _environment() -> jinja2.Environment:
     env.filters["clock"] = _clock
     env.filters["duration"] = _duration
     env.filters["names"] = names
+    env.globals["whole"] = _whole
     return env
+
+
+def _whole(row: object, name: str) -> int:
+    """How long a list of a verdict's row is: its whole length when ``bounded`` cut it."""
+    trimmed: dict[str, int] = getattr(row, "trimmed", {})
+    return trimmed.get(name, len(getattr(row, name)))
 
 
 def _utc(at: float | None) -> str:
@@ -73,9 +81,17 @@ def _operation_timeline(
     return timeline(merged, now)
 
 
-def render_report(report: ReactionReport, *, title: str = "forewarn rehearsal report") -> str:
+def render_report(
+    report: ReactionReport,
+    *,
+    title: str = "forewarn rehearsal report",
+    distributions: ReactionReport | None = None,
+) -> str:
     """The whole report page: a summary that fits a screen, then collapsed drill-down
-    (one timeline per operation, every event, every VM)."""
+    (one timeline per operation, every event, every VM; of a rolled-up ``report``, the
+    rows it kept, each list counted in full). The latency histograms are drawn from
+    ``distributions`` (the verdict ``report`` was rolled up from) when given."""
+    whole = distributions or report
     events = {e.id: e for e in report.events}
     charts = {o.id: _operation_timeline(o, events, report.generated_at) for o in report.operations}
     kinds = sorted({o.kind for o in report.operations if o.kind})
@@ -92,7 +108,10 @@ def render_report(report: ReactionReport, *, title: str = "forewarn rehearsal re
             few=FEW,
             kinds=kinds,
             scopes=scopes,
-            detection=histogram(report.detection),
-            approval=histogram(report.approval),
+            detection=histogram(whole.detection),
+            approval=histogram(whole.approval),
+            rows=ROWS,
+            names_kept=NAMES,
+            events_kept=EVENTS,
         )
     )

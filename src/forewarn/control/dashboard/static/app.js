@@ -500,6 +500,13 @@
     return !text || texts.some((t) => (t || "").toLowerCase().includes(text));
   }
 
+  // The whole length of a list of the verdict (GET /api/v1/reactions is rolled up: a
+  // big drill's lists come cut short, their lengths in ``trimmed``).
+  const whole = (report, name) => {
+    const cut = (report.trimmed || {})[name];
+    return cut === undefined ? (report[name] || []).length : cut;
+  };
+
   function shownLine(shown, total, what) {
     if (!total) return "";
     const word = total === 1 ? what.replace(/s\b/, "") : what;
@@ -519,10 +526,14 @@
         + `<code title="${esc(id)}">${esc(id.slice(0, 8))}</code> ${esc(e.type || "")} · ${esc(e.scope || "")}: `
         + `${esc(e.summary)}</li>` : `<li data-event="${esc(id)}"><code>${esc(id.slice(0, 8))}</code></li>`;
     }).join("");
-    const more = o.events.length > CAP ? `<li>and ${o.events.length - CAP} more events (filter the events table)</li>` : "";
+    const count = (o.trimmed || {}).events === undefined ? o.events.length : o.trimmed.events;
+    const shown = Math.min(o.events.length, CAP);
+    const more = count > shown ? `<li>and ${count - shown} more events (filter the events table)</li>` : "";
+    const scopeCount = (o.trimmed || {}).scopes;
+    const moreScopes = scopeCount === undefined ? "" : `<li>and ${scopeCount - o.scopes.length} more scopes (the VMs card lists each)</li>`;
     return `<tr class="op-more" data-more="${esc(o.id)}" data-verdict="${esc(o.verdict)}"><td></td><td colspan="4">`
-      + `<ul class="op-scopes">${scopes}</ul>`
-      + `<p>${o.events.length} event${o.events.length === 1 ? "" : "s"}:</p><ul class="op-events">${events}${more}</ul></td></tr>`;
+      + `<ul class="op-scopes">${scopes}${moreScopes}</ul>`
+      + `<p>${count} event${count === 1 ? "" : "s"}:</p><ul class="op-events">${events}${more}</ul></td></tr>`;
   }
 
   $("#operations tbody").addEventListener("click", (ev) => {
@@ -552,16 +563,18 @@
         + `<td class="progress">${esc(o.progress)}</td></tr>`;
       return open ? row + operationDetails(o, byId) : row;
     }).join("");
-    $("#op-shown").textContent = shownLine(Math.min(ops.length, CAP), ops.length,
-      (report.operations || []).length === ops.length ? "operations" : `operations matching (of ${(report.operations || []).length})`);
+    const opTotal = whole(report, "operations");
+    $("#op-shown").textContent = shownLine(Math.min(ops.length, CAP), ops.length === (report.operations || []).length ? opTotal : ops.length,
+      (report.operations || []).length === ops.length ? "operations" : `operations matching (of ${opTotal})`);
     const ot = report.operation_totals || {};
     $("#op-totals").textContent = (report.operations || []).length
       ? ["no-notice", "fail", "warn", "pending", "ok", "info"].map((k) => `${ot[k] || 0} ${k}`).join(" · ") : "";
     const hit = report.no_notice || [];
+    const hitCount = whole(report, "no_notice");
     $("#no-notice").hidden = !hit.length;
     $("#no-notice").textContent = hit.length
-      ? `Hit with no notice (Scheduled Events off in their scope): ${hit.length} VM${hit.length === 1 ? "" : "s"}: `
-        + hit.slice(0, 30).join(", ") + (hit.length > 30 ? ` and ${hit.length - 30} more` : "")
+      ? `Hit with no notice (Scheduled Events off in their scope): ${hitCount} VM${hitCount === 1 ? "" : "s"}: `
+        + hit.slice(0, 30).join(", ") + (hitCount > 30 ? ` and ${hitCount - Math.min(30, hit.length)} more` : "")
       : "";
     const events = report.events.slice().reverse().filter((e) => matches(e.verdict,
       [e.kind, e.scope, e.type, e.id, e.summary, ...e.resources]));
@@ -571,18 +584,23 @@
       + `<td>${e.created_at ? esc(clockText(e.created_at)) : "—"}</td>`
       + `<td class="summary">${esc(e.summary)}</td></tr>`);
     $("#verdicts tbody").innerHTML = rows.join("");
-    $("#verdicts-shown").textContent = shownLine(Math.min(events.length, CAP), events.length, "events");
+    const eventTotal = whole(report, "events");
+    $("#verdicts-shown").textContent = eventTotal > report.events.length
+      ? `showing ${Math.min(events.length, CAP)} of the newest ${report.events.length} of ${eventTotal} events `
+        + `(each scope's in the VMs card; every one: forewarn report --json --all)`
+      : shownLine(Math.min(events.length, CAP), events.length, "events");
     $("#no-verdicts").hidden = report.events.length > 0;
     const t = report.totals;
     $("#verdict-totals").textContent = report.events.length
       ? `${t.ok} ok · ${t.warn} warn · ${t.fail} fail · ${t.pending} pending · ${t.info} info` : "";
     const silent = report.stopped_polling;
     const never = report.never_polled || [];
+    const neverCount = whole(report, "never_polled"), silentCount = whole(report, "stopped_polling");
     const parts = [];
-    if (never.length) parts.push(`Never polled (${never.length}): ${never.slice(0, 20).join(", ")}`
-      + (never.length > 20 ? ` and ${never.length - 20} more` : ""));
-    if (silent.length) parts.push(`Stopped polling (silent > ${report.stale_after} s, ${silent.length}): `
-      + silent.slice(0, 20).map((p) => p.vm).join(", ") + (silent.length > 20 ? ` and ${silent.length - 20} more` : ""));
+    if (never.length) parts.push(`Never polled (${neverCount}): ${never.slice(0, 20).join(", ")}`
+      + (neverCount > 20 ? ` and ${neverCount - Math.min(20, never.length)} more` : ""));
+    if (silent.length) parts.push(`Stopped polling (silent > ${report.stale_after} s, ${silentCount}): `
+      + silent.slice(0, 20).map((p) => p.vm).join(", ") + (silentCount > 20 ? ` and ${silentCount - Math.min(20, silent.length)} more` : ""));
     $("#silent").textContent = parts.join(" · ");
   }
 
@@ -612,15 +630,25 @@
       if (response.status === 401) { showLogin("The control API refused the token."); return; }
       if (!response.ok) return;  // 304: the verdict drawn is still the verdict
       const report = await response.json();
+      const cut = (report.trimmed || {}).vms;
+      if (cut !== undefined && cut <= FLAT) {  // a few hundred VMs: every row, in one page
+        const query = new URLSearchParams({ vms: "all", limit: String(FLAT) });
+        if (since !== null) query.set("since", String(since));
+        const page = await api("GET", "/api/v1/reactions?" + query);
+        report.vms = page.vms;
+        report.flatVms = true;
+      }
       verdictTag = response.headers.get("ETag");
       verdictSince = since;
       state.verdicts = report;
+      scopeVms.clear();  // a new verdict: the scopes' pages are asked for again
       paintDrillNote(report);
       paintVerdicts();
       orderVms(report);
       paintVms();
       paintCounts((report.by_scope || []).map((t) => t.scope));
       paintVmDetail();
+      for (const scope of openVmScopes) loadScopeVms(scope);
     } catch (e) {
       return;  // the next change or the next 10 s ask again
     } finally {
@@ -647,7 +675,92 @@
   const needsAttention = (v) => VM_ATTENTION.has(v.verdict) || v.polling !== "polling";
   let vmOrder = [];  // [rollup, lower-cased text the filter searches], worst first
 
+  // A big drill's verdict comes rolled up (more VMs than it names: ``trimmed.vms``):
+  // then the card lists the scopes (their events, graded, and the VMs needing
+  // attention, counted), and a scope's VMs come when it is opened, as the page asks
+  // (GET /api/v1/reactions?scope=...&vms=...: the filter's VMs of that scope, a page).
+  // Up to FLAT VMs the card asks for every one's row once a verdict (a page of FLAT) and
+  // lists them, filtered here, as for a small drill.
+  const FLAT = 1000;
+  const rolledUp = (report) => (report.trimmed || {}).vms !== undefined && !report.flatVms;
+  const openVmScopes = new Set();
+  const scopeVms = new Map();  // scope -> {want, rows, total} or "loading"
+  window.forewarnScopeVms = scopeVms;  // the VM detail (fleet.js) looks up its verdict there
+  let scopeOrder = [];
+
+  function vmsParam(want) { return want === "" ? "all" : want; }
+
+  async function loadScopeVms(scope) {
+    const want = $("#vm-verdict-filter").value;
+    scopeVms.set(scope, "loading");
+    const since = verdictSince;
+    const query = new URLSearchParams({ scope, vms: vmsParam(want), limit: String(CAP) });
+    if (since !== null && since !== undefined) query.set("since", String(since));
+    let page;
+    try { page = await api("GET", "/api/v1/reactions?" + query); } catch (e) { scopeVms.delete(scope); return; }
+    if (!openVmScopes.has(scope)) { scopeVms.delete(scope); return; }
+    scopeVms.set(scope, { want, rows: page.vms, total: page.vm_page.total });
+    paintVms();
+    paintVmDetail();
+  }
+
+  function orderScopes(report) {
+    const rows = new Map();
+    for (const t of report.event_scopes || []) {
+      rows.set(t.scope, { scope: t.scope, kind: t.kind, verdict: t.verdict, events: t.events, vms: t.vms, summary: t.summary, attention: null });
+    }
+    for (const t of report.by_scope || []) {
+      const row = rows.get(t.scope) || { scope: t.scope, kind: t.kind, verdict: "none", events: 0, vms: t.vms, summary: "" };
+      row.attention = t;
+      rows.set(t.scope, row);
+    }
+    const need = (r) => (r.attention ? r.attention.vms : 0);
+    scopeOrder = [...rows.values()].sort((a, b) => need(b) - need(a) || a.scope.localeCompare(b.scope, undefined, { numeric: true }));
+    const attention = scopeOrder.reduce((n, r) => n + need(r), 0);
+    $("#vm-totals").textContent = `${whole(report, "vms")} in events or not polling, in ${scopeOrder.length} scopes`
+      + ` · ${attention} needing attention (each scope's VMs when opened)`;
+  }
+
+  function attentionText(t) {
+    if (!t) return "none needing attention";
+    const parts = [["failed", t.failed], ["missed", t.missed], ["no notice", t.no_notice],
+      ["never polled", t.never_polled], ["stopped polling", t.stopped_polling]].filter(([, n]) => n);
+    return `${t.vms} needing attention: ` + parts.map(([k, n]) => `${n} ${k}`).join(", ");
+  }
+
+  function paintScopes() {
+    const text = $("#vm-rollup-filter").value.trim().toLowerCase();
+    const found = scopeOrder.filter((r) => !text || r.scope.toLowerCase().includes(text));
+    const label = vmLabel($("#vm-verdict-filter").value);
+    $("#vm-rollup tbody").innerHTML = found.slice(0, CAP).map((r) => {
+      const open = openVmScopes.has(r.scope);
+      const head = `<tr class="vm-scope" data-vm-scope="${esc(r.scope)}" aria-expanded="${open}" title="Click to ${open ? "fold" : "list"} its VMs">`
+        + `<td><span class="badge v-${esc(r.verdict)}">${esc(r.verdict)}</span></td>`
+        + `<td><b>${esc(r.vms)} VMs</b> (${open ? "fold" : "open"})</td><td>${esc(r.scope)} <span class="muted">${esc(r.kind)}</span></td>`
+        + `<td>—</td><td>${esc(attentionText(r.attention))}</td><td class="saw">${r.events} event${r.events === 1 ? "" : "s"}</td>`
+        + `<td>${esc(r.summary)}</td></tr>`;
+      if (!open) return head;
+      const page = scopeVms.get(r.scope);
+      if (!page || page === "loading") return head + `<tr class="vm-scope-more"><td></td><td colspan="6" class="muted">loading its VMs…</td></tr>`;
+      const more = page.total > page.rows.length
+        ? `<tr class="vm-scope-more"><td></td><td colspan="6" class="muted">showing ${page.rows.length} of ${page.total} ${esc(label)} of ${esc(r.scope)}</td></tr>`
+        : page.total ? "" : `<tr class="vm-scope-more"><td></td><td colspan="6" class="muted">No ${esc(label.replace(/^VMs/, "VM"))} in ${esc(r.scope)}.</td></tr>`;
+      return head + page.rows.map(vmRow).join("") + more;
+    }).join("");
+    $("#vm-shown").textContent = shownLine(Math.min(found.length, CAP), found.length, "scopes");
+  }
+
+  $("#vm-rollup tbody").addEventListener("click", (ev) => {
+    const row = ev.target.closest("tr.vm-scope");
+    if (!row) return;
+    const scope = row.dataset.vmScope;
+    if (openVmScopes.has(scope)) { openVmScopes.delete(scope); scopeVms.delete(scope); }
+    else { openVmScopes.add(scope); loadScopeVms(scope); }
+    paintVms();
+  });
+
   function orderVms(report) {
+    if (rolledUp(report)) { vmOrder = []; orderScopes(report); return; }
     const rank = (v) => { const i = VM_VERDICTS.indexOf(v.verdict); return i < 0 ? VM_VERDICTS.length : i; };
     vmOrder = (report.vms || []).map((v) => [v, [v.vm, v.scope, v.verdict, v.polling, ...v.lines]
       .join("\n").toLowerCase()]);
@@ -695,6 +808,7 @@
   function paintVms() {
     const report = state.verdicts;
     if (!report) return;
+    if (rolledUp(report)) { paintScopes(); return; }
     const want = $("#vm-verdict-filter").value;
     const text = $("#vm-rollup-filter").value.trim().toLowerCase();
     const found = vmOrder.filter(([v, hay]) => {
@@ -708,7 +822,11 @@
       : vmOrder.length ? `No ${label.replace(/^VMs/, "VM")} (of ${vmOrder.length} VMs in events or not polling).`
       : "No VM was in an event yet.";
   }
-  $("#vm-verdict-filter").addEventListener("change", paintVms);
+  $("#vm-verdict-filter").addEventListener("change", () => {
+    scopeVms.clear();
+    for (const scope of openVmScopes) loadScopeVms(scope);
+    paintVms();
+  });
   $("#vm-rollup-filter").addEventListener("input", paintVms);
 
   // ------------------------------------------------------ Event Grid deliveries

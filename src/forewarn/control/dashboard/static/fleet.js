@@ -402,10 +402,16 @@ window.forewarnFleet = ({ state, $, esc, api, say, age, clockText, serverNow, vm
       + (e.approved_by ? ` · approved by ${esc(e.approved_by === "control" ? "the operator" : e.approved_by)}` : "")
       + ` · NotBefore ${esc(clockText(e.not_before))} UTC</li>`).join("")
       || `<li class="muted">No live event lists ${esc(vm.name)}.</li>`;
-    const verdict = state.verdicts && (state.verdicts.vms || []).find((v) => v.vm === vm.name);
+    // a big drill's verdict names a few VMs: the others are in their scope's page of the
+    // VMs card, once opened there
+    const pages = [...(window.forewarnScopeVms ? window.forewarnScopeVms.values() : [])].filter((p) => p.rows);
+    const verdict = state.verdicts && [...(state.verdicts.vms || []), ...pages.flatMap((p) => p.rows)]
+      .find((v) => v.vm === vm.name);
     $("#vm-detail-verdict").textContent = verdict
       ? `verdict ${verdict.verdict} · ${verdict.polling} · ${vmDid(verdict)}${verdict.lines.length ? ": " + verdict.lines.join("; ") : ""}`
-      : "Not in any graded event yet.";
+      : state.verdicts && (state.verdicts.trimmed || {}).vms !== undefined
+        ? `Its verdict: open its scope (${vm.scope}) in the VMs card.`
+        : "Not in any graded event yet.";
   }
 
   function paintVmAge() {

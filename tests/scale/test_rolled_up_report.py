@@ -1,7 +1,8 @@
 """The report of a big fleet stays one screen (issue 39): the VMs that need attention are
-counted per scope kind and scope, never a row per VM, unless asked for (``--vms``, the
-HTML page's drill-down, the JSON's lists). A real server with 100,000 VMs made from a
-count, a host update over a dozen availability sets that no VM polls."""
+counted per scope kind and scope, never a row per VM, unless asked for (``--vms``: in
+the terminal, the HTML page's drill-down and the JSON's lists). A real server with
+100,000 VMs made from a count, a host update over a dozen availability sets that no VM
+polls."""
 
 from __future__ import annotations
 
@@ -67,26 +68,39 @@ def _visible(page: str) -> str:
         page = shorter
 
 
-def test_the_html_page_opens_on_counts_and_keeps_each_vm_in_its_drill_down(
+def test_the_html_page_opens_on_counts_and_keeps_each_vm_in_its_drill_down_on_demand(
     drilled: ServerProcess, tmp_path: Path
 ) -> None:
-    out = tmp_path / "report.html"
-    result = run_cli(["report", "--html", str(out)], drilled.control_url)
-    assert result.code == 0, result.stderr
-    page = out.read_text(encoding="utf-8")
-    shown = _visible(page)
-    assert 'class="by-kind"' in shown and shown.count('class="scope-row"') == 10
-    # the operations' progress names their first few VMs; before, every one that never
-    # polled was listed
-    assert len(set(VM_NAME.findall(shown))) <= 15 * SETS, "the page opens on a row per VM"
-    assert len(set(VM_NAME.findall(page))) >= LISTED  # each VM, one click away
+    pages = {}
+    for name, extra in (("default", []), ("vms", ["--vms"])):
+        out = tmp_path / f"report-{name}.html"
+        result = run_cli(["report", "--html", str(out), *extra], drilled.control_url)
+        assert result.code == 0, result.stderr
+        pages[name] = out.read_text(encoding="utf-8")
+    for page in pages.values():
+        shown = _visible(page)
+        assert 'class="by-kind"' in shown and shown.count('class="scope-row"') == 10
+        # the operations' progress names their first few VMs; before, every one that never
+        # polled was listed
+        assert len(set(VM_NAME.findall(shown))) <= 15 * SETS, "the page opens on a row per VM"
+    # by default the whole page is bounded (its lists cut, every count whole); with --vms
+    # each VM is one click away
+    assert len(set(VM_NAME.findall(pages["default"]))) < LISTED
+    assert f">{LISTED}<" in pages["default"] or f"{LISTED:,}" in pages["default"]
+    assert len(set(VM_NAME.findall(pages["vms"]))) >= LISTED
 
 
-def test_the_json_keeps_every_vm_and_adds_the_roll_ups(drilled: ServerProcess) -> None:
+def test_the_json_counts_every_vm_lists_them_on_demand_and_adds_the_roll_ups(
+    drilled: ServerProcess,
+) -> None:
     result = run_cli(["report", "--json"], drilled.control_url)
     assert result.code == 0, result.stderr
     data = json.loads(result.stdout)
-    assert len(data["never_polled"]) == LISTED  # as before: every VM, by name
+    # bounded by default: the list cut, its whole length in ``trimmed``
+    assert len(data["never_polled"]) < LISTED and data["trimmed"]["never_polled"] == LISTED
+    whole = run_cli(["report", "--json", "--vms"], drilled.control_url)
+    assert whole.code == 0, whole.stderr
+    assert len(json.loads(whole.stdout)["never_polled"]) == LISTED  # every VM, by name
     assert len(data["by_scope"]) == SETS
     first = data["by_scope"][0]
     assert first["kind"] == "availability_set" and first["region"] == "westeurope"

@@ -80,8 +80,12 @@ def test_the_event_is_approved_exactly_when_the_last_vm_is_ready(
         what="the group's approval",
     )
     assert approver in GROUP
-    approvals = [line for agent in agents.values() for line in agent.logs("approved")]
-    assert approvals, "an agent of the group approved"
+    # (the approving agent logs its approval once the endpoint has answered it: after the
+    # fleet shows it, so its line is waited for)
+    approvals = wait_until(
+        lambda: [line for agent in agents.values() for line in agent.logs("approved")],
+        what="an agent of the group logging its approval",
+    )
     last_vote = agents["web-4"].wait_log("vote recorded", event_id=event_id, ready=True)
     first = min(approvals, key=lambda line: line["timestamp"])
     assert first["timestamp"] >= last_vote["timestamp"]

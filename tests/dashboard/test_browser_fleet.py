@@ -13,7 +13,6 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import msgspec
 
 from forewarn.fleet import build_topology, load_fleet_file
@@ -28,14 +27,7 @@ JSON = {"Content-Type": "application/json"}
 
 def _poll_all(server: ServerProcess, addresses: list[str]) -> None:
     for address in addresses:
-        transport = httpx.HTTPTransport(local_address=address)
-        with httpx.Client(transport=transport, timeout=10, trust_env=False) as client:
-            response = client.get(
-                server.imds_url + "/metadata/scheduledevents",
-                params={"api-version": "2020-07-01"},
-                headers={"Metadata": "true"},
-            )
-            assert response.status_code == 200
+        assert server.imds(vm_address=address).status_code == 200
 
 
 def test_operations_lead_no_notice_first_named_and_filtered(

@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
-
 from forewarn.fleet import build_topology, load_fleet_file
 from tests.dashboard.browser import needs_chromium
 from tests.support.serverproc import ServerProcess
@@ -36,13 +34,7 @@ def test_the_fleet_rolls_up_and_drills_to_one_vm_whose_event_shows_live(
     topology = build_topology(load_fleet_file(path))
     server = start_server(["--fleet", str(path), "--clock", "virtual", "--rate-limit", "0",
                            "--enablement", "always"])  # fmt: skip
-    transport = httpx.HTTPTransport(local_address=topology.vms["as7-3"].address)
-    with httpx.Client(transport=transport, timeout=10, trust_env=False) as client:
-        polled = client.get(
-            server.imds_url + "/metadata/scheduledevents",
-            params={"api-version": "2020-07-01"},
-            headers={"Metadata": "true"},
-        )
+    polled = server.imds(vm_address=topology.vms["as7-3"].address)
     assert polled.status_code == 200
     created = server.control("POST", "/api/v1/operations", headers=JSON,
                              json={"kind": "user-reboot", "target": "as7-3"})  # fmt: skip

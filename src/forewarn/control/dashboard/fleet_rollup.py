@@ -189,9 +189,15 @@ def scope_page(
     else:
         total = len(names)
         chosen = [i for name in names[offset : offset + limit] if (i := index(name)) is not None]
-    return VmPage(scope=scope_id, q=q, total=total, offset=offset, limit=limit,
-                  next=offset + limit if offset + limit < total else None,
-                  vms=[_row(topology, i, statuses, polls) for i in chosen])  # fmt: skip
+    return _page(scope_id, q, total, offset, limit,
+                 [_row(topology, i, statuses, polls) for i in chosen])  # fmt: skip
+
+
+def _page(scope: str | None, q: str, total: int, offset: int, limit: int,
+          rows: list[VmRow]) -> VmPage:  # fmt: skip
+    """One page of VMs, and where the next one begins (None: this is the last)."""
+    return VmPage(scope=scope, q=q, total=total, offset=offset, limit=limit,
+                  next=offset + limit if offset + limit < total else None, vms=rows)  # fmt: skip
 
 
 def _hosts_matching(topology: Topology, q: str) -> set[int]:
@@ -226,6 +232,5 @@ async def search(
         await asyncio.sleep(0)
     ordered = sorted(found)
     chosen = ordered[offset : offset + limit]
-    return VmPage(scope=None, q=q, total=len(ordered), offset=offset, limit=limit,
-                  next=offset + limit if offset + limit < len(ordered) else None,
-                  vms=[_row(topology, i, statuses, polls) for i in chosen])  # fmt: skip
+    return _page(None, q, len(ordered), offset, limit,
+                 [_row(topology, i, statuses, polls) for i in chosen])  # fmt: skip

@@ -288,10 +288,12 @@ def metrics_page() -> str:
 
     from forewarn.agent.metrics import SPECS
     from forewarn.imds import metrics as endpoint
+    from forewarn.rehearsal.verdict_memo import VerdictMetrics
     from forewarn.server.cluster import metrics as cluster
 
     server = CollectorRegistry()
     endpoint.EndpointMetrics(server)
+    VerdictMetrics(server)
     cluster.ClusterMetrics(server)
     server_labels = {**endpoint.LABELS, **cluster.LABELS}
     agent_labels = {name: labels for _, name, _, labels, _ in SPECS.values()}

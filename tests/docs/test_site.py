@@ -129,10 +129,12 @@ def served_series() -> set[str]:
 
     from forewarn.agent.metrics import SPECS
     from forewarn.imds.metrics import EndpointMetrics
+    from forewarn.rehearsal.verdict_memo import VerdictMetrics
     from forewarn.server.cluster.metrics import ClusterMetrics
 
     server = CollectorRegistry()
     EndpointMetrics(server)
+    VerdictMetrics(server)
     ClusterMetrics(server)
     suffix = {"counter": "_total", "histogram": "_bucket"}
     agent = {name + suffix.get(kind, "") for kind, name, *_ in SPECS.values()}

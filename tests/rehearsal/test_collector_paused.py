@@ -35,6 +35,7 @@ async def test_grading_runs_with_the_collector_off_then_it_is_back(
     await rehearsal.poll("web-0")
     report = await rehearsal.report()
     assert [e["id"] for e in report["events"]] == rehearsal.event_ids(op)
+    rehearsal.advance(1)  # the clock moved: graded anew, not the verdict kept
     html = await rehearsal.control_get("/api/v1/report")
     assert html.status_code == 200 and "web-0" in html.text
     assert collector_seen == [False, False]

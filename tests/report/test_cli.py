@@ -70,6 +70,21 @@ def test_json_and_html_are_the_server_s_verdict(server: ServerProcess, tmp_path:
     page = out.read_text(encoding="utf-8")
     assert page.startswith("<!doctype html>")
     assert f'id="event-{ok_id}"' in page and page.count('<svg class="timeline"') == 2
+    # graded once: the page, the JSON and the second read all took the verdict kept (the
+    # clock still, nothing written since); a move of the clock grades it anew
+    assert _verdict_counts(server) == (1, 2)
+    server.control("POST", "/api/v1/clock/advance", headers=JSON, json={"seconds": 1})
+    assert _cli(server, "report").code == 0
+    assert _verdict_counts(server) == (2, 2)
+
+
+def _verdict_counts(server: ServerProcess) -> tuple[int, int]:
+    """(graded, reused) as the server's ``/metrics`` says them."""
+    text = server.control("GET", "/metrics").text
+    return tuple(  # type: ignore[return-value]
+        int(float(re.search(rf"^forewarn_verdicts_{name}_total (\S+)$", text, re.M).group(1)))  # type: ignore[union-attr]
+        for name in ("graded", "reused")
+    )
 
 
 def test_a_report_written_to_files_prints_only_its_headline(

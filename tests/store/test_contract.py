@@ -330,6 +330,7 @@ def test_reaction_facts_are_merged_never_overwritten(open_store: Callable[[], An
     poll, and the first value known of each event fact win, whoever writes last."""
     store = open_store()
     assert store.reactions() == ReactionData()
+    assert store.reactions_written() == 0
     store.save_reactions(
         ReactionData(
             events=[_facts("E1", scope_id="web", resources=("web-0", "web-3"), created_at=T0,
@@ -360,6 +361,7 @@ def test_reaction_facts_are_merged_never_overwritten(open_store: Callable[[], An
         )
     )  # fmt: skip
     reopened = open_store()
+    assert reopened.reactions_written() == 3  # every write counted, by whoever wrote it
     data = reopened.reactions()
     assert data.events == [
         _facts("E1", scope_id="web", resources=("web-0", "web-3"), created_at=T0,

@@ -73,6 +73,7 @@ from forewarn.fleet import UnknownName
 from forewarn.imds import DocumentCache
 from forewarn.imds.faults import FaultBook
 from forewarn.rehearsal import ReactionTracker
+from forewarn.rehearsal.verdict_memo import VerdictMetrics
 
 __all__ = ["ControlApp"]
 
@@ -289,7 +290,9 @@ class ControlApp:
             r("/api/v1/faults/{fault_id}", delete=drills.clear_fault),
         ]  # fmt: skip
         self.reactions = None if reactions is None else ReactionRoutes(fabric, reactions)
-        if self.reactions is not None:  # the rehearsal report
+        if reactions is not None:  # the rehearsal report, and how often it was graded
+            VerdictMetrics(self.registry, reactions.verdicts)
+        if self.reactions is not None:
             routes.append(r("/api/v1/reactions", get=self.reactions.reactions))
             routes.append(r("/api/v1/report", get=self.reactions.report))
         if eventgrid is not None:  # Event Grid subscriptions and their deliveries

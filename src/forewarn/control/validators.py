@@ -1,7 +1,8 @@
 """Entity tags of the rehearsal verdict, and ``If-None-Match`` against them.
 
-The verdict is graded anew for every request, at the clock's current instant, so its
-``generated_at`` differs every time on a real clock even when nothing else does. Its tag
+The verdict is graded at the clock's current instant (kept between requests only while
+the clock is still and no fact was written), so its ``generated_at`` differs every time
+on a real clock even when nothing else does. Its tag
 is a hash of every byte of the encoded verdict except that instant: a weak validator
 (``W/``), since two answers with the same tag may differ in when they were graded and in
 nothing else. Whatever time does to the grade (a VM silent past ``stale_after``, how long

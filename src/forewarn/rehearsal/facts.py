@@ -262,3 +262,8 @@ class ReactionStore(Protocol):
     def polls(self) -> list[VmPolls]:
         """Every VM's first and last poll, as merged from every front-end."""
         ...
+
+    def reactions_written(self) -> int:
+        """How many times facts were written, by every front-end: while it is the same,
+        so are ``reactions`` (a verdict graded from them still holds)."""
+        ...

@@ -52,9 +52,13 @@ _FAILED = frozenset({"no-notice", "missed"})
 VM_ATTENTION = frozenset({"no-notice", "missed", "unlisted", "detected"})
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
 def natural(name: str) -> list[str | int]:
-    """A sort key that puts web-2 before web-10."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+    """A sort key that puts web-2 before web-10 (a million names sorted after a region
+    rollout: the pattern compiled once, not looked up in ``re``'s cache each time)."""
+    return [int(part) if part.isdigit() else part for part in _DIGITS.split(name)]
 
 
 def names(vms: Iterable[str], limit: int = 5) -> str:

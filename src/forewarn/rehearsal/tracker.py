@@ -60,6 +60,7 @@ from forewarn.rehearsal.facts import (
     VmPolls,
     VmReaction,
 )
+from forewarn.rehearsal.verdict_memo import VerdictMemo
 
 T = TypeVar("T")
 
@@ -176,6 +177,7 @@ class ReactionTracker:
         self._save = store.save_reactions
         self._load = store.reactions
         self._load_polls = store.polls
+        self._written = store.reactions_written
         self._operation_kind = operation_kind
         #: What each VM that asked was last served (made on its first request).
         self._tracks: dict[str, Track] = {}
@@ -198,6 +200,9 @@ class ReactionTracker:
         self._executor: ThreadPoolExecutor | None = None
         #: Requests an injected endpoint fault answered, per VM (memory only).
         self.fault_tallies: dict[str, FaultTally] = {}
+        #: The last verdict graded, kept while nothing it was graded from moved (read and
+        #: written on this tracker's thread only: ``off_loop``).
+        self.verdicts = VerdictMemo()
 
     # ------------------------------------------------------------- recording
 
@@ -402,6 +407,11 @@ class ReactionTracker:
         loop; ``facts`` writes this process's latest first)."""
         return self._load(since)
 
+    def stored_writes(self) -> int:
+        """How many times every process wrote facts (blocking: a store read): the same
+        count, the same ``stored_facts``."""
+        return self._written()
+
     async def facts(self, since: float | None = None) -> ReactionData:
         """Everything known, this process's latest included: written first, then read
         back merged with what every other process wrote (raises ``StoreUnavailable``)."""
@@ -523,6 +533,8 @@ class ReactionTracker:
             await asyncio.sleep(interval)
             rounds += 1
             try:
+                if self.verdicts.holding():
+                    await self.off_loop(self.verdicts.forget_idle)  # freed on this thread
                 await self.flush(polls=rounds % every == 0)  # a pass over every VM: rarer
             except StoreUnavailable as exc:
                 if not failing:

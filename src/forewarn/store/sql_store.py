@@ -32,6 +32,12 @@ _DIALECTS: tuple[Dialect, ...] = ("sqlite", "postgresql")
 _REACTION_UPSERTS = {dialect: rx.upsert_sql(dialect) for dialect in _DIALECTS}
 _REACTION_SELECTS = {dialect: rx.select_sql(dialect) for dialect in _DIALECTS}
 
+#: Counts a write of reaction facts, in the write's transaction (``reactions_written``).
+_COUNT_WRITE = (
+    "INSERT INTO reaction_writes (id, writes) VALUES (1, 1)"
+    " ON CONFLICT (id) DO UPDATE SET writes = reaction_writes.writes + 1"
+)
+
 _HISTORY_COLUMNS = "seq, at, kind, scope_id, operation_id, event_id, detail"
 _PENDING_COLUMNS = "subscription, id, body, attempts, first_at, due_at"
 
@@ -121,7 +127,14 @@ class SqlStore(ABC):
             (sql["polls"], rx.poll_rows(data, self.dialect)),
             (sql["operations"], rx.operation_rows(data)),
             (sql["deliveries"], rx.delivery_rows(data)),
+            (_COUNT_WRITE, [()]),
         ])  # fmt: skip
+
+    def reactions_written(self) -> int:
+        """How many times reaction facts were written, by every process (0: never): the
+        same count means the same facts."""
+        rows = self._read("SELECT writes FROM reaction_writes WHERE id = 1")
+        return int(rows[0][0]) if rows else 0
 
     def reactions(self, since: float | None = None) -> ReactionData:
         """Events created at or after ``since``, the reactions to them, every VM's polls."""

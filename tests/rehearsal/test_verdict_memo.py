@@ -1,0 +1,139 @@
+"""The graded verdict is kept between requests while nothing it was graded from moved:
+no fact written (by this process or any other on the store), the clock still, the same
+window. Once any of it moves, the next request is graded anew and shows what moved.
+
+Observed from outside: the answers of ``GET /api/v1/reactions`` and ``/api/v1/report``
+and the counts at ``/metrics``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import Iterator
+
+import pytest
+
+from forewarn.rehearsal import ReactionData, VmReaction
+from forewarn.rehearsal.verdict_memo import VerdictKey, VerdictMemo
+from forewarn.store.postgres import PostgresStore
+from tests.rehearsal.conftest import Rehearsal, vm_verdict
+from tests.scaleout.pg import PgDatabase, pg_database
+from tests.support.fabrics import make_fabric
+
+
+async def counts(rehearsal: Rehearsal) -> tuple[int, int]:
+    """(graded, reused) as ``/metrics`` says them."""
+    text = (await rehearsal.control_get("/metrics")).text
+    graded = re.search(r"^forewarn_verdicts_graded_total (\S+)$", text, re.M)
+    reused = re.search(r"^forewarn_verdicts_reused_total (\S+)$", text, re.M)
+    assert graded and reused, text
+    return int(float(graded.group(1))), int(float(reused.group(1)))
+
+
+async def test_a_still_clock_and_no_new_fact_get_the_verdict_graded_once(
+    rehearsal: Rehearsal,
+) -> None:
+    op = rehearsal.submit("user-reboot", "web-0")
+    await rehearsal.poll("web-0")
+    first = await rehearsal.control_get("/api/v1/reactions")
+    again = await rehearsal.control_get("/api/v1/reactions")
+    page = await rehearsal.control_get("/api/v1/report")
+    assert first.status_code == again.status_code == page.status_code == 200
+    assert again.content == first.content and again.headers["etag"] == first.headers["etag"]
+    assert [e["id"] for e in first.json()["events"]] == rehearsal.event_ids(op)
+    assert rehearsal.event_ids(op)[0] in page.text
+    assert await counts(rehearsal) == (1, 2)
+
+
+async def test_a_new_fact_the_clock_or_the_window_grade_it_anew(rehearsal: Rehearsal) -> None:
+    op = rehearsal.submit("user-reboot", "web-0")
+    (event_id,) = rehearsal.event_ids(op)
+    await rehearsal.poll("web-0")
+    assert vm_verdict(await rehearsal.verdict(event_id), "web-0")["approved_at"] is None
+    await rehearsal.approve("web-0", event_id)  # a fact: written before the next grading
+    assert vm_verdict(await rehearsal.verdict(event_id), "web-0")["approved_at"] is not None
+    assert await counts(rehearsal) == (2, 0)
+    before = await rehearsal.report()
+    rehearsal.advance(1)  # the clock moved: the grade may have
+    after = await rehearsal.report()
+    assert after["generated_at"] == before["generated_at"] + 1
+    await rehearsal.report(since=0)  # another window
+    await rehearsal.report(stale_after=5)
+    assert await counts(rehearsal) == (5, 1)
+
+
+@pytest.fixture
+def shared() -> Iterator[PgDatabase]:
+    """A PostgreSQL database, as a scaled-out fleet's front-ends share one."""
+    yield from pg_database()
+
+
+async def test_what_another_front_end_wrote_is_graded_anew(shared: PgDatabase) -> None:
+    """A scaled-out fleet's other front-ends write to the same store: their writes are
+    counted there, so the verdict kept here is not handed out past them."""
+    store, other = PostgresStore(shared.url), PostgresStore(shared.url)
+    fabric = make_fabric(store=store)
+    try:
+        rehearsal = Rehearsal(fabric, store)  # type: ignore[arg-type]
+        op = rehearsal.submit("user-reboot", "web-1")
+        (event_id,) = rehearsal.event_ids(op)
+        assert vm_verdict(await rehearsal.verdict(event_id), "web-1")["first_seen"] is None
+        assert vm_verdict(await rehearsal.verdict(event_id), "web-1")["first_seen"] is None
+        seen = fabric.clock.now()
+        other.save_reactions(ReactionData(vms=[  # what web-1 was served by another process
+            VmReaction(event_id=event_id, vm="web-1", first_seen=seen, incarnation=2)
+        ]))  # fmt: skip
+        assert vm_verdict(await rehearsal.verdict(event_id), "web-1")["first_seen"] == seen
+        assert await counts(rehearsal) == (2, 1)
+    finally:
+        fabric.close()
+        store.close()
+        other.close()
+
+
+async def test_a_verdict_nobody_asks_for_is_let_go(rehearsal: Rehearsal) -> None:
+    rehearsal.submit("user-reboot", "web-0")
+    await rehearsal.report()
+    memo = rehearsal.reactions.verdicts
+    assert memo.holding()
+    memo.keep_seconds = 0.0
+    writing = asyncio.create_task(rehearsal.reactions.run(interval=0.01))
+    try:
+        for _ in range(500):
+            if not memo.holding():
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        writing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await writing
+    assert not memo.holding()
+    await rehearsal.report()  # graded again, as nothing was kept
+    assert await counts(rehearsal) == (2, 0)
+
+
+def test_the_memo_holds_one_verdict_and_grades_when_a_key_part_differs() -> None:
+    memo = VerdictMemo()
+    fleet = object()
+    key = VerdictKey(since=None, stale_after=60.0, now=5.0, writes=3,
+                     deleted=frozenset(), fleet=fleet)  # fmt: skip
+    made: list[object] = []
+
+    def grade() -> object:
+        made.append(object())
+        return made[-1]
+
+    first = memo.verdict(key, grade)  # type: ignore[arg-type]
+    assert memo.verdict(key, grade) is first  # type: ignore[arg-type]
+    others = [
+        VerdictKey(since=None, stale_after=60.0, now=5.0, writes=3,
+                   deleted=frozenset({"web-2"}), fleet=fleet),
+        VerdictKey(since=None, stale_after=60.0, now=5.0, writes=3,
+                   deleted=frozenset(), fleet=object()),
+        VerdictKey(since=None, stale_after=60.0, now=5.0, writes=4,
+                   deleted=frozenset(), fleet=fleet),
+    ]  # fmt: skip
+    for other in others:
+        assert memo.verdict(other, grade) is made[-1]  # type: ignore[arg-type]
+    assert len(made) == 4 and (memo.graded, memo.reused) == (4, 1)

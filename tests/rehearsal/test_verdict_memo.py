@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -137,3 +138,21 @@ def test_the_memo_holds_one_verdict_and_grades_when_a_key_part_differs() -> None
     for other in others:
         assert memo.verdict(other, grade) is made[-1]  # type: ignore[arg-type]
     assert len(made) == 4 and (memo.graded, memo.reused) == (4, 1)
+
+
+def test_a_verdict_that_took_longer_to_grade_than_it_is_kept_is_kept_from_then() -> None:
+    """At a million VMs grading takes a minute, longer than a verdict is kept unused: it
+    is kept from when it was graded, not from when it was asked for."""
+    memo = VerdictMemo(keep_seconds=0.05)
+    key = VerdictKey(since=None, stale_after=60.0, now=5.0, writes=1,
+                     deleted=frozenset(), fleet=None)  # fmt: skip
+
+    def slow_grade() -> object:
+        time.sleep(0.1)
+        return object()
+
+    made = memo.verdict(key, slow_grade)  # type: ignore[arg-type]
+    assert memo.forget_idle()  # just graded: still kept
+    assert memo.verdict(key, slow_grade) is made  # type: ignore[arg-type]
+    time.sleep(0.06)
+    assert not memo.forget_idle()

@@ -77,6 +77,7 @@ class VerdictMemo:
         self._key = self._report = None  # let the old one go first: one held, never two
         report = grade()
         self._key, self._report = key, report
+        self._used = time.monotonic()  # kept from now: grading may take longer than that
         self.graded += 1
         return report
 

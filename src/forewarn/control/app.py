@@ -290,9 +290,8 @@ class ControlApp:
             r("/api/v1/faults/{fault_id}", delete=drills.clear_fault),
         ]  # fmt: skip
         self.reactions = None if reactions is None else ReactionRoutes(fabric, reactions)
-        if reactions is not None:  # the rehearsal report, and how often it was graded
-            VerdictMetrics(self.registry, reactions.verdicts)
-        if self.reactions is not None:
+        if self.reactions is not None:  # the rehearsal report, and how often it was graded
+            VerdictMetrics(self.registry, self.reactions.tracker.verdicts)
             routes.append(r("/api/v1/reactions", get=self.reactions.reactions))
             routes.append(r("/api/v1/report", get=self.reactions.report))
         if eventgrid is not None:  # Event Grid subscriptions and their deliveries

@@ -157,3 +157,22 @@ def test_a_database_before_via_gets_the_columns_and_keeps_its_facts(tmp_path: Pa
     finally:
         db.close()
     assert rows == [("op-old", "user-reboot", None)]
+
+
+def test_the_history_of_one_kind_is_found_by_its_index(tmp_path: Path) -> None:
+    # the dashboard asks for the fleet resets since the end it last saw: after a region
+    # rollout over a million VMs, a scan of the entries in between reads millions
+    store = SQLiteStore(tmp_path / "kinds.db")
+    statements: list[str] = []
+    try:
+        store._reader.set_trace_callback(statements.append)
+        store.history(after=0, kind="fleet.reset", limit=10)
+    finally:
+        store.close()
+    (sql,) = [s for s in statements if "FROM history" in s]
+    db = sqlite3.connect(tmp_path / "kinds.db")
+    try:
+        plan = " ".join(str(row[3]) for row in db.execute(f"EXPLAIN QUERY PLAN {sql}"))
+    finally:
+        db.close()
+    assert "INDEX history_kind (kind=? AND seq>?)" in plan, plan

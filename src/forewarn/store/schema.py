@@ -33,7 +33,7 @@ __all__ = [
 Dialect = Literal["sqlite", "postgresql"]
 
 #: The migrations whose tables the SQLite store holds too (0002 is the scale-out's alone).
-SQLITE_MIGRATIONS = (1, 3, 4, 5, 6, 7, 8, 9)
+SQLITE_MIGRATIONS = (1, 3, 4, 5, 6, 7, 8, 9, 10)
 
 #: ``ALTER TABLE t ADD COLUMN c ...;``: SQLite has no ``IF NOT EXISTS`` for it, so these
 #: leave the script and the store adds each column its table lacks (``added_columns``).

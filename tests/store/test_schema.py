@@ -142,6 +142,12 @@ def test_a_database_before_the_outbox_gets_its_table(tmp_path: Path) -> None:
     assert sqlite_layout(path) == GOLDEN.read_text()
 
 
+def test_a_database_before_the_history_kind_index_gets_it(tmp_path: Path) -> None:
+    path = _older_database(tmp_path, "DROP INDEX history_kind;")
+    SQLiteStore(path).close()
+    assert sqlite_layout(path) == GOLDEN.read_text()
+
+
 def test_a_database_before_via_gets_the_columns_and_keeps_its_facts(tmp_path: Path) -> None:
     path = _older_database(
         tmp_path,

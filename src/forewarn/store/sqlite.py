@@ -58,6 +58,8 @@ SCHEMA_VERSION = 1
 _TABLES = ("meta", "operations", "events", "rollouts", "scopes", "deleted_vms", "history")
 #: Tables of later migrations: a database of an older forewarn lacks them (made at open).
 _LATER_TABLES = (*rx.REACTION_TABLES, "eventgrid_subscriptions", "eventgrid_pending", "outbox")
+#: Indexes of later migrations on earlier tables (likewise made at open).
+_LATER_INDEXES = ("history_kind",)
 
 
 def _set_meta(db: sqlite3.Connection, key: str, value: str) -> None:
@@ -141,7 +143,7 @@ class SQLiteStore(SqlStore):
         problems = [r[0] for r in self._db.execute("PRAGMA quick_check(5)")]
         if problems != ["ok"]:
             raise StoreError(f"database {self.path} is damaged: {'; '.join(problems)}")
-        if any(t not in tables for t in _LATER_TABLES):  # made by an older forewarn
+        if any(t not in tables for t in (*_LATER_TABLES, *_LATER_INDEXES)):  # an older forewarn's
             self._db.executescript("BEGIN;" + SQLITE_SCHEMA + "COMMIT;")
         add_sqlite_columns(self._db)  # columns an older forewarn's tables lack
 

@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterable, Mapping
 import msgspec
 
 from forewarn.fabric import CATALOGUE
+from forewarn.fleet.names import natural
 from forewarn.rehearsal.controllers import ControllerRollup, controller_rollups
 from forewarn.rehearsal.coping import FaultTally, MissedEvent, VmCoping, coping, kinds_text
 from forewarn.rehearsal.facts import OperationFacts, ReactionData, VmPolls, VmReaction
@@ -21,7 +22,6 @@ from forewarn.rehearsal.rollups import (
     OPERATION_VERDICTS,
     OperationRollup,
     VmRollup,
-    natural,
     operation_rollups,
     polling_states,
     vm_rollups,

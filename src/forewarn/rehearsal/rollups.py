@@ -10,11 +10,11 @@ operation facts, and rank first, as the worst a rehearsal can reveal.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 
 import msgspec
 
+from forewarn.fleet.names import natural
 from forewarn.rehearsal.facts import OperationFacts
 from forewarn.rehearsal.verdicts import EventVerdict, VmVerdict, seconds
 
@@ -29,7 +29,6 @@ __all__ = [
     "VmRollup",
     "is_faulted",
     "names",
-    "natural",
     "needs_attention",
     "operation_rollups",
     "polling_states",
@@ -50,15 +49,6 @@ _FAILED = frozenset({"no-notice", "missed"})
 #: one that did not list it, saw one that nobody it lists approved. (Any VM not polling
 #: needs attention too: ``needs_attention``.)
 VM_ATTENTION = frozenset({"no-notice", "missed", "unlisted", "detected"})
-
-
-_DIGITS = re.compile(r"(\d+)")
-
-
-def natural(name: str) -> list[str | int]:
-    """A sort key that puts web-2 before web-10 (a million names sorted after a region
-    rollout: the pattern compiled once, not looked up in ``re``'s cache each time)."""
-    return [int(part) if part.isdigit() else part for part in _DIGITS.split(name)]
 
 
 def names(vms: Iterable[str], limit: int = 5) -> str:

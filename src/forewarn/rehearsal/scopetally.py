@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable, Mapping
 
 import msgspec
 
-from forewarn.rehearsal.rollups import OPERATION_VERDICTS, natural
+from forewarn.fleet.names import natural
+from forewarn.rehearsal.rollups import OPERATION_VERDICTS
 from forewarn.rehearsal.verdicts import EventVerdict
 
 __all__ = [

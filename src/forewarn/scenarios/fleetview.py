@@ -7,16 +7,12 @@ engine never needs the fabric's own topology types.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FleetView", "ScopeInfo", "VmInfo", "natural_key"]
+from forewarn.fleet.names import natural
 
-
-def natural_key(name: str) -> tuple[Any, ...]:
-    """``host-2`` before ``host-10``: names sorted as people count."""
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))
+__all__ = ["FleetView", "ScopeInfo", "VmInfo"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +74,7 @@ class FleetView:
         out: dict[str, list[VmInfo]] = {}
         for vm in self.vms.values():
             out.setdefault(vm.host, []).append(vm)
-        return {host: out[host] for host in sorted(out, key=natural_key)}
+        return {host: out[host] for host in sorted(out, key=natural)}
 
     def live(self, name: str) -> bool:
         """True for a VM that exists and has not been deleted."""

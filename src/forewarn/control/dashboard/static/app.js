@@ -716,10 +716,21 @@
     }
     const need = (r) => (r.attention ? r.attention.vms : 0);
     scopeOrder = [...rows.values()].sort((a, b) => need(b) - need(a) || a.scope.localeCompare(b.scope, undefined, { numeric: true }));
-    const attention = scopeOrder.reduce((n, r) => n + need(r), 0);
-    $("#vm-totals").textContent = `${whole(report, "vms")} in events or not polling, in ${scopeOrder.length} scopes`
+    // Both lists come cut to the worst 50 of each region and kind (``trimmed`` says how
+    // long each was); by_kind sums every scope's VMs needing attention.
+    const attention = (report.by_kind || []).reduce((n, k) => n + k.vms, 0);
+    const cut = scopesCut(report);
+    const scopes = cut ? `events in ${plural(whole(report, "event_scopes"), "scope")}, `
+      + `VMs needing attention in ${plural(whole(report, "by_scope"), "scope")}`
+      : `in ${scopeOrder.length} scopes`;
+    $("#vm-totals").textContent = `${whole(report, "vms")} in events or not polling, ${scopes}`
       + ` · ${attention} needing attention (each scope's VMs when opened)`;
   }
+
+  // Whether the verdict holds only the worst scopes of each kind (GET /api/v1/reactions
+  // cuts by_scope and event_scopes; ?scopes=... pages every row).
+  const scopesCut = (report) => ["by_scope", "event_scopes"].some((k) => (report.trimmed || {})[k] !== undefined);
+  const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
   function attentionText(t) {
     if (!t) return "none needing attention";
@@ -747,8 +758,14 @@
         : page.total ? "" : `<tr class="vm-scope-more"><td></td><td colspan="6" class="muted">No ${esc(label.replace(/^VMs/, "VM"))} in ${esc(r.scope)}.</td></tr>`;
       return head + page.rows.map(vmRow).join("") + more;
     }).join("");
-    $("#vm-shown").textContent = shownLine(Math.min(found.length, CAP), found.length, "scopes");
+    const report = state.verdicts;
+    const kept = scopesCut(report)
+      ? ` (the worst ${SCOPES_KEPT} of each kind of ${whole(report, "event_scopes")} with events and `
+        + `${whole(report, "by_scope")} needing attention; forewarn report --all lists every one)` : "";
+    $("#vm-shown").textContent = shownLine(Math.min(found.length, CAP), found.length, "scopes") + kept;
   }
+
+  const SCOPES_KEPT = 50;  // rows the rolled-up verdict keeps of each region and kind (bounded.SCOPE_ROWS)
 
   $("#vm-rollup tbody").addEventListener("click", (ev) => {
     const row = ev.target.closest("tr.vm-scope");

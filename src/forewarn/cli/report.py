@@ -190,9 +190,9 @@ def _print_rolled_up(data: dict[str, Any], wide: bool, everything: bool) -> None
                Column("first VM", optional=5)]  # fmt: skip
     title = "... per scope, most first"
     whole = _total(data, "by_scope")  # the server keeps the first 50 of each kind
-    if not everything and whole > FEW:
-        title = f"{title} (showing {min(FEW, len(rows))} of {whole}; --all lists every scope)"
-        rows = rows[:FEW]
+    rows = rows if everything else rows[:FEW]
+    if len(rows) < whole:
+        title = f"{title} (showing {len(rows)} of {whole}; --all lists every scope)"
     table(title, columns, rows, wide=wide)
 
 
@@ -206,7 +206,8 @@ def _print(data: dict[str, Any], wide: bool, everything: bool, per_vm: bool = Fa
     missed = _missed(events)
     longest = max(len(failed), len(missed), _total(data, "stopped_polling"))
     cut = bool(data.get("trimmed"))  # the server rolled up a big verdict
-    rolled = not (per_vm or everything) and (longest > FEW or cut) and "by_scope" in data
+    big = (longest > FEW or cut) and "by_scope" in data
+    rolled = big and not (per_vm or everything)
     _headline(data, limit)
     if operations:
         rows = [
@@ -220,7 +221,7 @@ def _print(data: dict[str, Any], wide: bool, everything: bool, per_vm: bool = Fa
         ]  # fmt: skip
         title, rows = _capped("Operations", rows, everything, FEW if rolled else LIMIT)
         table(title, columns, rows, wide=wide)
-    if rolled:
+    if rolled or (big and everything):  # --all: every scope (the whole verdict's rows)
         _print_rolled_up(data, wide, everything)
     if failed and not rolled:
         rows = [

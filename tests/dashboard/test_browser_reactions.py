@@ -103,3 +103,12 @@ def test_the_cards_count_every_scope_when_the_verdict_keeps_the_worst(
     )
     assert f"{2 * MANY:,} needing attention" in kind.inner_text()
     assert f"{vms:,} needing attention" in page.inner_text("[data-counts='r:westeurope']")
+    # The filter finds a scope the verdict did not keep: the server searches every one.
+    assert page.locator("#vm-rollup tbody tr[data-vm-scope='as300']").count() == 0
+    page.fill("#vm-rollup-filter", "as30")
+    page.wait_for_selector("#vm-rollup tbody tr[data-vm-scope='as300']", timeout=10_000)
+    found = page.eval_on_selector_all(
+        "#vm-rollup tbody tr.vm-scope", "rs => rs.map(r => r.dataset.vmScope)"
+    )
+    assert sorted(found) == sorted(["as30", *(f"as30{k}" for k in range(10))])
+    assert page.inner_text("#vm-shown") == '11 scopes named "as30"'

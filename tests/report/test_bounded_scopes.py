@@ -84,11 +84,14 @@ def test_every_scope_row_comes_once_a_page_at_a_time(servers: dict[int, ServerPr
     region = whole["by_kind"][0]["region"]
     sets = _get(server, scopes="by_scope", kind="availability_set", region=region, limit=10)
     assert sets.json()["scope_page"] == {"which": "by_scope", "region": region,
-                                         "kind": "availability_set", "offset": 0, "limit": 10,
-                                         "total": MANY}  # fmt: skip
+                                         "kind": "availability_set", "q": None, "offset": 0,
+                                         "limit": 10, "total": MANY}  # fmt: skip
     assert {t["kind"] for t in sets.json()["by_scope"]} == {"availability_set"}
     alone = _get(server, scopes="event_scopes", kind="standalone").json()
     assert [t["scope"] for t in alone["event_scopes"]] == ["one"]
+    named = _get(server, scopes="event_scopes", q="AS59").json()
+    assert {t["scope"] for t in named["event_scopes"]} == {"as59", *(f"as59{k}" for k in range(10))}
+    assert named["scope_page"]["total"] == 11
     elsewhere = _get(server, scopes="by_scope", region="nowhere").json()
     assert elsewhere["by_scope"] == [] and elsewhere["scope_page"]["total"] == 0
 
@@ -100,6 +103,8 @@ BAD = [
     ({"scopes": "by_scope", "full": "true"}, "full=true is the whole verdict"),
     ({"region": "westeurope"}, "give scopes too"),
     ({"kind": "availability_set"}, "give scopes too"),
+    ({"q": "as3"}, "give scopes too"),
+    ({"scopes": "by_scope", "q": "x" * 201}, "q is longer than 200 characters"),
     ({"scopes": "by_scope", "kind": "vm"}, "query parameter kind takes one of standalone"),
     ({"scopes": "by_scope", "region": " "}, "query parameter region is empty"),
     ({"scopes": "event_scopes", "limit": "0"}, "limit must be a whole number from 1 to 10000"),

@@ -142,6 +142,8 @@ _REACTION_SHAPE = [
     _query("region", description="Only the scopes of this region (with scopes)", minLength=1),
     _query("kind", description="Only the scopes of this kind (with scopes)",
            enum=["standalone", "availability_set", "scale_set", "cloud_service"]),
+    _query("q", description="Only the scopes whose name holds this, any case (with scopes)",
+           minLength=1, maxLength=200),
     _query("offset", "integer", "Skip this many matching VMs (or scopes)", minimum=0,
            maximum=10**9, default=0),
     _query("limit", "integer", "At most this many VMs (or scopes)", minimum=1, maximum=10_000,
@@ -164,7 +166,7 @@ def _rehearsal_paths() -> dict[str, Any]:
             "get": _op(
                 "Verdict on how the fleet reacted, rolled up by scope (single VMs a page "
                 "at a time: vms, scope, offset, limit; every scope's row: scopes, region, "
-                "kind, offset, limit; full=true: every row)",
+                "kind, q, offset, limit; full=true: every row)",
                 _tagged(_json(_ref("ReactionReport"))),
                 params=[*_REPORT_PARAMS_TAGGED, *_REACTION_SHAPE],
             )

@@ -116,13 +116,14 @@ class _Shape(NamedTuple):
     scopes: str | None = None
     region: str | None = None
     kind: str | None = None
+    q: str | None = None
 
     def shaped(self, report: ReactionReport) -> ReactionReport:
         if self.full:
             return report
         if self.scopes is not None:
-            rows = scope_page(report, self.scopes, self.region, self.kind, self.offset,
-                              self.limit)  # fmt: skip
+            rows = scope_page(report, self.scopes, region=self.region, kind=self.kind,
+                              q=self.q, offset=self.offset, limit=self.limit)  # fmt: skip
             return bounded(report, scopes=rows)
         if self.vms is None:
             return bounded(report)
@@ -138,17 +139,27 @@ def _named(request: Request, name: str) -> str | None:
     return raw
 
 
-def _scopes_shape(request: Request) -> tuple[str | None, str | None, str | None]:
-    """``scopes``, ``region`` and ``kind`` of a request for a page of per-scope rows."""
+class _ScopesShape(NamedTuple):
+    scopes: str | None
+    region: str | None
+    kind: str | None
+    q: str | None
+
+
+def _scopes_shape(request: Request) -> _ScopesShape:
+    """``scopes``, ``region``, ``kind`` and ``q`` of a request for a page of per-scope
+    rows (``q``: a scope name holds it)."""
     scopes = request.query_params.get("scopes")
-    region, kind = _named(request, "region"), _named(request, "kind")
+    region, kind, q = (_named(request, n) for n in ("region", "kind", "q"))
     if scopes is not None and scopes not in SCOPE_LISTS:
         raise _BadParam(f"query parameter scopes takes one of {', '.join(SCOPE_LISTS)}")
     if kind is not None and kind not in SCOPE_KINDS:
         raise _BadParam(f"query parameter kind takes one of {', '.join(SCOPE_KINDS)}")
-    if scopes is None and (region is not None or kind is not None):
-        raise _BadParam("region and kind filter a page of per-scope rows: give scopes too")
-    return scopes, region, kind
+    if q is not None and len(q) > 200:
+        raise _BadParam("query parameter q is longer than 200 characters")
+    if scopes is None and (region, kind, q) != (None, None, None):
+        raise _BadParam("region, kind and q filter a page of per-scope rows: give scopes too")
+    return _ScopesShape(scopes, region, kind, q)
 
 
 def _shape(request: Request) -> _Shape:
@@ -156,7 +167,7 @@ def _shape(request: Request) -> _Shape:
     full = _flag(request, "full")
     which = request.query_params.get("vms")
     scope = _named(request, "scope")
-    scopes, region, kind = _scopes_shape(request)
+    scopes, region, kind, q = _scopes_shape(request)
     offset = _count(request, "offset", 0, 0, 10**9)
     limit = _count(request, "limit", PAGE, 1, MAX_PAGE)
     paging = [n for n in ("offset", "limit") if n in request.query_params]
@@ -164,7 +175,7 @@ def _shape(request: Request) -> _Shape:
         raise _BadParam("scopes pages the per-scope rows; vms and scope page single VMs: "
                         "ask for one or the other")  # fmt: skip
     if full and scopes is not None:
-        raise _BadParam("full=true is the whole verdict; it takes no scopes, region or kind")
+        raise _BadParam("full=true is the whole verdict; it takes no scopes, region, kind or q")
     if scope is not None and which is None:
         which = "all"  # the VMs of a scope
     if which is not None and which not in VM_FILTERS:
@@ -174,7 +185,7 @@ def _shape(request: Request) -> _Shape:
     if paging and which is None and scopes is None:
         raise _BadParam("offset and limit page the rows of single VMs (give vms or scope) "
                         "or of scopes (give scopes)")  # fmt: skip
-    return _Shape(full, which, scope, offset, limit, scopes, region, kind)
+    return _Shape(full, which, scope, offset, limit, scopes, region, kind, q)
 
 
 class ReactionRoutes:

@@ -197,28 +197,35 @@ def page_rows(vms: list[VmRollup], page: VmPage) -> list[VmRollup]:
     return out
 
 
-def _in(row: ScopeTally | EventScope, region: str | None, kind: str | None) -> bool:
-    return (region is None or row.region == region) and (kind is None or row.kind == kind)
+def _in(row: ScopeTally | EventScope, page: ScopePage) -> bool:
+    return (
+        (page.region is None or row.region == page.region)
+        and (page.kind is None or row.kind == page.kind)
+        and (page.q is None or page.q.lower() in row.scope.lower())
+    )
 
 
 def scope_page(
     report: ReactionReport,
     which: str,
-    region: str | None,
-    kind: str | None,
-    offset: int,
-    limit: int,
+    *,
+    region: str | None = None,
+    kind: str | None = None,
+    q: str | None = None,
+    offset: int = 0,
+    limit: int = ROWS,
 ) -> ScopePage:
     """The page of ``report``'s list ``which`` (one of ``SCOPE_LISTS``) of ``region``
-    and ``kind`` (None: any), from ``offset``, at most ``limit`` rows, in the list's
-    order (the worst first); ``total``: how many match."""
+    and ``kind`` whose name holds ``q`` (any case; None: any), from ``offset``, at most
+    ``limit`` rows, in the list's order (the worst first); ``total``: how many match."""
+    page = ScopePage(which=which, region=region, kind=kind, q=q, offset=offset, limit=limit,
+                     total=0)  # fmt: skip
     rows: list[ScopeTally] | list[EventScope] = getattr(report, which)
-    total = sum(1 for t in rows if _in(t, region, kind))
-    return ScopePage(which=which, region=region, kind=kind, offset=offset, limit=limit,
-                     total=total)  # fmt: skip
+    page.total = sum(1 for t in rows if _in(t, page))
+    return page
 
 
 def scope_rows(rows: list[Row], page: ScopePage) -> list[Row]:
     """The rows of ``page`` (``scope_page``) out of the whole list."""
-    matching = [t for t in rows if _in(t, page.region, page.kind)]
+    matching = [t for t in rows if _in(t, page)]
     return matching[page.offset : page.offset + page.limit]

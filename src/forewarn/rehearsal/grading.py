@@ -66,12 +66,14 @@ class VmPage(msgspec.Struct, kw_only=True):
 
 class ScopePage(msgspec.Struct, kw_only=True):
     """Which per-scope rows a report holds: of ``which`` (``by_scope`` or
-    ``event_scopes``), those of ``region`` and ``kind`` (None: any), from ``offset``, at
-    most ``limit`` of the ``total`` that match, in the list's order (worst first)."""
+    ``event_scopes``), those of ``region`` and ``kind`` whose name holds ``q`` (None:
+    any), from ``offset``, at most ``limit`` of the ``total`` that match, in the list's
+    order (worst first)."""
 
     which: str
     region: str | None
     kind: str | None
+    q: str | None = None
     offset: int
     limit: int
     total: int

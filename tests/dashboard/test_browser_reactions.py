@@ -64,3 +64,51 @@ def test_the_cards_list_scopes_and_open_one_to_its_vms(
     page.wait_for_selector("text=No VM with verdict approved in as3", timeout=10_000)
     row.click()  # folded again
     page.wait_for_function("!document.querySelector('#vm-rollup tbody tr.vm-scope-more')")
+
+
+MANY = 600  # availability sets of 2 VMs: more scopes of a kind than the verdict keeps
+
+
+@pytest.fixture
+def many_scopes(tmp_path: Path) -> Iterator[ServerProcess]:
+    started = rolled_out(tmp_path / "sets", MANY, 2)
+    yield started
+    started.stop()
+
+
+def test_the_cards_count_every_scope_when_the_verdict_keeps_the_worst(
+    browser: object, many_scopes: ServerProcess
+) -> None:
+    report = many_scopes.control("GET", "/api/v1/reactions").json()
+    assert report["trimmed"]["by_scope"] == MANY + 1 and len(report["by_scope"]) == 51
+
+    page = browser.new_page(viewport={"width": 1280, "height": 800})  # type: ignore[attr-defined]
+    page.goto(many_scopes.control_url + "/")
+    page.wait_for_selector("#vm-rollup tbody tr.vm-scope", timeout=30_000)
+    vms = 2 * MANY + 1
+    assert page.inner_text("#vm-totals") == (
+        f"{vms} in events or not polling, events in {MANY + 1} scopes, VMs needing attention "
+        f"in {MANY + 1} scopes · {vms} needing attention (each scope's VMs when opened)"
+    )
+    assert page.locator("#vm-rollup tbody tr.vm-scope").count() == 51  # the rows kept
+    assert f"of {MANY + 1} with events and {MANY + 1} needing attention" in page.inner_text(
+        "#vm-shown"
+    )
+    # The fleet: the kind's and the region's VMs needing attention are every scope's.
+    kind = page.locator("[data-counts='k:westeurope|availability_set']")
+    page.wait_for_function(
+        "document.querySelector(\"[data-counts='k:westeurope|availability_set']\")"
+        ".textContent.includes('needing attention')",
+        timeout=30_000,
+    )
+    assert f"{2 * MANY:,} needing attention" in kind.inner_text()
+    assert f"{vms:,} needing attention" in page.inner_text("[data-counts='r:westeurope']")
+    # The filter finds a scope the verdict did not keep: the server searches every one.
+    assert page.locator("#vm-rollup tbody tr[data-vm-scope='as300']").count() == 0
+    page.fill("#vm-rollup-filter", "as30")
+    page.wait_for_selector("#vm-rollup tbody tr[data-vm-scope='as300']", timeout=10_000)
+    found = page.eval_on_selector_all(
+        "#vm-rollup tbody tr.vm-scope", "rs => rs.map(r => r.dataset.vmScope)"
+    )
+    assert sorted(found) == sorted(["as30", *(f"as30{k}" for k in range(10))])
+    assert page.inner_text("#vm-shown") == '11 scopes named "as30"'

@@ -94,7 +94,7 @@ BAD = [
     ({"vms": "some"}, "query parameter vms takes one of all, attention"),
     ({"vms": "all", "limit": "-1"}, "limit must be a whole number from 1 to 10000"),
     ({"vms": "all", "limit": "10001"}, "limit must be a whole number"),
-    ({"offset": "5"}, "give vms (or scope) too"),
+    ({"offset": "5"}, "(give vms or scope)"),
     ({"full": "yes"}, "full takes true or false"),
     ({"full": "true", "vms": "all"}, "full=true is the whole verdict"),
     ({"scope": " "}, "scope is empty"),

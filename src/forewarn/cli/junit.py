@@ -36,7 +36,9 @@ def report_cases(data: dict[str, Any], per_event: bool = True) -> list[Case]:
     """A report's cases: one per operation (a rollout as one), one per event (or, not
     ``per_event`` and the server rolled up more events than it kept, one per scope
     they were in: a region rollout's thousands of events as one case a scope), then
-    one per central controller (an Event Grid subscription) and event."""
+    one per central controller (an Event Grid subscription) and event. A case a scope
+    needs every scope's row: ``data`` whose ``event_scopes`` the server cut is refused
+    (``scope_pages.every_scope_row`` reads the rest)."""
     cases = []
     for op in data.get("operations", []):
         name = f"{op['kind'] or 'operation'} {op['target'] or ''} ({op['id']})".replace("  ", " ")
@@ -45,6 +47,8 @@ def report_cases(data: dict[str, Any], per_event: bool = True) -> list[Case]:
                           f"{op['verdict']}: {op['progress']}", detail))  # fmt: skip
     scopes = data.get("event_scopes")
     by_scope = not per_event and scopes is not None and "events" in data.get("trimmed", {})
+    if by_scope and "event_scopes" in data.get("trimmed", {}):
+        raise ValueError("event_scopes is cut: a case a scope needs every scope's row")
     for t in scopes if by_scope and scopes is not None else ():
         counted = ", ".join(f"{n} {v}" for v, n in sorted(t["totals"].items()))
         message = (

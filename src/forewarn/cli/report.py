@@ -1,8 +1,10 @@
 """``forewarn report``: the verdict on how the fleet reacted, from a running server.
 
 The server grades (``GET /api/v1/reactions``, rolled up: the same size at any fleet;
-``--vms`` and ``--all`` ask for the whole verdict, a row per VM) and renders the HTML
-page (``GET /api/v1/report``); this command asks for them and prints, saves or both.
+``--vms`` and ``--all`` ask for the whole verdict, a row per VM; ``--junit`` asks for
+every scope's events graded when the roll-up cut them, ``?scopes=event_scopes``) and
+renders the HTML page (``GET /api/v1/report``); this command asks for them and prints,
+saves or both.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from forewarn.cli.durations import DURATION
 from forewarn.cli.errors import fail
 from forewarn.cli.junit import report_cases, write_junit
 from forewarn.cli.output import Column, print_json, table, when
+from forewarn.cli.scope_pages import every_scope_row
 from forewarn.contract.durations import parse_duration
 
 __all__ = ["parse_since", "report"]
@@ -186,9 +189,10 @@ def _print_rolled_up(data: dict[str, Any], wide: bool, everything: bool) -> None
     columns = [Column("scope", "key"), Column("kind", optional=6), *_TALLY_COLUMNS,
                Column("first VM", optional=5)]  # fmt: skip
     title = "... per scope, most first"
-    if not everything and len(rows) > FEW:
-        title = f"{title} (showing {FEW} of {len(rows)}; --all lists every scope)"
-        rows = rows[:FEW]
+    whole = _total(data, "by_scope")  # the server keeps the first 50 of each kind
+    rows = rows if everything else rows[:FEW]
+    if len(rows) < whole:
+        title = f"{title} (showing {len(rows)} of {whole}; --all lists every scope)"
     table(title, columns, rows, wide=wide)
 
 
@@ -202,7 +206,8 @@ def _print(data: dict[str, Any], wide: bool, everything: bool, per_vm: bool = Fa
     missed = _missed(events)
     longest = max(len(failed), len(missed), _total(data, "stopped_polling"))
     cut = bool(data.get("trimmed"))  # the server rolled up a big verdict
-    rolled = not (per_vm or everything) and (longest > FEW or cut) and "by_scope" in data
+    big = (longest > FEW or cut) and "by_scope" in data
+    rolled = big and not (per_vm or everything)
     _headline(data, limit)
     if operations:
         rows = [
@@ -216,7 +221,7 @@ def _print(data: dict[str, Any], wide: bool, everything: bool, per_vm: bool = Fa
         ]  # fmt: skip
         title, rows = _capped("Operations", rows, everything, FEW if rolled else LIMIT)
         table(title, columns, rows, wide=wide)
-    if rolled:
+    if rolled or (big and everything):  # --all: every scope (the whole verdict's rows)
         _print_rolled_up(data, wide, everything)
     if failed and not rolled:
         rows = [
@@ -391,8 +396,15 @@ def report(
         except OSError as exc:
             fail(f"cannot write {html_file}: {exc.strerror or exc}")
     if junit_file is not None:
-        cases = report_cases(data, per_event=per_vm or everything)
-        write_junit(junit_file, "forewarn rehearsal", cases)
+        per_event = per_vm or everything
+        trimmed = data.get("trimmed", {})
+        if not per_event and "events" in trimmed and "event_scopes" in trimmed:  # a case a scope
+            rows = every_scope_row(api, params, data, "event_scopes")
+            whole = {k: n for k, n in trimmed.items() if k != "event_scopes"}
+            data_cases = {**data, "event_scopes": rows, "trimmed": whole}
+        else:
+            data_cases = data
+        write_junit(junit_file, "forewarn rehearsal", report_cases(data_cases, per_event))
     files = [(what, f) for what, f in (("HTML report", html_file), ("JUnit XML", junit_file)) if f]
     if as_json:
         print_json(data)

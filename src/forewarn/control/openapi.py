@@ -137,9 +137,17 @@ _REACTION_SHAPE = [
                                "created-started", "unseen", "none"]),
     _query("scope", description="Only the VMs of this scope (vms=all unless vms says)",
            minLength=1),
-    _query("offset", "integer", "Skip this many matching VMs", minimum=0, maximum=10**9,
-           default=0),
-    _query("limit", "integer", "At most this many VMs", minimum=1, maximum=10_000, default=200),
+    _query("scopes", description="A page of every per-scope row of this list (rolled up: "
+           "the first 50 of each region and kind)", enum=["by_scope", "event_scopes"]),
+    _query("region", description="Only the scopes of this region (with scopes)", minLength=1),
+    _query("kind", description="Only the scopes of this kind (with scopes)",
+           enum=["standalone", "availability_set", "scale_set", "cloud_service"]),
+    _query("q", description="Only the scopes whose name holds this, any case (with scopes)",
+           minLength=1, maxLength=200),
+    _query("offset", "integer", "Skip this many matching VMs (or scopes)", minimum=0,
+           maximum=10**9, default=0),
+    _query("limit", "integer", "At most this many VMs (or scopes)", minimum=1, maximum=10_000,
+           default=200),
 ]  # fmt: skip
 _ETAG = {"ETag": {"description": "Weak tag of the verdict (not of when it was graded)",
                   "schema": {"type": "string"}}}  # fmt: skip
@@ -157,7 +165,8 @@ def _rehearsal_paths() -> dict[str, Any]:
         "/api/v1/reactions": {
             "get": _op(
                 "Verdict on how the fleet reacted, rolled up by scope (single VMs a page "
-                "at a time: vms, scope, offset, limit; full=true: every row)",
+                "at a time: vms, scope, offset, limit; every scope's row: scopes, region, "
+                "kind, q, offset, limit; full=true: every row)",
                 _tagged(_json(_ref("ReactionReport"))),
                 params=[*_REPORT_PARAMS_TAGGED, *_REACTION_SHAPE],
             )

@@ -3,7 +3,8 @@
 ``GET /api/v1/reactions`` grades what the reaction tracker recorded (this process's
 latest facts are written first, then everything every front-end wrote is read back),
 rolled up (``rehearsal/bounded.py``: the same size at any fleet; ``?vms=`` pages the
-rows of single VMs, ``?full=true`` is the whole verdict, a row per VM);
+rows of single VMs, ``?scopes=`` the per-scope rows, ``?full=true`` is the whole
+verdict, a row per VM);
 ``GET /api/v1/report`` is the same verdict as a self-contained HTML page.
 
 Both carry an entity tag of the verdict (``validators.py``): a client that sends it back
@@ -30,7 +31,14 @@ from forewarn.control.pieces import encode_in_pieces
 from forewarn.control.validators import matches, verdict_tag
 from forewarn.fabric import Fabric
 from forewarn.rehearsal import ReactionTracker
-from forewarn.rehearsal.bounded import VM_FILTERS, bounded, vm_page
+from forewarn.rehearsal.bounded import (
+    SCOPE_KINDS,
+    SCOPE_LISTS,
+    VM_FILTERS,
+    bounded,
+    scope_page,
+    vm_page,
+)
 from forewarn.rehearsal.grading import ReactionReport, grade
 from forewarn.rehearsal.report import render_report
 from forewarn.rehearsal.report.charts import histogram
@@ -97,42 +105,87 @@ def _flag(request: Request, name: str) -> bool:
 
 class _Shape(NamedTuple):
     """How much of the verdict a request asks for: ``full`` (every row, as before the
-    roll-up) or rolled up, with a page of single VMs when ``vms`` names which."""
+    roll-up) or rolled up, with a page of single VMs when ``vms`` names which, or a page
+    of per-scope rows when ``scopes`` names which list (of ``region``, ``kind``)."""
 
     full: bool
     vms: str | None
     scope: str | None
     offset: int
     limit: int
+    scopes: str | None = None
+    region: str | None = None
+    kind: str | None = None
+    q: str | None = None
 
     def shaped(self, report: ReactionReport) -> ReactionReport:
         if self.full:
             return report
+        if self.scopes is not None:
+            rows = scope_page(report, self.scopes, region=self.region, kind=self.kind,
+                              q=self.q, offset=self.offset, limit=self.limit)  # fmt: skip
+            return bounded(report, scopes=rows)
         if self.vms is None:
             return bounded(report)
         page = vm_page(report, self.vms, self.scope, self.offset, self.limit)
         return bounded(report, page)
 
 
+def _named(request: Request, name: str) -> str | None:
+    """A parameter naming something (``_BadParam``: given empty)."""
+    raw = request.query_params.get(name)
+    if raw is not None and not raw.strip():
+        raise _BadParam(f"query parameter {name} is empty; name a {name} or omit it")
+    return raw
+
+
+class _ScopesShape(NamedTuple):
+    scopes: str | None
+    region: str | None
+    kind: str | None
+    q: str | None
+
+
+def _scopes_shape(request: Request) -> _ScopesShape:
+    """``scopes``, ``region``, ``kind`` and ``q`` of a request for a page of per-scope
+    rows (``q``: a scope name holds it)."""
+    scopes = request.query_params.get("scopes")
+    region, kind, q = (_named(request, n) for n in ("region", "kind", "q"))
+    if scopes is not None and scopes not in SCOPE_LISTS:
+        raise _BadParam(f"query parameter scopes takes one of {', '.join(SCOPE_LISTS)}")
+    if kind is not None and kind not in SCOPE_KINDS:
+        raise _BadParam(f"query parameter kind takes one of {', '.join(SCOPE_KINDS)}")
+    if q is not None and len(q) > 200:
+        raise _BadParam("query parameter q is longer than 200 characters")
+    if scopes is None and (region, kind, q) != (None, None, None):
+        raise _BadParam("region, kind and q filter a page of per-scope rows: give scopes too")
+    return _ScopesShape(scopes, region, kind, q)
+
+
 def _shape(request: Request) -> _Shape:
     """The shape a request asks for (``_BadParam``: parameters that do not fit)."""
     full = _flag(request, "full")
     which = request.query_params.get("vms")
-    scope = request.query_params.get("scope")
+    scope = _named(request, "scope")
+    scopes, region, kind, q = _scopes_shape(request)
     offset = _count(request, "offset", 0, 0, 10**9)
     limit = _count(request, "limit", PAGE, 1, MAX_PAGE)
     paging = [n for n in ("offset", "limit") if n in request.query_params]
+    if scopes is not None and (which is not None or scope is not None):
+        raise _BadParam("scopes pages the per-scope rows; vms and scope page single VMs: "
+                        "ask for one or the other")  # fmt: skip
+    if full and scopes is not None:
+        raise _BadParam("full=true is the whole verdict; it takes no scopes, region, kind or q")
     if scope is not None and which is None:
         which = "all"  # the VMs of a scope
     if which is not None and which not in VM_FILTERS:
         raise _BadParam(f"query parameter vms takes one of {', '.join(VM_FILTERS)}")
-    if scope is not None and not scope.strip():
-        raise _BadParam("query parameter scope is empty; name a scope or omit it")
     if full and (which is not None or paging):
         raise _BadParam("full=true is the whole verdict; it takes no vms, scope, offset or limit")
-    if paging and which is None:
-        raise _BadParam("offset and limit page the rows of single VMs: give vms (or scope) too")
-    return _Shape(full, which, scope, offset, limit)
+    if paging and which is None and scopes is None:
+        raise _BadParam("offset and limit page the rows of single VMs (give vms or scope) "
+                        "or of scopes (give scopes)")  # fmt: skip
+    return _Shape(full, which, scope, offset, limit, scopes, region, kind, q)
 
 
 class ReactionRoutes:

@@ -46,7 +46,7 @@ from forewarn.rehearsal.verdicts import (
     stats,
 )
 
-__all__ = ["EVENT_VERDICTS", "ReactionReport", "VmPage", "grade"]
+__all__ = ["EVENT_VERDICTS", "ReactionReport", "ScopePage", "VmPage", "grade"]
 
 #: Event verdicts, as the totals list them.
 EVENT_VERDICTS = ("ok", "warn", "fail", "pending", "info")
@@ -59,6 +59,21 @@ class VmPage(msgspec.Struct, kw_only=True):
 
     which: str
     scope: str | None
+    offset: int
+    limit: int
+    total: int
+
+
+class ScopePage(msgspec.Struct, kw_only=True):
+    """Which per-scope rows a report holds: of ``which`` (``by_scope`` or
+    ``event_scopes``), those of ``region`` and ``kind`` whose name holds ``q`` (None:
+    any), from ``offset``, at most ``limit`` of the ``total`` that match, in the list's
+    order (worst first)."""
+
+    which: str
+    region: str | None
+    kind: str | None
+    q: str | None = None
     offset: int
     limit: int
     total: int
@@ -104,6 +119,10 @@ class ReactionReport(msgspec.Struct, kw_only=True):
     trimmed: dict[str, int] = {}
     #: The page of per-VM rows ``vms`` holds when they were asked for (``?vms=``).
     vm_page: VmPage | None = None
+    #: The page of per-scope rows ``by_scope`` or ``event_scopes`` holds when they were
+    #: asked for (``?scopes=``: the rolled-up verdict keeps the first 50 of each region
+    #: and kind).
+    scope_page: ScopePage | None = None
 
 
 def grade(

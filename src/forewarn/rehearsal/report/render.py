@@ -9,7 +9,7 @@ import jinja2
 import msgspec
 
 from forewarn import __version__
-from forewarn.rehearsal.bounded import EVENTS, NAMES, ROWS
+from forewarn.rehearsal.bounded import EVENTS, NAMES, ROWS, SCOPE_ROWS
 from forewarn.rehearsal.grading import ReactionReport
 from forewarn.rehearsal.report.charts import Timeline, duration, histogram, timeline
 from forewarn.rehearsal.rollups import OPERATION_VERDICTS, OperationRollup, names
@@ -113,5 +113,6 @@ def render_report(
             rows=ROWS,
             names_kept=NAMES,
             events_kept=EVENTS,
+            scope_rows_kept=SCOPE_ROWS,
         )
     )

@@ -704,22 +704,40 @@
     paintVmDetail();
   }
 
-  function orderScopes(report) {
+  // A row a scope out of its events graded (event_scopes) and its VMs needing attention
+  // (by_scope), the most needing attention first.
+  function scopeRows(eventScopes, byScope) {
     const rows = new Map();
-    for (const t of report.event_scopes || []) {
+    for (const t of eventScopes || []) {
       rows.set(t.scope, { scope: t.scope, kind: t.kind, verdict: t.verdict, events: t.events, vms: t.vms, summary: t.summary, attention: null });
     }
-    for (const t of report.by_scope || []) {
+    for (const t of byScope || []) {
       const row = rows.get(t.scope) || { scope: t.scope, kind: t.kind, verdict: "none", events: 0, vms: t.vms, summary: "" };
       row.attention = t;
       rows.set(t.scope, row);
     }
     const need = (r) => (r.attention ? r.attention.vms : 0);
-    scopeOrder = [...rows.values()].sort((a, b) => need(b) - need(a) || a.scope.localeCompare(b.scope, undefined, { numeric: true }));
-    const attention = scopeOrder.reduce((n, r) => n + need(r), 0);
-    $("#vm-totals").textContent = `${whole(report, "vms")} in events or not polling, in ${scopeOrder.length} scopes`
+    return [...rows.values()].sort((a, b) => need(b) - need(a) || a.scope.localeCompare(b.scope, undefined, { numeric: true }));
+  }
+
+  function orderScopes(report) {
+    scopeOrder = scopeRows(report.event_scopes, report.by_scope);
+    scopeFound = null;  // a new verdict: the filter asks again
+    // Both lists come cut to the worst 50 of each region and kind (``trimmed`` says how
+    // long each was); by_kind sums every scope's VMs needing attention.
+    const attention = (report.by_kind || []).reduce((n, k) => n + k.vms, 0);
+    const cut = scopesCut(report);
+    const scopes = cut ? `events in ${plural(whole(report, "event_scopes"), "scope")}, `
+      + `VMs needing attention in ${plural(whole(report, "by_scope"), "scope")}`
+      : `in ${scopeOrder.length} scopes`;
+    $("#vm-totals").textContent = `${whole(report, "vms")} in events or not polling, ${scopes}`
       + ` · ${attention} needing attention (each scope's VMs when opened)`;
   }
+
+  // Whether the verdict holds only the worst scopes of each kind (GET /api/v1/reactions
+  // cuts by_scope and event_scopes; ?scopes=... pages every row).
+  const scopesCut = (report) => ["by_scope", "event_scopes"].some((k) => (report.trimmed || {})[k] !== undefined);
+  const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
   function attentionText(t) {
     if (!t) return "none needing attention";
@@ -728,9 +746,38 @@
     return `${t.vms} needing attention: ` + parts.map(([k, n]) => `${n} ${k}`).join(", ");
   }
 
+  // The verdict holds the worst scopes of each kind only: the filter asks the server for
+  // the scopes whose name holds its text (GET /api/v1/reactions?scopes=...&q=...), the
+  // first CAP of each list.
+  let scopeFound = null;  // {text, rows, more} or {text, loading: true}
+  async function findScopes(text) {
+    scopeFound = { text, loading: true };
+    const ask = (which) => {
+      const query = new URLSearchParams({ scopes: which, q: text, limit: String(CAP) });
+      if (verdictSince !== null && verdictSince !== undefined) query.set("since", String(verdictSince));
+      return api("GET", "/api/v1/reactions?" + query);
+    };
+    let pages;
+    try { pages = await Promise.all([ask("event_scopes"), ask("by_scope")]); } catch (e) { scopeFound = null; return; }
+    if (!scopeFound || scopeFound.text !== text) return;  // typed on meanwhile
+    const [events, attention] = pages;
+    const more = [events, attention].some((p) => p.scope_page.total > CAP);
+    scopeFound = { text, rows: scopeRows(events.event_scopes, attention.by_scope), more };
+    paintVms();
+  }
+  let findTimer = null;
+
   function paintScopes() {
     const text = $("#vm-rollup-filter").value.trim().toLowerCase();
-    const found = scopeOrder.filter((r) => !text || r.scope.toLowerCase().includes(text));
+    const report = state.verdicts;
+    let found = scopeOrder.filter((r) => !text || r.scope.toLowerCase().includes(text));
+    const asked = text && scopesCut(report);  // every scope is the server's to search
+    if (asked && (!scopeFound || scopeFound.text !== text)) {
+      scopeFound = { text, loading: true };
+      clearTimeout(findTimer);
+      findTimer = setTimeout(() => findScopes(text), 200);
+    }
+    if (asked && !scopeFound.loading) found = scopeFound.rows;
     const label = vmLabel($("#vm-verdict-filter").value);
     $("#vm-rollup tbody").innerHTML = found.slice(0, CAP).map((r) => {
       const open = openVmScopes.has(r.scope);
@@ -747,8 +794,16 @@
         : page.total ? "" : `<tr class="vm-scope-more"><td></td><td colspan="6" class="muted">No ${esc(label.replace(/^VMs/, "VM"))} in ${esc(r.scope)}.</td></tr>`;
       return head + page.rows.map(vmRow).join("") + more;
     }).join("");
-    $("#vm-shown").textContent = shownLine(Math.min(found.length, CAP), found.length, "scopes");
+    const kept = scopesCut(report)
+      ? ` (the worst ${SCOPES_KEPT} of each kind of ${whole(report, "event_scopes")} with events and `
+        + `${whole(report, "by_scope")} needing attention; forewarn report --all lists every one)` : "";
+    $("#vm-shown").textContent = !asked ? shownLine(Math.min(found.length, CAP), found.length, "scopes") + kept
+      : scopeFound.loading ? `finding the scopes named "${text}"…`
+      : `${found.length} scope${found.length === 1 ? "" : "s"} named "${text}"`
+        + (scopeFound.more ? ` (the first ${CAP} of each list: type more to narrow it)` : "");
   }
+
+  const SCOPES_KEPT = 50;  // rows the rolled-up verdict keeps of each region and kind (bounded.SCOPE_ROWS)
 
   $("#vm-rollup tbody").addEventListener("click", (ev) => {
     const row = ev.target.closest("tr.vm-scope");

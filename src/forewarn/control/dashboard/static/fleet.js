@@ -24,21 +24,31 @@ window.forewarnFleet = ({ state, $, esc, api, say, age, clockText, serverNow, vm
     return out;
   }
 
-  function attention() {  // scope id -> VMs the verdict says need attention (report.by_scope)
+  // The VMs the verdict says need attention: per scope from report.by_scope (the worst
+  // 50 scopes of each region and kind: the rolled-up verdict cuts the rest), per region
+  // and kind from report.by_kind (every scope summed), keyed "k:region|kind".
+  function attention() {
     const out = new Map();
     for (const t of (state.verdicts && state.verdicts.by_scope) || []) out.set(t.scope, t.vms);
+    for (const k of (state.verdicts && state.verdicts.by_kind) || []) out.set(`k:${k.region}|${k.kind}`, k.vms);
     return out;
   }
 
-  function tallyOf(scopes, live, needs) {
+  // The counts of ``scopes``; of a whole kind or region (``kinds``: [region, kind] pairs)
+  // the VMs needing attention are by_kind's.
+  function tallyOf(scopes, live, needs, kinds) {
     const c = { scopes: 0, vms: 0, states: {}, polled: 0, silent: 0, events: 0, attention: 0 };
     for (const s of scopes) {
       c.scopes += 1; c.vms += s.vms; c.polled += s.polled; c.silent += s.silent;
       c.events += live.get(s.id) || 0; c.attention += needs.get(s.id) || 0;
       for (const [k, n] of Object.entries(s.states)) c.states[k] = (c.states[k] || 0) + n;
     }
+    if (kinds && state.verdicts && state.verdicts.by_kind) {
+      c.attention = kinds.reduce((n, [region, kind]) => n + (needs.get(`k:${region}|${kind}`) || 0), 0);
+    }
     return c;
   }
+  const kindsOf = (region, kinds) => [...kinds.keys()].map((kind) => [region, kind]);
 
   function countsText(c, withScopes) {
     const bits = [withScopes ? `${plural(c.vms, "VM")} in ${plural(c.scopes, "scope")}` : plural(c.vms, "VM")];
@@ -82,13 +92,13 @@ window.forewarnFleet = ({ state, $, esc, api, say, age, clockText, serverNow, vm
       const all = [...kinds.values()].flat();
       parts.push(`<details class="group region" data-key="${esc(rkey)}"${isOpen(rkey, defaultOpen(rkey)) ? " open" : ""}>`
         + `<summary class="scope-head"><b>${esc(region)}</b>`
-        + `<span class="scope-counts" data-counts="${esc(rkey)}">${esc(countsText(tallyOf(all, live, needs), true))}</span></summary>`);
+        + `<span class="scope-counts" data-counts="${esc(rkey)}">${esc(countsText(tallyOf(all, live, needs, kindsOf(region, kinds)), true))}</span></summary>`);
       for (const [kind, scopes] of kinds) {
         const kkey = `k:${region}|${kind}`;
         const open = isOpen(kkey, defaultOpen(kkey));
         parts.push(`<details class="group kind" data-key="${esc(kkey)}"${open ? " open" : ""}>`
           + `<summary class="scope-head"><b>${esc(kind.replace("_", " "))}</b>`
-          + `<span class="scope-counts" data-counts="${esc(kkey)}">${esc(countsText(tallyOf(scopes, live, needs), true))}</span></summary>`
+          + `<span class="scope-counts" data-counts="${esc(kkey)}">${esc(countsText(tallyOf(scopes, live, needs, [[region, kind]]), true))}</span></summary>`
           + `<div class="scope-list" data-scopes-of="${esc(kkey)}">${open ? scopeList(scopes, live, needs) : ""}</div></details>`);
       }
       parts.push("</details>");
@@ -315,10 +325,10 @@ window.forewarnFleet = ({ state, $, esc, api, say, age, clockText, serverNow, vm
       for (const [kind, scopes] of kinds) {
         all.push(...scopes);
         const el = document.querySelector(`[data-counts="${CSS.escape(`k:${region}|${kind}`)}"]`);
-        if (el) el.textContent = countsText(tallyOf(scopes, live, needs), true);
+        if (el) el.textContent = countsText(tallyOf(scopes, live, needs, [[region, kind]]), true);
       }
       const el = document.querySelector(`[data-counts="${CSS.escape(`r:${region}`)}"]`);
-      if (el) el.textContent = countsText(tallyOf(all, live, needs), true);
+      if (el) el.textContent = countsText(tallyOf(all, live, needs, kindsOf(region, kinds)), true);
     }
   }
 

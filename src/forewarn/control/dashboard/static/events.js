@@ -7,7 +7,6 @@
 window.forewarnEvents = ({ state, $, esc, api, say, age, clockText, countdown, serverNow }) => {
   const PAGE = 100;
   let offset = 0;  // the first row drawn, among the events the filter keeps
-  let queued = false;
   const hays = new WeakMap();  // event -> the lower-cased text the filter searches
   const whole = (n) => n.toLocaleString("en-US");
 
@@ -63,8 +62,9 @@ window.forewarnEvents = ({ state, $, esc, api, say, age, clockText, countdown, s
       + ` <button type="button" class="quiet" data-page="${last}"${last < found ? "" : " disabled"}>next</button>`;
   }
 
-  function draw() {
-    queued = false;
+  // Redrawn on each change (a page at most: the sort and filter are of the live events,
+  // the DOM work of 100 rows whatever their number).
+  function renderEvents() {
     const all = state.events.size;
     const raw = $("#event-filter").value.trim();
     const text = raw.toLowerCase();
@@ -80,13 +80,6 @@ window.forewarnEvents = ({ state, $, esc, api, say, age, clockText, countdown, s
     pager.innerHTML = shownLine(offset, offset + shown.length, found.length, all, raw);
     pager.hidden = !pager.innerHTML;
     paintCountdowns();
-  }
-
-  // Every change message asks for a redraw; those of one read of the stream share one.
-  function renderEvents() {
-    if (queued) return;
-    queued = true;
-    queueMicrotask(draw);
   }
 
   function paintCountdowns() {
@@ -120,10 +113,10 @@ window.forewarnEvents = ({ state, $, esc, api, say, age, clockText, countdown, s
     const button = event.target.closest("button[data-page]");
     if (!button || button.disabled) return;
     offset = Number(button.dataset.page);
-    draw();
+    renderEvents();
   });
 
-  $("#event-filter").addEventListener("input", () => { offset = 0; draw(); });
+  $("#event-filter").addEventListener("input", () => { offset = 0; renderEvents(); });
 
   return { renderEvents, paintCountdowns };
 };

@@ -220,7 +220,11 @@ class DashboardRoutes:
         if self._targets is None:  # built once, on a thread; every early request waits
             build = run_in_threadpool(TargetIndex, self.fabric.topology)
             self._targets = asyncio.ensure_future(build)
-        index = await asyncio.shield(self._targets)
+        try:
+            index = await asyncio.shield(self._targets)
+        except Exception:  # the next request tries again (a cancelled one waits no more)
+            self._targets = None
+            raise
         found = index.suggest(q, limit=limit, kinds=kinds)
         return Response(msgspec.json.encode(found), media_type="application/json")
 

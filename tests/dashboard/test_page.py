@@ -78,6 +78,8 @@ def test_the_page_loads_nothing_from_elsewhere_and_cannot_be_framed(fabric: Fabr
     [
         ("app.js", "text/javascript; charset=utf-8"),
         ("fleet.js", "text/javascript; charset=utf-8"),
+        ("events.js", "text/javascript; charset=utf-8"),
+        ("targets.js", "text/javascript; charset=utf-8"),
         ("app.css", "text/css; charset=utf-8"),
     ],
 )

@@ -276,6 +276,7 @@ class ControlApp:
             r("/api/v1/dashboard", get=self.dashboard.state),
             r("/api/v1/dashboard/scopes/{scope}", tail="scope", get=self.dashboard.scope_vms),
             r("/api/v1/dashboard/vms", get=self.dashboard.search_vms),
+            r("/api/v1/dashboard/targets", get=self.dashboard.targets),
             r("/api/v1/stream", get=self.dashboard.stream),
             r("/api/v1/scenarios", get=self.dashboard.scenarios_list),
             r("/api/v1/scenarios/runs", post=self.dashboard.scenario_run),

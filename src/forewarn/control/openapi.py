@@ -114,6 +114,14 @@ _PAGE_PARAMS = [
 _SCOPE_FILTER = _query("q", description="Only VMs whose name or host holds this", maxLength=200)
 _SEARCH = {**_query("q", description="What a VM's name or host holds", minLength=1,
                     maxLength=200), "required": True}  # fmt: skip
+_TARGET_PARAMS = [
+    _query("q", description="What the names start with (ignoring case; empty: any)",
+           maxLength=200),
+    _query("limit", "integer", "At most this many suggestions", minimum=1, maximum=100,
+           default=20),
+    _query("kinds", description="Comma-separated kinds to suggest: vm, host, scope (default "
+           "all three)", pattern="^(vm|host|scope)(,(vm|host|scope))*$"),
+]  # fmt: skip
 
 _SECONDS = {"minimum": 0, "maximum": 1e12}
 _REPORT_PARAMS = [
@@ -197,6 +205,14 @@ def _rehearsal_paths() -> dict[str, Any]:
                 "The VMs whose name or host holds q, a page at a time",
                 {"200": _json({})},
                 params=[_SEARCH, *_PAGE_PARAMS],
+            )
+        },
+        "/api/v1/dashboard/targets": {
+            "get": _op(
+                "The VMs, hosts and scopes whose name starts with q, a few (the trigger "
+                "form's suggestions), with how many matched",
+                {"200": _json({})},
+                params=_TARGET_PARAMS,
             )
         },
         "/api/v1/stream": {

@@ -1,5 +1,6 @@
-"""The dashboard's routes: the page, its static files, a snapshot, the live stream, and
-the VMs of a scope (or matching a search) a page at a time.
+"""The dashboard's routes: the page, its static files, a snapshot, the live stream, the
+VMs of a scope (or matching a search) a page at a time, and the trigger form's
+suggestions (the targets whose name starts with what a user typed).
 
 The page and its files are public (a browser's navigation carries no token; they hold no
 data). Everything they show comes from token-guarded API routes, which the page calls
@@ -26,6 +27,7 @@ from forewarn.control.dashboard.drills import ResetLog
 from forewarn.control.dashboard.fleet_rollup import PAGE_LIMIT, VmPage, scope_page, search
 from forewarn.control.dashboard.hub import RELOAD, Hub, Message, sse
 from forewarn.control.dashboard.stream_messages import snapshot
+from forewarn.control.dashboard.targets import KINDS, MAX_LIMIT, TargetIndex
 from forewarn.control.dashboard.wire import WireResponse, wire_transport
 from forewarn.control.json_views import json_error, not_utf8
 from forewarn.control.qvalues import weighted
@@ -40,6 +42,8 @@ STATIC_PREFIX = "/dashboard/"
 HISTORY = 200
 #: VMs in a page of a scope when the request does not say.
 DEFAULT_LIMIT = 200
+#: Suggestions of a target when the request does not say.
+DEFAULT_TARGETS = 20
 
 _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
           ".html": "text/html; charset=utf-8", ".svg": "image/svg+xml"}  # fmt: skip
@@ -125,6 +129,8 @@ class DashboardRoutes:
         #: The snapshot message being built (or last built), and the hub's publish count
         #: when it began: every stream that needs one meanwhile shares it.
         self._building: tuple[int, asyncio.Future[bytes]] | None = None
+        #: The fleet's names, sorted for the trigger form's suggestions (made on first use).
+        self._targets: asyncio.Future[TargetIndex] | None = None
 
     def close(self) -> None:
         """End every live stream (the server is stopping)."""
@@ -202,6 +208,25 @@ class DashboardRoutes:
         page = await search(self.fabric.topology, q, offset=offset, limit=limit,
                             statuses=statuses, polls=polls)  # fmt: skip
         return _page_response(page)
+
+    async def targets(self, request: Request) -> Response:
+        """The VMs, hosts and scopes whose name starts with ``q`` (ignoring case), at most
+        ``limit``, of the ``kinds`` asked for: what the trigger form suggests as a user
+        types, with how many matched in all (never a pass over the fleet: ``targets``)."""
+        try:
+            q, limit, kinds = _suggesting(request)
+        except ValueError as exc:
+            return json_error(str(exc), 400)
+        if self._targets is None:  # built once, on a thread; every early request waits
+            build = run_in_threadpool(TargetIndex, self.fabric.topology)
+            self._targets = asyncio.ensure_future(build)
+        try:
+            index = await asyncio.shield(self._targets)
+        except Exception:  # the next request tries again (a cancelled one waits no more)
+            self._targets = None
+            raise
+        found = index.suggest(q, limit=limit, kinds=kinds)
+        return Response(msgspec.json.encode(found), media_type="application/json")
 
     async def _host_index(self) -> None:
         """Make the fleet's host index, once, on a thread: 1.6 s at a million VMs, which
@@ -285,6 +310,24 @@ def _paging(request: Request) -> tuple[int, int, str]:
     if len(q) > 200:
         raise ValueError("query parameter q is longer than 200 characters")
     return offset, limit, q
+
+
+def _suggesting(request: Request) -> tuple[str, int, tuple[str, ...]]:
+    """``q``, ``limit`` and ``kinds`` of a suggestion request (``ValueError``: which is
+    wrong): q may be empty (every name, shortest first), kinds a comma-separated list."""
+    q = request.query_params.get("q", "")
+    if len(q) > 200:
+        raise ValueError("query parameter q is longer than 200 characters")
+    limit = _whole(request, "limit", DEFAULT_TARGETS, 1, MAX_LIMIT)
+    raw = request.query_params.get("kinds")
+    if raw is None:
+        return q, limit, KINDS
+    kinds = tuple(k.strip() for k in raw.split(","))
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or not raw.strip():
+        raise ValueError(f"query parameter kinds must list some of {', '.join(KINDS)} "
+                         f"(comma-separated), not {raw!r}")  # fmt: skip
+    return q, limit, kinds
 
 
 def _page_response(page: VmPage) -> Response:

@@ -235,8 +235,6 @@
     const chosen = select.value;
     select.innerHTML = state.catalogue.map((op) => `<option value="${esc(op.kind)}">${esc(op.kind)} (${esc(op.event_type)}, ${esc(countdown(op.notice_seconds))} notice)</option>`).join("");
     if (chosen) select.value = chosen;
-    const names = [...state.vms.keys(), ...new Set([...state.vms.values()].map((v) => v.host)), ...state.scopes.keys()];
-    $("#targets").innerHTML = names.map((n) => `<option value="${esc(n)}">`).join("");
     $("#advance-form").hidden = !state.virtual;
     const scenarios = state.scenarios;
     $("#scenarios").hidden = !scenarios || !scenarios.length;
@@ -244,6 +242,9 @@
       $("#scenario-name").innerHTML = scenarios.map((n) => `<option>${esc(n)}</option>`).join("");
     }
   }
+
+  // The target fields suggest names the server finds as the user types: targets.js.
+  window.forewarnTargets({ $, esc, api });
 
   $("#trigger-form").addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -312,65 +313,9 @@
     window.forewarnFleet({ state, $, esc, api, say, age, clockText, serverNow, vmDid });
 
   // -------------------------------------------------------------------- events
-  function renderEvents() {
-    const rows = [];
-    const events = [...state.events.values()].sort((a, b) => a.created_at - b.created_at);
-    for (const e of events) {
-      const seenKey = `${e.id}:${e.status}`;
-      if (!(seenKey in state.firstSeen)) state.firstSeen[seenKey] = Date.now();
-      const scheduled = e.status === "Scheduled";
-      const approved = e.approved_by
-        ? `${esc(e.approved_by === "control" ? "operator" : e.approved_by)} at ${esc(clockText(e.approved_at))}`
-          + (e.approved_via ? ` <small class="muted via">via ${esc(e.approved_via)}</small>` : "")
-        : "—";
-      const buttons = scheduled
-        ? (e.approved_by ? "" : `<button data-action="approve" data-event="${esc(e.id)}">Approve</button>`)
-          + `<button data-action="start" data-event="${esc(e.id)}">Start</button>`
-          + `<button data-action="cancel" data-event="${esc(e.id)}">Cancel</button>`
-        : `<button data-action="complete" data-event="${esc(e.id)}">Complete</button>`;
-      const when = scheduled ? `data-nb="${e.not_before}"` : `data-started="${e.started_at}"`;
-      rows.push(`<tr data-event="${esc(e.id)}" data-status="${esc(e.status)}">`
-        + `<td><code title="${esc(e.id)}">${esc(e.id.slice(0, 8))}</code></td>`
-        + `<td>${esc(e.type)} <small class="muted">${esc(e.source)}</small></td>`
-        + `<td>${esc(e.scope)}</td>`
-        + `<td class="resources" title="${esc(e.resources.join(", "))}">${esc(e.resources.join(", "))}</td>`
-        + `<td><span class="badge b-${esc(e.status)}">${esc(e.status)}</span></td>`
-        + `<td class="countdown" ${when}></td>`
-        + `<td class="approved">${approved}</td>`
-        + `<td class="actions">${buttons}</td></tr>`);
-    }
-    $("#events tbody").innerHTML = rows.join("");
-    $("#no-events").hidden = events.length > 0;
-    $("#event-count").textContent = events.length ? String(events.length) : "";
-    paintCountdowns();
-  }
-
-  function paintCountdowns() {
-    const now = serverNow();
-    for (const cell of document.querySelectorAll("#events .countdown")) {
-      if (cell.dataset.nb) {
-        const left = Number(cell.dataset.nb) - now;
-        cell.textContent = countdown(left);
-        cell.classList.toggle("due", left <= 0);
-      } else if (cell.dataset.started) {
-        cell.textContent = `started ${age(now - Number(cell.dataset.started))} ago`;
-      }
-    }
-  }
-
-  $("#events tbody").addEventListener("click", async (event) => {
-    const button = event.target.closest("button[data-action]");
-    if (!button) return;
-    const { action, event: id } = button.dataset;
-    button.disabled = true;
-    try {
-      await api("POST", `/api/v1/events/${encodeURIComponent(id)}/${action}`, {});
-      say(`${action}: event ${id}`);
-    } catch (e) {
-      say(e.message, true);
-      button.disabled = false;
-    }
-  });
+  // The live events, a page at a time, filtered by text: events.js.
+  const { renderEvents, paintCountdowns } =
+    window.forewarnEvents({ state, $, esc, api, say, age, clockText, countdown, serverNow });
 
   // ------------------------------------------------------------------- history
   const historyKey = (h) => `${h.at}|${h.kind}|${h.event_id}|${h.operation_id}|${h.scope_id}`;

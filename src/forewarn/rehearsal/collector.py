@@ -6,7 +6,8 @@ the previous write off the young generation's count (untracked or not) and count
 made from its free list, so no young pass ran while the new rows were made, and one walked
 10,000-22,000 of them at once, 5-20 ms holding the interpreter's lock against the event
 loop, every five seconds; the verdict's young passes held it 5-11 ms at every report.
-Reference counting frees all of it as ever; the next young pass after this runs as usual.
+Reference counting frees all of it as ever; the next young pass after this runs as usual
+(a verdict kept after it is frozen first: ``verdict_memo``).
 A store write that hangs holds off only the collection of cycles meanwhile.
 """
 

@@ -12,11 +12,13 @@ Only the tracker's thread reads and writes it, one grading at a time: requests t
 while a verdict is graded wait for it and take it. One verdict is kept, and only for
 ``KEEP_SECONDS`` after it was last asked for (``forget_idle``; on that thread too: freeing
 a million rows on the event loop would hold it for seconds); the old one is let go before
-the next is graded, so at most one is ever held.
+the next is graded, so at most one is ever held. A kept verdict is frozen out of the
+collector's passes (``gc.freeze``): walking it would hold the interpreter for seconds.
 """
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -76,6 +78,13 @@ class VerdictMemo:
             return self._report
         self._key = self._report = None  # let the old one go first: one held, never two
         report = grade()
+        # Kept, the verdict's objects (tens of millions after a region rollout over a
+        # million VMs, made with the collector held off) would all be walked by the next
+        # collection, on whichever thread came next: seconds with the interpreter's lock,
+        # the event loop and every VM's poll waiting. Frozen, as the server freezes its
+        # fleet (``server/heap.py``), no pass walks them; reference counting still frees
+        # them when the verdict is let go (it holds no cycles).
+        gc.freeze()
         self._key, self._report = key, report
         self._used = time.monotonic()  # kept from now: grading may take longer than that
         self.graded += 1

@@ -20,7 +20,12 @@ verdict is as long as the fleet; ``GET /api/v1/reactions`` (the rolled-up verdic
 dashboard and ``report --json`` read) is timed too, and ``topology --json`` left out.
 The first reading after the drill grades it (timed once, on its own); the verdict is kept
 while nothing moves, so every reading after it takes that verdict (the server's
-``/metrics`` says how many were graded: printed at the end of each size).
+``/metrics`` says how many were graded: printed at the end of each size). Meanwhile a
+probe asks the server's event loop every 20 ms (``GET /healthz``: the loop that serves
+the endpoint, asked without a poll, which would be a fact and grade the verdict anew):
+its worst and 99th-percentile answer during the readings against 5 s of it before the
+drill, so a reading that holds the loop (a grading or a collection on the interpreter's
+lock) shows as the VMs would feel it.
 
 Then each size against the smaller ones: how many times the cost for how many times the
 VMs (goal, issue 39: at 1,000,000 VMs each within 10 x its cost at 100,000; the drill is
@@ -40,6 +45,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -49,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fleet_startup import ENV, fleet_yaml, virtual_server
 
 GOAL_RATIO = 10.0
+PROBE_EVERY = 0.02  # seconds between the probe's polls of the endpoint
 SETS = 10  # availability sets of 100 VMs the drill updates
 
 READINGS = ("report", "report --json", "report --html", "report --junit", "dashboard",
@@ -114,6 +121,39 @@ def _best(runs: int, what: Callable[[], int]) -> tuple[float, int]:
     return best, size
 
 
+class _Probe:
+    """The server's ``/healthz`` asked every ``PROBE_EVERY`` s on a thread: each answer's
+    time (the event loop's, which serves the VMs' polls too)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.times: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
+        while not self._stop.wait(PROBE_EVERY):
+            began = time.perf_counter()
+            conn.request("GET", "/healthz")
+            conn.getresponse().read()
+            self.times.append(time.perf_counter() - began)
+        conn.close()
+
+    def __enter__(self) -> _Probe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def figures(self) -> tuple[float, float, int]:
+        """(p99, max, answers) in seconds."""
+        ordered = sorted(self.times)
+        return ordered[int(0.99 * (len(ordered) - 1))], ordered[-1], len(ordered)
+
+
 def _region_drill(port: int, wave_hosts: int) -> float:
     """A host update over the whole region, played to its end; the seconds it took."""
     began = time.perf_counter()
@@ -141,13 +181,19 @@ def measure(
     fleet = directory / "fleet.yaml"
     fleet.write_text(fleet_yaml(vms), encoding="utf-8")
     with virtual_server(fleet, directory / "fleet.db") as (_, _, control):
+        probe = None
         if drill == "region":
+            with _Probe(control) as idle:
+                time.sleep(5)
+            idle_p99, idle_max, _ = idle.figures()
             print(f"{vms:>9,} VMs: the region rollout took "
                   f"{_region_drill(control, wave_hosts):.1f} s", flush=True)  # fmt: skip
         else:
             for k in range(SETS):
                 _post(control, "/api/v1/operations", {"kind": "host-update", "target": f"as{k}"})
             _post(control, "/api/v1/clock/advance", {"seconds": 3600})
+        if drill == "region":  # the event loop, felt during the readings
+            probe = _Probe(control).__enter__()
         html, junit = directory / "report.html", directory / "report.xml"
         out: dict[str, tuple[float, int, int]] = {}
         if drill == "region":  # the grading itself, once; every reading after takes it
@@ -172,6 +218,13 @@ def measure(
             seconds, size = _best(runs, lambda: _get(control, "/api/v1/reactions"))
             out["reactions"] = (seconds, size, 0)
             print(f"{vms:>9,} VMs: {_verdict_counts(control)}", flush=True)
+        if probe is not None:
+            probe.__exit__()
+            p99, worst, answers = probe.figures()
+            print(f"{vms:>9,} VMs: the event loop during the readings: p99 "
+                  f"{p99 * 1000:.1f} ms, max {worst * 1000:.1f} ms ({answers} answers); "
+                  f"idle p99 {idle_p99 * 1000:.1f} ms, max {idle_max * 1000:.1f} ms",
+                  flush=True)  # fmt: skip
         else:
             seconds, size = _best(runs, lambda: _command(control, ["topology", "--json"]))
             out["topology --json"] = (seconds, size, 0)

@@ -35,6 +35,7 @@ from forewarn.rehearsal.scopetally import (
     kind_totals,
     scope_tallies,
 )
+from forewarn.rehearsal.sliced_sort import sort_sliced
 from forewarn.rehearsal.verdicts import (
     DEFAULT_STALE_AFTER,
     EventVerdict,
@@ -150,14 +151,14 @@ def grade(
     for reaction in data.vms:
         by_event.setdefault(reaction.event_id, {})[reaction.vm] = reaction
     polls = {p.vm: p for p in data.polls}
-    facts = sorted(
+    facts = sort_sliced(
         (f for f in data.events if since is None or (f.created_at or 0.0) >= since),
         key=lambda f: (f.created_at or 0.0, f.id),
     )
     operations = [o for o in data.operations if since is None or (o.created_at or 0.0) >= since]
     events = [event_verdict(f, by_event.get(f.id, {}), polls, tallies) for f in facts]
     impacted = {v.vm for e in events for v in e.vms if v.listed}
-    no_notice = sorted({vm for o in operations for vm in o.unnotified or ()}, key=natural)
+    no_notice = sort_sliced({vm for o in operations for vm in o.unnotified or ()}, key=natural)
     impacted.update(no_notice)
     gone = _gone(operations, polls, deleted)
     stopped, never, faulted = _silences(
@@ -276,7 +277,7 @@ def _silences(
             silent_for=now - max(p.last_poll, last or 0.0), api_version=p.api_version,
         ))  # fmt: skip
     never = []
-    for vm in sorted(impacted, key=natural):
+    for vm in sort_sliced(impacted, key=natural):
         if polls.get(vm) is not None and polls[vm].last_poll is not None:
             continue
         last = answered(vm, None)
@@ -287,5 +288,4 @@ def _silences(
         else:  # it asked (every request faulted), then stopped
             stopped.append(PollVerdict(vm=vm, first_poll=None, last_poll=None,
                                        silent_for=now - last, api_version=None))  # fmt: skip
-    stopped.sort(key=lambda p: p.vm)
-    return stopped, never, faulted
+    return sort_sliced(stopped, key=lambda p: p.vm), never, faulted

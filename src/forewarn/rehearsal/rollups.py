@@ -16,6 +16,7 @@ import msgspec
 
 from forewarn.fleet.names import natural
 from forewarn.rehearsal.facts import OperationFacts
+from forewarn.rehearsal.sliced_sort import sort_sliced
 from forewarn.rehearsal.verdicts import EventVerdict, VmVerdict, seconds
 
 __all__ = [
@@ -204,13 +205,13 @@ def _rollup(
                 known = vm_verdicts.get(v.vm)
                 if known is None or _VM_RANK.get(verdict, 99) < _VM_RANK.get(known, 99):
                     vm_verdicts[v.vm] = verdict
-    no_notice = sorted({vm for op in ops for vm in op.unnotified or ()}, key=natural)
+    no_notice = sort_sliced({vm for op in ops for vm in op.unnotified or ()}, key=natural)
     for vm in no_notice:
         vm_verdicts[vm] = "no-notice"
-    missed = sorted((vm for vm, v in vm_verdicts.items() if v == "missed"), key=natural)
+    missed = sort_sliced((vm for vm, v in vm_verdicts.items() if v == "missed"), key=natural)
     approved = sum(1 for v in vm_verdicts.values() if v == "approved")
-    not_approved = sorted((vm for vm, v in vm_verdicts.items() if v == "detected"), key=natural)
-    silent = sorted((vm for vm in vm_verdicts if vm in not_polling), key=natural)
+    not_approved = sort_sliced((vm for vm, v in vm_verdicts.items() if v == "detected"), natural)
+    silent = sort_sliced((vm for vm in vm_verdicts if vm in not_polling), key=natural)
     faulted = [vm for vm in silent if is_faulted(not_polling[vm])]
     named = {*no_notice, *missed, *not_approved}
     verdict = "no-notice" if no_notice else (
@@ -353,9 +354,11 @@ def vm_rollups(
                 polling=not_polling.get(vm, "polling"), lines=[line for *_, line in entries],
             )
         )  # fmt: skip
-    out.sort(key=lambda r: (_VM_RANK.get(r.verdict, 99), natural(r.vm)))
-    out.sort(key=lambda r: r.first_failed_at if r.first_failed_at is not None else float("inf"))
-    return out
+    never = float("inf")  # the VMs that failed first, earliest first; then verdict, name
+    return sort_sliced(out, key=lambda r: (
+        never if r.first_failed_at is None else r.first_failed_at,
+        _VM_RANK.get(r.verdict, 99), natural(r.vm),
+    ))  # fmt: skip
 
 
 def polling_states(

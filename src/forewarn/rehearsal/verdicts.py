@@ -17,6 +17,7 @@ import msgspec
 from forewarn.contract import EventType, lookup_version
 from forewarn.rehearsal.coping import FaultTally, kinds_text
 from forewarn.rehearsal.facts import EventFacts, VmPolls, VmReaction
+from forewarn.rehearsal.sliced_sort import sort_sliced
 
 __all__ = [
     "CREATED_STARTED",
@@ -122,7 +123,7 @@ class LatencyStats(msgspec.Struct, kw_only=True):
 
 
 def stats(values: Iterable[float]) -> LatencyStats:
-    ordered = sorted(values)
+    ordered = sort_sliced(values, key=float)
     if not ordered:
         return LatencyStats(count=0, median=None, p90=None, max=None, values=[])
 

@@ -140,11 +140,11 @@ class _Probe:
             self.times.append(time.perf_counter() - began)
         conn.close()
 
-    def __enter__(self) -> _Probe:
+    def start(self) -> _Probe:
         self._thread.start()
         return self
 
-    def __exit__(self, *_: object) -> None:
+    def stop(self) -> None:
         self._stop.set()
         self._thread.join()
 
@@ -183,8 +183,9 @@ def measure(
     with virtual_server(fleet, directory / "fleet.db") as (_, _, control):
         probe = None
         if drill == "region":
-            with _Probe(control) as idle:
-                time.sleep(5)
+            idle = _Probe(control).start()
+            time.sleep(5)
+            idle.stop()
             idle_p99, idle_max, _ = idle.figures()
             print(f"{vms:>9,} VMs: the region rollout took "
                   f"{_region_drill(control, wave_hosts):.1f} s", flush=True)  # fmt: skip
@@ -193,7 +194,7 @@ def measure(
                 _post(control, "/api/v1/operations", {"kind": "host-update", "target": f"as{k}"})
             _post(control, "/api/v1/clock/advance", {"seconds": 3600})
         if drill == "region":  # the event loop, felt during the readings
-            probe = _Probe(control).__enter__()
+            probe = _Probe(control).start()
         html, junit = directory / "report.html", directory / "report.xml"
         out: dict[str, tuple[float, int, int]] = {}
         if drill == "region":  # the grading itself, once; every reading after takes it
@@ -219,7 +220,7 @@ def measure(
             out["reactions"] = (seconds, size, 0)
             print(f"{vms:>9,} VMs: {_verdict_counts(control)}", flush=True)
         if probe is not None:
-            probe.__exit__()
+            probe.stop()
             p99, worst, answers = probe.figures()
             print(f"{vms:>9,} VMs: the event loop during the readings: p99 "
                   f"{p99 * 1000:.1f} ms, max {worst * 1000:.1f} ms ({answers} answers); "

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.cli import run_cli
+from tests.support.cli import printed
 from tests.support.regionfleet import rolled_out
 from tests.support.serverproc import ServerProcess
 
@@ -94,7 +94,18 @@ BAD = [
     ({"vms": "some"}, "query parameter vms takes one of all, attention"),
     ({"vms": "all", "limit": "-1"}, "limit must be a whole number from 1 to 10000"),
     ({"vms": "all", "limit": "10001"}, "limit must be a whole number"),
-    ({"offset": "5"}, "(give vms or scope)"),
+    ({"offset": "5"}, "(give vms or scope) or of scopes (give scopes)"),
+    ({"scopes": "vms"}, "query parameter scopes takes one of by_scope, event_scopes"),
+    ({"scopes": "by_scope", "vms": "all"}, "ask for one or the other"),
+    ({"scopes": "by_scope", "scope": "as3"}, "ask for one or the other"),
+    ({"scopes": "by_scope", "full": "true"}, "full=true is the whole verdict"),
+    ({"region": "westeurope"}, "give scopes too"),
+    ({"kind": "availability_set"}, "give scopes too"),
+    ({"q": "as3"}, "give scopes too"),
+    ({"scopes": "by_scope", "q": "x" * 201}, "q is longer than 200 characters"),
+    ({"scopes": "by_scope", "kind": "vm"}, "query parameter kind takes one of standalone"),
+    ({"scopes": "by_scope", "region": " "}, "query parameter region is empty"),
+    ({"scopes": "event_scopes", "limit": "0"}, "limit must be a whole number from 1 to 10000"),
     ({"full": "yes"}, "full takes true or false"),
     ({"full": "true", "vms": "all"}, "full=true is the whole verdict"),
     ({"scope": " "}, "scope is empty"),
@@ -110,34 +121,28 @@ def test_a_bad_shape_is_400(
     assert message in response.json()["error"]
 
 
-def _cli(server: ServerProcess, *args: str) -> str:
-    result = run_cli(list(args), server.control_url, columns=120)
-    assert result.code == 0, result.stderr
-    return result.stdout
-
-
 def test_the_report_stays_one_screen_in_every_format(
     servers: dict[int, ServerProcess], tmp_path: Path
 ) -> None:
-    terminal = {n: _cli(s, "report") for n, s in servers.items()}
+    terminal = {n: printed(s.control_url, "report") for n, s in servers.items()}
     assert terminal[BIG].count("\n") == terminal[SMALL].count("\n") <= 60
     assert f"Never polled: {_vms(BIG)} VMs" in terminal[BIG]
     assert f"0 of {_vms(BIG)} approved, {_vms(BIG)} never saw it" in terminal[BIG]
-    printed = {n: _cli(s, "report", "--json") for n, s in servers.items()}
-    assert len(printed[BIG]) < 1.3 * len(printed[SMALL])
-    assert json.loads(printed[BIG])["trimmed"]["vms"] == _vms(BIG)
+    as_json = {n: printed(s.control_url, "report", "--json") for n, s in servers.items()}
+    assert len(as_json[BIG]) < 1.3 * len(as_json[SMALL])
+    assert json.loads(as_json[BIG])["trimmed"]["vms"] == _vms(BIG)
     pages = {}
     for n, server in servers.items():
-        _cli(server, "report", "--html", str(tmp_path / f"{n}.html"))
+        printed(server.control_url, "report", "--html", str(tmp_path / f"{n}.html"))
         pages[n] = (tmp_path / f"{n}.html").read_text()
     assert len(pages[BIG]) < 1.3 * len(pages[SMALL]), (len(pages[SMALL]), len(pages[BIG]))
     assert f"VMs, failed first ({_vms(BIG)})" in pages[BIG] and "Rolled up" in pages[BIG]
     cases: dict[int, list[ET.Element]] = {}
     for n, server in servers.items():
-        _cli(server, "report", "--junit", str(tmp_path / f"{n}.xml"))
+        printed(server.control_url, "report", "--junit", str(tmp_path / f"{n}.xml"))
         cases[n] = ET.parse(tmp_path / f"{n}.xml").getroot().findall(".//testcase")
     assert len(cases[BIG]) == len(cases[SMALL]) == 1 + SCOPES + 1  # the rollout, each scope
     assert {c.get("classname") for c in cases[BIG]} == {"forewarn.operations", "forewarn.scopes"}
     assert all(c.find("failure") is not None for c in cases[BIG])  # nobody polled
-    whole = json.loads(_cli(servers[BIG], "report", "--json", "--vms"))
+    whole = json.loads(printed(servers[BIG].control_url, "report", "--json", "--vms"))
     assert len(whole["vms"]) == _vms(BIG) and not whole["rolled_up"]

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.cli import run_cli
+from tests.support.cli import printed
 from tests.support.regionfleet import rolled_out
 from tests.support.serverproc import ServerProcess
 
@@ -96,37 +96,6 @@ def test_every_scope_row_comes_once_a_page_at_a_time(servers: dict[int, ServerPr
     assert elsewhere["by_scope"] == [] and elsewhere["scope_page"]["total"] == 0
 
 
-BAD = [
-    ({"scopes": "vms"}, "query parameter scopes takes one of by_scope, event_scopes"),
-    ({"scopes": "by_scope", "vms": "all"}, "ask for one or the other"),
-    ({"scopes": "by_scope", "scope": "as3"}, "ask for one or the other"),
-    ({"scopes": "by_scope", "full": "true"}, "full=true is the whole verdict"),
-    ({"region": "westeurope"}, "give scopes too"),
-    ({"kind": "availability_set"}, "give scopes too"),
-    ({"q": "as3"}, "give scopes too"),
-    ({"scopes": "by_scope", "q": "x" * 201}, "q is longer than 200 characters"),
-    ({"scopes": "by_scope", "kind": "vm"}, "query parameter kind takes one of standalone"),
-    ({"scopes": "by_scope", "region": " "}, "query parameter region is empty"),
-    ({"scopes": "event_scopes", "limit": "0"}, "limit must be a whole number from 1 to 10000"),
-    ({"offset": "5"}, "or of scopes (give scopes)"),
-]  # fmt: skip
-
-
-@pytest.mark.parametrize(("params", "message"), BAD, ids=[str(p) for p, _ in BAD])
-def test_a_bad_page_of_scopes_is_400(
-    servers: dict[int, ServerProcess], params: dict[str, str], message: str
-) -> None:
-    response = servers[FEW].control("GET", "/api/v1/reactions", params=params)
-    assert response.status_code == 400
-    assert message in response.json()["error"]
-
-
-def _cli(server: ServerProcess, *args: str) -> str:
-    result = run_cli(list(args), server.control_url, columns=120)
-    assert result.code == 0, result.stderr
-    return result.stdout
-
-
 def _listed_scopes(text: str) -> set[str]:
     """The scopes the per-scope table names (its rows start with the scope)."""
     return set(re.findall(r"^(as\d+|one) ", text, re.M))
@@ -135,10 +104,10 @@ def _listed_scopes(text: str) -> set[str]:
 def test_the_report_says_every_scope_and_lists_each_with_all(
     servers: dict[int, ServerProcess],
 ) -> None:
-    terminal = _cli(servers[MANY], "report")
+    terminal = printed(servers[MANY].control_url, "report")
     assert f"(showing 10 of {MANY + 1}; --all lists every scope)" in terminal
     assert len(_listed_scopes(terminal)) == 10
-    every = _cli(servers[MANY], "report", "--all")
+    every = printed(servers[MANY].control_url, "report", "--all")
     assert "... per scope, most first\n" in every  # no "showing 10 of ..."
     assert _listed_scopes(every.split("... per scope, most first")[1]) == {
         *(f"as{k}" for k in range(MANY)), "one"}  # fmt: skip
@@ -149,7 +118,7 @@ def test_the_junit_file_has_a_case_for_every_scope_with_events(
 ) -> None:
     for sets, server in servers.items():
         out = tmp_path / f"{sets}.xml"
-        _cli(server, "report", "--junit", str(out))
+        printed(server.control_url, "report", "--junit", str(out))
         cases = ET.parse(out).getroot().findall(".//testcase")
         scoped = [c.get("name") for c in cases if c.get("classname") == "forewarn.scopes"]
         assert len(scoped) == len(set(scoped)) == sets + 1, len(scoped)
@@ -160,7 +129,7 @@ def test_the_html_page_counts_every_scope(
     servers: dict[int, ServerProcess], tmp_path: Path
 ) -> None:
     out = tmp_path / "report.html"
-    _cli(servers[MANY], "report", "--html", str(out))
+    printed(servers[MANY].control_url, "report", "--html", str(out))
     page = out.read_text(encoding="utf-8")
     assert f"Every scope ({MANY + 1}): the first {KEPT} of each region and kind here" in page
     assert page.count('class="scope-row"') == KEPT + 1  # the rows kept, each once

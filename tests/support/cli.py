@@ -14,6 +14,7 @@ __all__ = [
     "Cli",
     "Result",
     "cli_env",
+    "printed",
     "read_terminal",
     "run_cli",
     "run_cli_on_a_terminal",
@@ -112,3 +113,10 @@ def run_cli(
         env=cli_env(env, columns),
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def printed(control: str, *args: str, columns: int = 120) -> str:
+    """What ``forewarn --control URL ARGS`` printed; it must succeed."""
+    result = run_cli(list(args), control, columns=columns)
+    assert result.code == 0, result.stderr
+    return result.stdout

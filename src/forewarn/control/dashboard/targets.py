@@ -122,7 +122,7 @@ def _count_numbers(digits: str, below: int) -> int:
 
 class TargetIndex:
     """Every name a trigger can target, ready to answer a prefix: built once per fleet
-    (some seconds at a million VMs: call ``build`` off the event loop)."""
+    (some seconds at a million VMs: make it off the event loop)."""
 
     def __init__(self, topology: Topology) -> None:
         self._topology = topology

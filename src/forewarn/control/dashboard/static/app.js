@@ -740,15 +740,13 @@
       return head + page.rows.map(vmRow).join("") + more;
     }).join("");
     const kept = scopesCut(report)
-      ? ` (the worst ${SCOPES_KEPT} of each kind of ${whole(report, "event_scopes")} with events and `
+      ? ` (the worst of each kind of ${whole(report, "event_scopes")} with events and `
         + `${whole(report, "by_scope")} needing attention; forewarn report --all lists every one)` : "";
     $("#vm-shown").textContent = !asked ? shownLine(Math.min(found.length, CAP), found.length, "scopes") + kept
       : scopeFound.loading ? `finding the scopes named "${text}"…`
-      : `${found.length} scope${found.length === 1 ? "" : "s"} named "${text}"`
+      : `${plural(found.length, "scope")} named "${text}"`
         + (scopeFound.more ? ` (the first ${CAP} of each list: type more to narrow it)` : "");
   }
-
-  const SCOPES_KEPT = 50;  // rows the rolled-up verdict keeps of each region and kind (bounded.SCOPE_ROWS)
 
   $("#vm-rollup tbody").addEventListener("click", (ev) => {
     const row = ev.target.closest("tr.vm-scope");

@@ -24,13 +24,18 @@ window.forewarnFleet = ({ state, $, esc, api, say, age, clockText, serverNow, vm
     return out;
   }
 
-  // The VMs the verdict says need attention: per scope from report.by_scope (the worst
-  // 50 scopes of each region and kind: the rolled-up verdict cuts the rest), per region
-  // and kind from report.by_kind (every scope summed), keyed "k:region|kind".
+  // scope id -> VMs the verdict says need attention (report.by_scope: the worst 50 scopes
+  // of each region and kind, the rolled-up verdict cuts the rest)
   function attention() {
     const out = new Map();
     for (const t of (state.verdicts && state.verdicts.by_scope) || []) out.set(t.scope, t.vms);
-    for (const k of (state.verdicts && state.verdicts.by_kind) || []) out.set(`k:${k.region}|${k.kind}`, k.vms);
+    return out;
+  }
+
+  // "region|kind" -> VMs needing attention in every scope of that kind (report.by_kind)
+  function kindAttention() {
+    const out = new Map();
+    for (const k of state.verdicts.by_kind) out.set(`${k.region}|${k.kind}`, k.vms);
     return out;
   }
 
@@ -44,7 +49,8 @@ window.forewarnFleet = ({ state, $, esc, api, say, age, clockText, serverNow, vm
       for (const [k, n] of Object.entries(s.states)) c.states[k] = (c.states[k] || 0) + n;
     }
     if (kinds && state.verdicts && state.verdicts.by_kind) {
-      c.attention = kinds.reduce((n, [region, kind]) => n + (needs.get(`k:${region}|${kind}`) || 0), 0);
+      const byKind = kindAttention();
+      c.attention = kinds.reduce((n, [region, kind]) => n + (byKind.get(`${region}|${kind}`) || 0), 0);
     }
     return c;
   }

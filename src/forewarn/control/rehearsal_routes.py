@@ -281,20 +281,17 @@ class ReactionRoutes:
             # of the whole distributions, not the whole verdict (1.4 GB at 1M VMs) nor
             # every latency value (two million at 1M)
             drawn = report if full else bounded(report)
+            charts = (histogram(report.detection), histogram(report.approval))
             body = encode_in_pieces(drawn)
             if not full:
-                body += msgspec.json.encode(
-                    (histogram(report.detection), histogram(report.approval))
-                )
+                body += msgspec.json.encode(charts)
             # a timeline with no NotBefore ends at the grading instant (report/charts.py)
             drawn_to_now = any(e.not_before is None for e in report.events)
             at = None if drawn_to_now else report.generated_at
             tag = verdict_tag(body, "html" if full else "html-rolled", generated_at=at)
             if matches(if_none_match, tag):
                 return tag, None
-            if full:
-                return tag, render_report(report)
-            return tag, render_report(drawn, distributions=report)
+            return tag, render_report(drawn, histograms=charts)
 
         tag, page = await self.verdict(since, stale, rendered)
         headers = {"ETag": tag, "Cache-Control": _REVALIDATE}

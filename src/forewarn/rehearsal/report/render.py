@@ -11,7 +11,7 @@ import msgspec
 from forewarn import __version__
 from forewarn.rehearsal.bounded import EVENTS, NAMES, ROWS, SCOPE_ROWS
 from forewarn.rehearsal.grading import ReactionReport
-from forewarn.rehearsal.report.charts import Timeline, duration, histogram, timeline
+from forewarn.rehearsal.report.charts import Histogram, Timeline, duration, histogram, timeline
 from forewarn.rehearsal.rollups import OPERATION_VERDICTS, OperationRollup, names
 from forewarn.rehearsal.verdicts import EventVerdict
 
@@ -85,13 +85,14 @@ def render_report(
     report: ReactionReport,
     *,
     title: str = "forewarn rehearsal report",
-    distributions: ReactionReport | None = None,
+    histograms: tuple[Histogram, Histogram] | None = None,
 ) -> str:
     """The whole report page: a summary that fits a screen, then collapsed drill-down
     (one timeline per operation, every event, every VM; of a rolled-up ``report``, the
-    rows it kept, each list counted in full). The latency histograms are drawn from
-    ``distributions`` (the verdict ``report`` was rolled up from) when given."""
-    whole = distributions or report
+    rows it kept, each list counted in full). ``histograms``: the detection and approval
+    latencies drawn (``charts.histogram``) of the verdict ``report`` was rolled up from
+    (rolled up, its values are cut); by default ``report``'s own."""
+    detection, approval = histograms or (histogram(report.detection), histogram(report.approval))
     events = {e.id: e for e in report.events}
     charts = {o.id: _operation_timeline(o, events, report.generated_at) for o in report.operations}
     kinds = sorted({o.kind for o in report.operations if o.kind})
@@ -108,8 +109,8 @@ def render_report(
             few=FEW,
             kinds=kinds,
             scopes=scopes,
-            detection=histogram(whole.detection),
-            approval=histogram(whole.approval),
+            detection=detection,
+            approval=approval,
             rows=ROWS,
             names_kept=NAMES,
             events_kept=EVENTS,

@@ -191,12 +191,15 @@ def grade(
         if v.approved_after is not None and v.approved_in_time is not False
     )
     per_vm = vm_rollups(events, operations, scope_of, not_polling)
+    # every VM of the lists below has a row: its scope looked up once, there (a look-up
+    # in the fleet's table parses the name; a million VMs are in three lists)
+    scope_by_vm = {r.vm: r.scope for r in per_vm if r.scope is not None}
     by_scope = scope_tallies({
         "failed": [v.vm for v in per_vm if v.first_failed_at is not None],
         "missed": {v.vm for e in events for v in e.vms if v.verdict == "missed"},
         "no_notice": no_notice, "never_polled": never,
         "stopped_polling": [p.vm for p in stopped],
-    }, scope_of, where)  # fmt: skip
+    }, scope_by_vm, where)  # fmt: skip
     report = ReactionReport(
         generated_at=now, since=since, stale_after=stale_after, totals=totals,
         operation_totals=op_totals, no_notice=no_notice, operations=rollups,

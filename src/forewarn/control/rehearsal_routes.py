@@ -234,9 +234,13 @@ class ReactionRoutes:
         fleet = fabric.topology
 
         def grading() -> ReactionReport:
-            return grade(tracker.stored_facts(since), now=now, since=since,
-                         stale_after=stale_after, deleted=deleted, scope_of=scope_of,
-                         faults=tallies, last_requests=polls, where=self.where)  # fmt: skip
+            facts = tracker.stored_facts(since)
+            try:
+                return grade(facts, now=now, since=since, stale_after=stale_after,
+                             deleted=deleted, scope_of=scope_of, faults=tallies,
+                             last_requests=polls, where=self.where)  # fmt: skip
+            finally:
+                facts.let_go()  # a row a VM and event: in pieces, not all as this returns
 
         def graded() -> T:
             if tallies:  # how VMs coped with faults reads each VM's last request, unstored

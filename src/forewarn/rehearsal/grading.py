@@ -35,6 +35,7 @@ from forewarn.rehearsal.scopetally import (
     kind_totals,
     scope_tallies,
 )
+from forewarn.rehearsal.sliced_drop import drop_sliced
 from forewarn.rehearsal.sliced_sort import sort_sliced
 from forewarn.rehearsal.verdicts import (
     DEFAULT_STALE_AFTER,
@@ -194,11 +195,12 @@ def grade(
     # every VM of the lists below has a row: its scope looked up once, there (a look-up
     # in the fleet's table parses the name; a million VMs are in three lists)
     scope_by_vm = {r.vm: r.scope for r in per_vm if r.scope is not None}
+    failed = [v.vm for v in per_vm if v.first_failed_at is not None]
+    missed = {v.vm for e in events for v in e.vms if v.verdict == "missed"}
+    stopped_vms = [p.vm for p in stopped]
     by_scope = scope_tallies({
-        "failed": [v.vm for v in per_vm if v.first_failed_at is not None],
-        "missed": {v.vm for e in events for v in e.vms if v.verdict == "missed"},
-        "no_notice": no_notice, "never_polled": never,
-        "stopped_polling": [p.vm for p in stopped],
+        "failed": failed, "missed": missed, "no_notice": no_notice, "never_polled": never,
+        "stopped_polling": stopped_vms,
     }, scope_by_vm, where)  # fmt: skip
     report = ReactionReport(
         generated_at=now, since=since, stale_after=stale_after, totals=totals,
@@ -212,11 +214,15 @@ def grade(
     if tallies:  # how each VM coped with injected endpoint faults
         if last_requests is None:
             last_requests = {p.vm: p.last_poll for p in data.polls if p.last_poll is not None}
-        missed = (
+        missing = (
             MissedEvent(vm=v.vm, event_id=e.id, created_at=e.created_at, started_at=e.started_at)
             for e in events for v in e.vms if v.verdict == "missed"
         )  # fmt: skip
-        report.faults = coping(tallies, last_requests, missed)
+        report.faults = coping(tallies, last_requests, missing)
+    # the tables of a row a VM made on the way (a dict a VM in ``by_event``), let go in
+    # pieces rather than all at once as this returns (``sliced_drop.py``)
+    drop_sliced(by_event, polls, facts, impacted, not_polling, scope_by_vm, failed, missed,
+                stopped_vms)  # fmt: skip
     return report
 
 

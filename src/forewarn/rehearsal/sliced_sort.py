@@ -7,27 +7,21 @@ into the same order (stable, as ``sorted``) in pieces of at most a few ``SLICE``
 each, giving the lock back between them: the rows cut into slices, each sorted; then
 split at values sampled from every slice (regular sampling), so each bucket holds about
 a slice's rows from all of them, and each bucket sorted (its pieces already in order: a
-merge) and handed out in turn.
+merge) and handed out in turn. The keys and positions are let go in pieces too
+(``sliced_drop.py``).
 """
 
 from __future__ import annotations
 
-import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from forewarn.rehearsal.sliced_drop import SLICE, drop_sliced, give_way
+
 __all__ = ["SLICE", "sort_sliced"]
 
 T = TypeVar("T")
-
-#: Rows sorted at a time with the lock held (some 10-20 ms of C at this size).
-SLICE = 1 << 15
-
-
-def _give_way() -> None:
-    """Let another thread (the event loop) take the interpreter's lock."""
-    time.sleep(0)
 
 
 def sort_sliced(items: Iterable[T], key: Callable[[T], Any]) -> list[T]:
@@ -42,7 +36,7 @@ def sort_sliced(items: Iterable[T], key: Callable[[T], Any]) -> list[T]:
     slices = []
     for start in range(0, len(rows), SLICE):
         slices.append(sorted(range(start, min(start + SLICE, len(rows))), key=of))
-        _give_way()
+        give_way()
     step = max(1, SLICE // len(slices))
     sample = sorted(keys[part[j]] for part in slices for j in range(step - 1, len(part), step))
     splitters = sample[len(slices) - 1 :: len(slices)]
@@ -58,5 +52,6 @@ def sort_sliced(items: Iterable[T], key: Callable[[T], Any]) -> list[T]:
             low[n] = high
         bucket.sort(key=of)  # sorted runs, one from each slice: a merge
         out += [rows[i] for i in bucket]
-        _give_way()
+        give_way()
+    drop_sliced(keys, *slices)  # a key and a position a row: freed at return, at once
     return out

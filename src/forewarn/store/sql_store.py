@@ -18,6 +18,7 @@ import msgspec
 
 from forewarn.fabric import Changes, HistoryEntry
 from forewarn.rehearsal.facts import ReactionData, VmPolls
+from forewarn.rehearsal.sliced_drop import drop_sliced
 from forewarn.store import reaction_tables as rx
 from forewarn.store.errors import StoreError
 from forewarn.store.platform_tables import Rows, clock_sql, meta_upsert_sql
@@ -146,13 +147,17 @@ class SqlStore(ABC):
             (sql["operations"], (since, since)),
             (sql["deliveries"], (since, since)),
         ])  # fmt: skip
-        return ReactionData(
+        data = ReactionData(
             events=rx.events_from_rows(events),
             vms=rx.vms_from_rows(vms),
             polls=rx.polls_from_rows(polls),
             operations=rx.operations_from_rows(operations),
             deliveries=rx.deliveries_from_rows(deliveries),
         )
+        # a tuple a row, a million after a region rollout: let go in pieces, not all at
+        # once as this returns, with the interpreter's lock held (``sliced_drop.py``)
+        drop_sliced(events, vms, polls, operations, deliveries)
+        return data
 
     def polls(self) -> list[VmPolls]:
         """Every VM's first and last poll (in a shared store, as merged from every

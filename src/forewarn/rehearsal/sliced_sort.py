@@ -53,5 +53,5 @@ def sort_sliced(items: Iterable[T], key: Callable[[T], Any]) -> list[T]:
         bucket.sort(key=of)  # sorted runs, one from each slice: a merge
         out += [rows[i] for i in bucket]
         give_way()
-    drop_sliced(keys, *slices)  # a key and a position a row: freed at return, at once
+    drop_sliced(keys, sample, *slices)  # a key and a position a row: not all at return
     return out

@@ -12,8 +12,14 @@ import pytest
 from forewarn.rehearsal import EventFacts, ReactionData, VmReaction, grade, sliced_drop, sliced_sort
 from forewarn.rehearsal.collector import collector_paused
 from forewarn.rehearsal.sliced_drop import drop_sliced
+from forewarn.rehearsal.verdict_memo import VerdictKey, VerdictMemo
 
 T0 = 1_700_000_000.0
+VMS = 4000  # the drill's VMs: a table of a row a VM freed at once is 4,000 objects or more
+SMALL_SLICE = 64
+#: The most objects freed between two turns: a slice of rows, a verdict's row (an event
+#: graded, its VM's verdict and their notes) some 20 objects
+PIECE = SMALL_SLICE * 40
 
 
 class _Row:
@@ -74,23 +80,35 @@ def falls(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Falls]:
     """Each turn the grading gives, counted (small slices: a few thousand VMs make many)."""
     falls = _Falls()
     for module in (sliced_drop, sliced_sort):
-        monkeypatch.setattr(module, "SLICE", 64)
+        monkeypatch.setattr(module, "SLICE", SMALL_SLICE)
         monkeypatch.setattr(module, "give_way", falls.turn)
     with collector_paused():  # as on the tracker's thread: no collection frees a heap meanwhile
         yield falls
 
 
 def test_the_grading_lets_its_tables_go_in_pieces(falls: _Falls) -> None:
-    vms = 4000
-    data = _region_drill(vms)
+    data = _region_drill(VMS)
     falls.turn()
     report = grade(data, now=T0 + 86400)
     falls.turn()  # what it freed from its last turn on, as it returned
     turns = len(falls.seen) - 1
     data.let_go()
     assert data.empty()
-    assert len(report.vms) == vms and report.totals["fail"] == vms  # every VM missed its event
-    assert turns > vms // 64  # it gave way as it went
-    # a table of a row a VM freed at once is thousands of objects, a dict of reactions a
-    # VM or a tuple a row; the most here is about a slice's rows (64), each a few objects
-    assert max(falls.seen[1:]) < vms // 4
+    assert len(report.vms) == VMS and report.totals["fail"] == VMS  # every VM missed its event
+    assert turns > VMS // SMALL_SLICE  # it gave way as it went
+    assert max(falls.seen[1:]) < PIECE  # a dict of reactions a VM, a tuple a row: in pieces
+
+
+def test_a_kept_verdict_is_let_go_in_pieces(falls: _Falls) -> None:
+    memo = VerdictMemo(keep_seconds=0.0)
+    key = VerdictKey(since=None, stale_after=60.0, now=T0 + 86400, writes=1,
+                     deleted=frozenset(), fleet=None)  # fmt: skip
+    report = memo.verdict(key, lambda: grade(_region_drill(VMS), now=T0 + 86400))
+    assert len(report.vms) == VMS
+    del report
+    falls.turn()
+    start = len(falls.seen)
+    assert not memo.forget_idle()  # nobody asked for it since: let go
+    falls.turn()
+    pieces = falls.seen[start:]
+    assert len(pieces) > VMS // SMALL_SLICE and max(pieces) < PIECE

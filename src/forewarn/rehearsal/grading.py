@@ -126,6 +126,21 @@ class ReactionReport(msgspec.Struct, kw_only=True):
     #: and kind).
     scope_page: ScopePage | None = None
 
+    def let_go(self) -> None:
+        """Empty the verdict's lists, a slice of rows at a time (``sliced_drop.py``): one
+        kept after a region rollout over a million VMs is tens of millions of objects,
+        and freed at once when the memo let it go it held the event loop (0.17 s at
+        100,000 VMs). Only for a verdict nobody reads any more."""
+        for op in self.operations:
+            drop_sliced(op.no_notice, op.missed, op.not_approved, op.not_polling, op.scopes,
+                        op.operations, op.events, *(g.vms for g in op.groups))  # fmt: skip
+        drop_sliced(
+            *(c.events for c in self.controllers), self.controllers, self.operations,
+            self.vms, self.events, self.stopped_polling, self.never_polled, self.no_notice,
+            self.unlisted_approvals, self.detection.values, self.approval.values,
+            self.faults, self.by_scope, self.by_kind, self.event_scopes,
+        )  # fmt: skip
+
 
 def grade(
     data: ReactionData,

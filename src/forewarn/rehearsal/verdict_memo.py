@@ -10,8 +10,9 @@ deleted VMs, the fleet), and grades anew when any of it moved.
 
 Only the tracker's thread reads and writes it, one grading at a time: requests that come
 while a verdict is graded wait for it and take it. One verdict is kept, and only for
-``KEEP_SECONDS`` after it was last asked for (``forget_idle``; on that thread too: freeing
-a million rows on the event loop would hold it for seconds); the old one is let go before
+``KEEP_SECONDS`` after it was last asked for (``forget_idle``; on that thread too, and in
+pieces: freed at once, on any thread, a million VMs' verdict holds the interpreter's lock
+and so the event loop for a second or more); the old one is let go before
 the next is graded, so at most one is ever held. A kept verdict is frozen out of the
 collector's passes (``gc.freeze``): walking it would hold the interpreter for seconds.
 """
@@ -76,7 +77,7 @@ class VerdictMemo:
         if self._report is not None and self._key is not None and self._key.same(key):
             self.reused += 1
             return self._report
-        self._key = self._report = None  # let the old one go first: one held, never two
+        self._let_go()  # the old one first: one held, never two
         report = grade()
         # Kept, the verdict's objects (tens of millions after a region rollout over a
         # million VMs, made with the collector held off) would all be walked by the next
@@ -98,8 +99,14 @@ class VerdictMemo:
         """Let the verdict go when nobody asked for it in ``keep_seconds``; whether one is
         still kept."""
         if self._report is not None and time.monotonic() - self._used >= self.keep_seconds:
-            self._key = self._report = None
+            self._let_go()
         return self._report is not None
+
+    def _let_go(self) -> None:
+        """Forget the verdict kept, its rows freed in pieces (``ReactionReport.let_go``)."""
+        report, self._key, self._report = self._report, None, None
+        if report is not None:
+            report.let_go()
 
 
 class VerdictMetrics(Collector):

@@ -116,6 +116,13 @@ async def test_a_verdict_nobody_asks_for_is_let_go(rehearsal: Rehearsal) -> None
     assert await counts(rehearsal) == (2, 0)
 
 
+class _Verdict(list[object]):
+    """A stand-in for a graded verdict: rows, emptied when the memo lets it go."""
+
+    def let_go(self) -> None:
+        self.clear()
+
+
 def test_the_memo_holds_one_verdict_and_grades_when_a_key_part_differs() -> None:
     memo = VerdictMemo()
     fleet = object()
@@ -124,7 +131,7 @@ def test_the_memo_holds_one_verdict_and_grades_when_a_key_part_differs() -> None
     made: list[object] = []
 
     def grade() -> object:
-        made.append(object())
+        made.append(_Verdict())
         return made[-1]
 
     first = memo.verdict(key, grade)  # type: ignore[arg-type]
@@ -151,7 +158,7 @@ def test_a_verdict_that_took_longer_to_grade_than_it_is_kept_is_kept_from_then()
 
     def slow_grade() -> object:
         time.sleep(0.1)
-        return object()
+        return _Verdict()
 
     made = memo.verdict(key, slow_grade)  # type: ignore[arg-type]
     assert memo.forget_idle()  # just graded: still kept
@@ -172,7 +179,7 @@ def test_a_kept_verdict_is_frozen_out_of_the_collectors_passes_and_freed_when_le
         pass
 
     def grade() -> object:
-        return [Row() for _ in range(1000)]
+        return _Verdict(Row() for _ in range(1000))
 
     rows: list[Row] = memo.verdict(key, grade)  # type: ignore[arg-type,assignment]
     walked = {id(o) for g in range(3) for o in gc.get_objects(generation=g)}

@@ -122,14 +122,18 @@ class SqlStore(ABC):
         """Merge reaction facts into the reaction tables, in one transaction (in a shared
         store any process may write them: they are not part of the leader's change log)."""
         sql = _REACTION_UPSERTS[self.dialect]
-        self._write_together([
+        statements = [
             (sql["events"], rx.event_rows(data)),
             (sql["vms"], rx.vm_rows(data)),
             (sql["polls"], rx.poll_rows(data, self.dialect)),
             (sql["operations"], rx.operation_rows(data)),
             (sql["deliveries"], rx.delivery_rows(data)),
             (_COUNT_WRITE, [()]),
-        ])  # fmt: skip
+        ]  # fmt: skip
+        try:
+            self._write_together(statements)
+        finally:  # the rows made here, a tuple a fact (a wave's thousands): in pieces
+            drop_sliced(*(rows for _, rows in statements if rows is not data.poll_rows))
 
     def reactions_written(self) -> int:
         """How many times reaction facts were written, by every process (0: never): the

@@ -9,17 +9,26 @@ from collections.abc import Iterator
 
 import pytest
 
-from forewarn.rehearsal import EventFacts, ReactionData, VmReaction, grade, sliced_drop, sliced_sort
+from forewarn.rehearsal import (
+    EventFacts,
+    ReactionData,
+    VmReaction,
+    facts,
+    grade,
+    grading,
+    sliced_drop,
+    sliced_sort,
+)
 from forewarn.rehearsal.collector import collector_paused
 from forewarn.rehearsal.sliced_drop import drop_sliced
 from forewarn.rehearsal.verdict_memo import VerdictKey, VerdictMemo
 
 T0 = 1_700_000_000.0
 VMS = 4000  # the drill's VMs: a table of a row a VM freed at once is 4,000 objects or more
-SMALL_SLICE = 64
-#: The most objects freed between two turns: a slice of rows, a verdict's row (an event
-#: graded, its VM's verdict and their notes) some 20 objects
-PIECE = SMALL_SLICE * 40
+SMALL_SLICE = 64  # and records (rows of tens of objects) a quarter of it
+#: The most objects freed between two turns: a slice of rows of a few objects, or a
+#: quarter slice of records (an event graded, its VM's verdict and notes: some 20 objects)
+PIECE = SMALL_SLICE * 10
 
 
 class _Row:
@@ -47,6 +56,10 @@ def test_each_table_is_emptied_a_slice_of_rows_at_a_time(monkeypatch: pytest.Mon
     pieces = [b - a for a, b in zip([0, *turns], turns, strict=False)]
     assert max(pieces) <= 64 and len(turns) >= 1999 // 64
     assert kept.freed is freed
+    records = [_Row(freed) for _ in range(100)]
+    turns.clear()
+    drop_sliced(records, rows=10)  # rows of many objects each: fewer a turn
+    assert records == [] and len(turns) == 10 and turns[-1] == 2099
 
 
 def _region_drill(vms: int) -> ReactionData:
@@ -82,6 +95,8 @@ def falls(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Falls]:
     for module in (sliced_drop, sliced_sort):
         monkeypatch.setattr(module, "SLICE", SMALL_SLICE)
         monkeypatch.setattr(module, "give_way", falls.turn)
+    for module in (sliced_drop, grading, facts):
+        monkeypatch.setattr(module, "RECORDS", SMALL_SLICE // 4)
     with collector_paused():  # as on the tracker's thread: no collection frees a heap meanwhile
         yield falls
 

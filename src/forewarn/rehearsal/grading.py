@@ -35,7 +35,7 @@ from forewarn.rehearsal.scopetally import (
     kind_totals,
     scope_tallies,
 )
-from forewarn.rehearsal.sliced_drop import drop_sliced
+from forewarn.rehearsal.sliced_drop import RECORDS, drop_sliced
 from forewarn.rehearsal.sliced_sort import sort_sliced
 from forewarn.rehearsal.verdicts import (
     DEFAULT_STALE_AFTER,
@@ -134,11 +134,12 @@ class ReactionReport(msgspec.Struct, kw_only=True):
         for op in self.operations:
             drop_sliced(op.no_notice, op.missed, op.not_approved, op.not_polling, op.scopes,
                         op.operations, op.events, *(g.vms for g in op.groups))  # fmt: skip
-        drop_sliced(
+        names = (self.never_polled, self.no_notice, self.detection.values, self.approval.values)
+        drop_sliced(*names)
+        drop_sliced(  # rows of tens of objects each (a VM's lines, an event's verdicts)
             *(c.events for c in self.controllers), self.controllers, self.operations,
-            self.vms, self.events, self.stopped_polling, self.never_polled, self.no_notice,
-            self.unlisted_approvals, self.detection.values, self.approval.values,
-            self.faults, self.by_scope, self.by_kind, self.event_scopes,
+            self.vms, self.events, self.stopped_polling, self.unlisted_approvals,
+            self.faults, self.by_scope, self.by_kind, self.event_scopes, rows=RECORDS,
         )  # fmt: skip
 
 

@@ -131,6 +131,11 @@ _REPORT_PARAMS = [
 ]  # fmt: skip
 _REPORT_PARAMS_TAGGED = [
     *_REPORT_PARAMS,
+    _query("verdict", description="The id of a kept verdict (an answer's Forewarn-Verdict "
+           "header): that very verdict, not one graded since (410: no longer kept; a "
+           "since or stale_after given must be its own)", minLength=1, maxLength=100),
+    _query("pin", "boolean", "true: keep the verdict answered for requests that name it by "
+           "its id, beside any graded after it, until unasked for 30 s"),
     {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"},
      "description": "The ETag of a verdict held: 304 with no body while it still holds"},
 ]  # fmt: skip
@@ -158,13 +163,23 @@ _REACTION_SHAPE = [
            default=200),
 ]  # fmt: skip
 _ETAG = {"ETag": {"description": "Weak tag of the verdict (not of when it was graded)",
-                  "schema": {"type": "string"}}}  # fmt: skip
+                  "schema": {"type": "string"}},
+         "Forewarn-Verdict": {"description": "The id the verdict is kept by (verdict= asks "
+                              "for it again); absent when it is not kept (graded with "
+                              "injected faults)", "schema": {"type": "string"}}}  # fmt: skip
 _UNCHANGED = {"304": {"description": "The verdict is still the one tagged", "headers": _ETAG}}
+_GONE = {
+    "410": {
+        "description": "The verdict named by verdict= is no longer kept",
+        "content": {"application/json": {"schema": _ref("Error")}},
+    }
+}
 
 
 def _tagged(ok: dict[str, Any]) -> dict[str, Any]:
-    """A 200 answer with its ETag, and the 304 of a matching If-None-Match."""
-    return {"200": {**ok, "headers": _ETAG}, **_UNCHANGED}
+    """A 200 answer with its ETag, the 304 of a matching If-None-Match, and the 410 of a
+    verdict no longer kept."""
+    return {"200": {**ok, "headers": _ETAG}, **_UNCHANGED, **_GONE}
 
 
 def _rehearsal_paths() -> dict[str, Any]:

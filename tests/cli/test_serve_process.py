@@ -60,6 +60,12 @@ def test_banner_prints_the_listeners(server: ServerProcess) -> None:
         for line in lines
     )
     assert "forewarn: a plain request from 127.0.0.1 is VM 'web-0' (scope web)" in lines
+    (ready,) = [line for line in lines if line.startswith("forewarn: ready in")]
+    said = re.fullmatch(r"forewarn: ready in ([0-9.]+) s, ([0-9.]+) s of CPU \(after "
+                        r"([0-9.]+) s of interpreter start and imports\)", ready)  # fmt: skip
+    assert said, ready
+    wall, cpu, before = map(float, said.groups())
+    assert cpu > 0 and 0 < wall < 60 and 0 < before < 60  # the imports come before
 
 
 def test_the_printed_curl_line_works_and_speaks_as_the_default_vm(server: ServerProcess) -> None:

@@ -25,6 +25,7 @@ from forewarn.server import (
     prepare,
     run_server,
 )
+from forewarn.server.heap import freeze_imports
 from forewarn.server.logs import LOG_LEVELS
 from forewarn.server.start_times import StartTimes
 from forewarn.server.workers import run_workers
@@ -257,6 +258,7 @@ def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> Non
         click.echo(yaml.safe_dump(config.as_dict(), sort_keys=False), nl=False)
         return
     configure_logging(config.log_format, config.log_level)
+    freeze_imports()
     if config.workers > 1:
         sys.exit(run_workers(config, scenarios=scenario_runs))
     try:  # nothing is created until every listener is bound

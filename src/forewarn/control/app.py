@@ -278,6 +278,7 @@ class ControlApp:
             r("/api/v1/clock/advance", post=self.advance),
             r("/api/v1/history", get=self.history),
             r("/api/v1/dashboard", get=self.dashboard.state),
+            r("/api/v1/dashboard/scopes", get=self.dashboard.kind_scopes),
             r("/api/v1/dashboard/scopes/{scope}", tail="scope", get=self.dashboard.scope_vms),
             r("/api/v1/dashboard/vms", get=self.dashboard.search_vms),
             r("/api/v1/dashboard/targets", get=self.dashboard.targets),

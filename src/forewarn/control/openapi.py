@@ -111,6 +111,17 @@ _PAGE_PARAMS = [
     _query("limit", "integer", "At most this many VMs", minimum=1, maximum=1000, default=200),
 ]  # fmt: skip
 
+_KIND_SCOPES = [
+    _query("region", description="Only the scopes of this region (one of the fleet's)",
+           minLength=1),
+    _query("kind", description="Only the scopes of this kind",
+           enum=["standalone", "availability_set", "scale_set", "cloud_service"]),
+    _query("q", description="Only the scopes whose name holds this, any case (empty: any)",
+           maxLength=200),
+    _query("offset", "integer", "Skip this many matching scopes", minimum=0, maximum=10**9,
+           default=0),
+    _query("limit", "integer", "At most this many scopes", minimum=1, maximum=1000, default=50),
+]  # fmt: skip
 _SCOPE_FILTER = _query("q", description="Only VMs whose name or host holds this", maxLength=200)
 _SEARCH = {**_query("q", description="What a VM's name or host holds", minLength=1,
                     maxLength=200), "required": True}  # fmt: skip
@@ -204,8 +215,17 @@ def _rehearsal_paths() -> dict[str, Any]:
         },
         "/api/v1/dashboard": {
             "get": _op(
-                "What the dashboard draws first: the fleet one row per scope, counted",
+                "What the dashboard draws first: the fleet one row per region and scope "
+                "kind, counted, with its first 50 scopes worst first",
                 {"200": _json({})},
+            )
+        },
+        "/api/v1/dashboard/scopes": {
+            "get": _op(
+                "The scopes of a region and kind (or whose name holds q), worst first, a "
+                "page at a time",
+                {"200": _json({})},
+                params=_KIND_SCOPES,
             )
         },
         "/api/v1/dashboard/scopes/{scope}": {

@@ -7,8 +7,9 @@
   const HISTORY_SHOWN = 300;
   const $ = (selector) => document.querySelector(selector);
   const state = {
-    // scopes: the roll-up (one row per scope); vms: the VMs of the pages asked for
-    scopes: new Map(), vmCount: 0, vms: new Map(), pages: new Map(), loading: new Map(),
+    // kinds: the roll-up (a row per region and scope kind: fleet.js); kindPages: the page of
+    // scopes held of each; scopes: the scopes held; vms: the VMs of the pages asked for
+    kinds: new Map(), kindPages: new Map(), scopes: new Map(), vmCount: 0, vms: new Map(), pages: new Map(), loading: new Map(),
     vmEls: new Map(), search: null, openVm: null, events: new Map(), history: [],
     catalogue: [], scenarios: null, virtual: false, timeScale: 1, now: 0,
     offset: 0, firstSeen: {}, verdicts: null, toggled: new Set(), resets: [],
@@ -167,7 +168,7 @@
     state.virtual = snap.virtual;
     state.timeScale = snap.time_scale;
     setNow(snap.now);
-    state.scopes = new Map(snap.scopes.map((s) => [s.id, s]));
+    takeSnapshot(snap);
     state.vmCount = snap.vms;
     state.events = new Map(snap.events.map((e) => [e.id, e]));
     state.history = snap.history.slice();
@@ -226,7 +227,7 @@
 
   function applyTick(tick) {
     setNow(tick.now);
-    applyScopeTick(tick);  // per scope, never per VM (fleet.js)
+    applyScopeTick(tick);  // per kind, never per scope or VM (fleet.js)
   }
 
   // ------------------------------------------------------------------ controls
@@ -309,7 +310,7 @@
 
   // --------------------------------------------------------------------- fleet
   // The fleet rolled up, a scope's VMs on demand, one VM alone: fleet.js.
-  const { renderFleet, paintCounts, paintVm, paintAges, paintVmDetail, applyScopeTick, scopeLine } =
+  const { takeSnapshot, renderFleet, paintCounts, paintVm, paintAges, paintVmDetail, applyScopeTick, scopeLine } =
     window.forewarnFleet({ state, $, esc, api, say, age, clockText, serverNow, vmDid });
 
   // -------------------------------------------------------------------- events
@@ -891,7 +892,7 @@
     const kind = $("#fault-kind").value;
     const body = { kind };
     const on = $("#fault-target").value.trim();
-    if (on) body[state.scopes.has(on) ? "scope" : "vm"] = on;
+    if (on) body[await isScope(on) ? "scope" : "vm"] = on;
     if (kind === "status") body.status = Number($("#fault-status").value);
     if (kind === "latency") body.latency_seconds = Number($("#fault-latency").value);
     if (kind === "cotenant") body.rate = Number($("#fault-rate").value);
@@ -905,6 +906,17 @@
     } catch (e) { say(e.message, true); }
     refreshFaults();
   });
+
+  // Whether the fault form's target names a scope (the server knows every one: the page
+  // holds only the scopes it shows).
+  async function isScope(name) {
+    if (state.scopes.has(name)) return true;
+    const query = new URLSearchParams({ q: name, kinds: "scope", limit: "100" });
+    try {
+      const found = await api("GET", "/api/v1/dashboard/targets?" + query);
+      return found.targets.some((t) => t.name === name);
+    } catch (e) { return false; }
+  }
 
   $("#fault-clear").addEventListener("click", async () => {
     try {

@@ -319,6 +319,23 @@ class ReactionRoutes:
 
         return await tracker.off_loop(graded)
 
+    async def _answered(
+        self,
+        since: float | None,
+        stale_after: float,
+        finish: Callable[[ReactionReport], T],
+        pin: _Pin | bool | None,
+    ) -> tuple[str | None, T] | Response:
+        """``identified``, or the answer that refuses it: a 400 (a window the pinned
+        verdict was not graded with) or a 410 (a verdict no longer kept)."""
+        try:
+            return await self.identified(since, stale_after, finish, pin)
+        except _BadParam as exc:
+            return json_error(str(exc), 400)
+        except _Gone:
+            assert isinstance(pin, _Pin)
+            return _gone(pin)
+
     async def reactions(self, request: Request) -> Response:
         """The verdict as JSON, rolled up unless asked otherwise (304 while the client's
         tag still holds)."""
@@ -333,13 +350,10 @@ class ReactionRoutes:
             body = encode_in_pieces(shape.shaped(report))
             return body, verdict_tag(body, "json", generated_at=report.generated_at)
 
-        try:
-            verdict_id, (body, tag) = await self.identified(since, stale, encoded, pin)
-        except _BadParam as exc:
-            return json_error(str(exc), 400)
-        except _Gone:
-            assert isinstance(pin, _Pin)
-            return _gone(pin)
+        answer = await self._answered(since, stale, encoded, pin)
+        if isinstance(answer, Response):
+            return answer
+        verdict_id, (body, tag) = answer
         headers = _headers(tag, verdict_id)
         if matches(request.headers.get("if-none-match"), tag):
             return Response(status_code=304, headers=headers)
@@ -373,13 +387,10 @@ class ReactionRoutes:
                 return tag, None
             return tag, render_report(drawn, histograms=charts)
 
-        try:
-            verdict_id, (tag, page) = await self.identified(since, stale, rendered, pin)
-        except _BadParam as exc:
-            return json_error(str(exc), 400)
-        except _Gone:
-            assert isinstance(pin, _Pin)
-            return _gone(pin)
+        answer = await self._answered(since, stale, rendered, pin)
+        if isinstance(answer, Response):
+            return answer
+        verdict_id, (tag, page) = answer
         headers = _headers(tag, verdict_id)
         if page is None:
             return Response(status_code=304, headers=headers)

@@ -113,3 +113,18 @@ def test_metrics_count_the_endpoint_responses(server: ServerProcess) -> None:
         if s.name == "forewarn_imds_responses_total" and path in s.labels.values()
     }
     assert by_status == {"200": 2.0, "400": 1.0}
+
+
+def test_a_websocket_upgrade_is_answered_as_plain_http_and_logs_nothing(
+    server: ServerProcess,
+) -> None:
+    upgrade = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+               "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}  # fmt: skip
+    for _ in range(3):
+        answer = get(f"{server.control_url}/api/v1/clock", upgrade)
+        assert answer.status_code == 200 and "now" in answer.json()
+    get(f"{server.control_url}/healthz", {})  # written after the upgrades, if they logged
+    time.sleep(0.5)
+    said = [line for line in server.banner if "Unsupported upgrade" in line
+            or "WebSocket library" in line]  # fmt: skip
+    assert not said, said

@@ -81,6 +81,10 @@ def test_the_page_loads_nothing_from_elsewhere_and_cannot_be_framed(fabric: Fabr
         ("fleet_vms.js", "text/javascript; charset=utf-8"),
         ("events.js", "text/javascript; charset=utf-8"),
         ("targets.js", "text/javascript; charset=utf-8"),
+        ("history.js", "text/javascript; charset=utf-8"),
+        ("verdict_vms.js", "text/javascript; charset=utf-8"),
+        ("verdicts.js", "text/javascript; charset=utf-8"),
+        ("faults.js", "text/javascript; charset=utf-8"),
         ("app.css", "text/css; charset=utf-8"),
     ],
 )

@@ -8,8 +8,8 @@ polls, an hour on), then time, best of ``--runs``:
 - ``forewarn report`` (the terminal), ``--json``, ``--html FILE`` and ``--junit FILE``,
   each a whole command (its interpreter start included, as a user waits for it), with
   the lines it printed;
-- the dashboard's first payload, ``GET /api/v1/dashboard`` over HTTP (one row per scope), and
-  its size;
+- the dashboard's first payload, ``GET /api/v1/dashboard`` over HTTP (a row per region
+  and scope kind, with its worst 50 scopes), and its size;
 - ``forewarn topology --json`` (every VM: the one reading that must grow with the fleet),
   and its size.
 

@@ -6,7 +6,10 @@ with the default VM): create the database once with
 ``forewarn serve --fleet``, then restart the server several times with only ``--db`` (the
 fleet comes from the database, as after any restart) and time each from process start
 until the metadata endpoint answers 200. It prints the best and worst time, the time
-above the baseline, and the resident memory once ready; then each size against the smaller
+above the baseline, the CPU time the server's banner says it took after the interpreter's
+start and imports (``ready in``: what grows with the fleet, without the tens of
+milliseconds the imports move by from one start to the next, which drowned what 100,000
+VMs add), and the resident memory once ready; then each size against the smaller
 ones: how many times the cost above the baseline for how many times the VMs (goals, issue
 39: ready in <= 3 s up to 1,000,000 VMs, ten times the VMs at most 10.5 times the cost, a
 first start in <= 10 s, at most 1 KB per VM).
@@ -30,6 +33,7 @@ import argparse
 import http.client
 import os
 import pstats
+import re
 import signal
 import socket
 import statistics
@@ -169,6 +173,28 @@ class Start:
     seconds: float
     cpu: float  # the server's CPU time until ready: what a busy machine inflates least
     rss_mb: float
+    #: the CPU time the server's banner says it took after the interpreter's start and
+    #: imports (``ready in``): the part that grows with the fleet, without the imports'
+    #: noise
+    in_command: float
+
+
+#: The banner's line of how long the command took to be ready.
+READY = re.compile(r"^forewarn: ready in [0-9.]+ s, ([0-9.]+) s of CPU")
+
+
+def said_ready(proc: subprocess.Popen[bytes], timeout: float) -> float:
+    """The CPU seconds the server's banner says it took to be ready (it prints the line
+    as the endpoint starts answering: read until it comes)."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline().decode()
+        if not line:
+            break
+        if found := READY.match(line):
+            return float(found.group(1))
+    raise RuntimeError("the server's banner said no 'ready in' (an older tree?)")
 
 
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -190,7 +216,7 @@ def start_once(directory: Path, extra: list[str], *, timeout: float = 120.0) -> 
         "--imds-bind", f"127.0.0.1:{imds}", "--control-bind", f"127.0.0.1:{control}", *extra,
     ]  # fmt: skip
     began = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
     try:
         while not answers(imds):
             if proc.poll() is not None:
@@ -200,7 +226,8 @@ def start_once(directory: Path, extra: list[str], *, timeout: float = 120.0) -> 
                 raise RuntimeError(f"server not ready after {timeout} s")
             time.sleep(0.005)
         ready = time.perf_counter() - began
-        return Start(ready, cpu_ns(proc.pid) / 1e9, rss_mb(proc.pid))
+        cpu, rss = cpu_ns(proc.pid) / 1e9, rss_mb(proc.pid)
+        return Start(ready, cpu, rss, said_ready(proc, timeout))
     finally:
         stop(proc)
 
@@ -251,32 +278,35 @@ def profile_restart(root: Path, vms: int) -> None:
         print(f"  {seconds:7.3f} s  {100 * seconds / total:5.1f} %  {name}")
 
 
-def print_ratios(rows: list[tuple[int, float, float, float]]) -> int:
-    """Each size against every smaller one of the run: the cost above the baseline (wall
-    and CPU) grows by how much for how many more VMs; memory per VM. 1 if a goal missed."""
+def print_ratios(rows: list[tuple[int, float, float, float, float]]) -> int:
+    """Each size against every smaller one of the run: the cost above the baseline (wall,
+    CPU, and the server's own CPU time until ``ready``, which leaves out the interpreter's start and
+    the imports and their noise: the goal's figure) grows by how much for how many more
+    VMs; memory per VM. 1 if a goal missed."""
     verdict = 0
     if rows:
         print("each size against the smaller ones (cost above the 1-VM baseline):")
-    for k, (vms, wall, cpu, rss) in enumerate(rows):
+    for k, (vms, wall, cpu, said, rss) in enumerate(rows):
         per_vm = 1024 * rss / vms  # KB per VM above the baseline's RSS
         ok = per_vm <= GOAL_KB_PER_VM
         verdict |= 0 if ok else 1
         print(f"{vms:>12,} VMs: {per_vm:.2f} KB per VM (goal <= {GOAL_KB_PER_VM:g}: "
               f"{'OK' if ok else 'MISSED'})")  # fmt: skip
-        for small, small_wall, small_cpu, _ in rows[:k]:
+        for small, small_wall, small_cpu, small_said, _ in rows[:k]:
             times = vms / small
             # a smaller size that cost nothing above the baseline (noise) gives no ratio
             wall_x = wall / small_wall if small_wall > 0 else None
             cpu_x = cpu / small_cpu if small_cpu > 0 else None
+            said_x = said / small_said if small_said > 0 else None
             note = ""
-            known = [x for x in (wall_x, cpu_x) if x is not None]
-            if small >= GOAL_VMS and times >= 9.5 and known:  # 10 x the VMs: <= 10.5 x
-                ok = min(known) <= GOAL_RATIO
+            if small >= GOAL_VMS and times >= 9.5:  # 10 x the VMs: <= 10.5 x
+                ok = said_x is not None and said_x <= GOAL_RATIO
                 verdict |= 0 if ok else 1
                 note = f"  goal <= {GOAL_RATIO:g} x: {'OK' if ok else 'MISSED'}"
-            print(f"{'':>12}  vs {small:,} ({times:.1f} x the VMs): {_times(wall_x)} the time "
-                  f"({wall:+.3f} s vs {small_wall:+.3f} s), {_times(cpu_x)} the CPU "
-                  f"({cpu:+.3f} s vs {small_cpu:+.3f} s){note}")  # fmt: skip
+            print(f"{'':>12}  vs {small:,} ({times:.1f} x the VMs): {_times(said_x)} the "
+                  f"CPU the server says ({said:+.3f} s vs {small_said:+.3f} s){note}; "
+                  f"{_times(wall_x)} the time ({wall:+.3f} s vs {small_wall:+.3f} s), "
+                  f"{_times(cpu_x)} the CPU ({cpu:+.3f} s vs {small_cpu:+.3f} s)")  # fmt: skip
     return verdict
 
 
@@ -312,12 +342,13 @@ def main() -> int:
     if os.getloadavg()[0] > (os.cpu_count() or 1) / 2:
         print("warning: the machine is busy; times will be inflated (CPU times less so)")
     print(f"{'VMs':>12} {'first start':>12} {'restart best':>15} {'worst':>7} "
-          f"{'above baseline':>15} {'CPU best':>11} {'RSS':>7}")  # fmt: skip
+          f"{'above baseline':>15} {'CPU best':>11} {'CPU said':>12} {'RSS':>7}")  # fmt: skip
     verdict = 0
-    rows: list[tuple[int, float, float, float]] = []  # VMs, above baseline: wall, CPU; RSS
+    # VMs, above the baseline: wall, CPU, the server's "ready in"; RSS
+    rows: list[tuple[int, float, float, float, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        baseline = base_cpu = base_rss = 0.0
+        baseline = base_cpu = base_said = base_rss = 0.0
         for vms in [0, *sizes]:
             label = "1 (baseline)" if vms == 0 else f"{vms + 1:,}"
             try:
@@ -331,10 +362,12 @@ def main() -> int:
             worst = max(r.seconds for r in restarts)
             rss = statistics.median(r.rss_mb for r in restarts)
             cpu = min(r.cpu for r in restarts)
+            said = min(r.in_command for r in restarts)
             if vms == 0:
-                baseline, base_cpu, base_rss = best, cpu, rss
+                baseline, base_cpu, base_said, base_rss = best, cpu, said, rss
             else:
-                rows.append((vms, best - baseline, cpu - base_cpu, rss - base_rss))
+                rows.append((vms, best - baseline, cpu - base_cpu, said - base_said,
+                             rss - base_rss))  # fmt: skip
             above = "" if vms == 0 else f"{best - baseline:+.3f} s"
             note = ""
             if vms >= GOAL_VMS:
@@ -346,7 +379,7 @@ def main() -> int:
                 verdict |= 0 if ok else 1
                 note += f"; first start <= {FIRST_GOAL_SECONDS:g} s: {'OK' if ok else 'MISSED'}"
             print(f"{label:>12} {first.seconds:10.2f} s {best:13.2f} s {worst:5.2f} s "
-                  f"{above:>15} {cpu:9.3f} s {rss:4.0f} MB{note}")  # fmt: skip
+                  f"{above:>15} {cpu:9.3f} s {said:10.3f} s {rss:4.0f} MB{note}")  # fmt: skip
         print(f"load after the run {_load()}")
         verdict |= print_ratios(rows)
         if args.profile:

@@ -60,6 +60,12 @@ def test_banner_prints_the_listeners(server: ServerProcess) -> None:
         for line in lines
     )
     assert "forewarn: a plain request from 127.0.0.1 is VM 'web-0' (scope web)" in lines
+    (ready,) = [line for line in lines if line.startswith("forewarn: ready in")]
+    said = re.fullmatch(r"forewarn: ready in ([0-9.]+) s, ([0-9.]+) s of CPU \(after "
+                        r"([0-9.]+) s of interpreter start and imports\)", ready)  # fmt: skip
+    assert said, ready
+    wall, cpu, before = map(float, said.groups())
+    assert cpu > 0 and 0 < wall < 60 and 0 < before < 60  # the imports come before
 
 
 def test_the_printed_curl_line_works_and_speaks_as_the_default_vm(server: ServerProcess) -> None:
@@ -107,3 +113,18 @@ def test_metrics_count_the_endpoint_responses(server: ServerProcess) -> None:
         if s.name == "forewarn_imds_responses_total" and path in s.labels.values()
     }
     assert by_status == {"200": 2.0, "400": 1.0}
+
+
+def test_a_websocket_upgrade_is_answered_as_plain_http_and_logs_nothing(
+    server: ServerProcess,
+) -> None:
+    upgrade = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+               "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}  # fmt: skip
+    for _ in range(3):
+        answer = get(f"{server.control_url}/api/v1/clock", upgrade)
+        assert answer.status_code == 200 and "now" in answer.json()
+    get(f"{server.control_url}/healthz", {})  # written after the upgrades, if they logged
+    time.sleep(0.5)
+    said = [line for line in server.banner if "Unsupported upgrade" in line
+            or "WebSocket library" in line]  # fmt: skip
+    assert not said, said

@@ -1,6 +1,7 @@
 """A fleet too big to draw a VM at a time, in Chromium (issue 39): the page opens on one
-row per region and scope kind, the scopes worst first; a user drills region → kind →
-scope (its VMs asked for then, a page at a time) → one VM, and sees that VM's event live.
+row per region and scope kind, counted by the server; a user drills region → kind (its
+scopes worst first, 50 a page, the rest asked for) → scope (its VMs asked for then, a page
+at a time) → one VM, and sees that VM's event live; the filter finds scopes by name.
 """
 
 from __future__ import annotations
@@ -59,9 +60,25 @@ def test_the_fleet_rolls_up_and_drills_to_one_vm_whose_event_shows_live(
     head = sets.locator("summary").inner_text()
     assert f"{450 + 100 * SETS:,} VMs in {SETS + 1} scopes" in head and "1 live event" in head
 
-    # The scale set's 60 placement groups: 50 listed, worst first, the rest counted.
-    page.click("#fleet details.kind[data-key='k:westeurope|scale_set'] > summary")
-    assert "showing 50 of 60 scopes" in page.inner_text("#fleet .more-scopes")
+    groups = page.locator("#fleet details.kind[data-key='k:westeurope|scale_set']")
+    assert groups.locator("summary").inner_text() == (
+        "scale set\n6,000 VMs in 60 scopes · 6,000 never polled"
+    )
+    # The scale set's 60 placement groups: 50 a page, worst first, the rest asked for.
+    groups.locator("> summary").click()
+    more = groups.locator(".more-scopes")
+    assert more.inner_text().startswith("scopes 1 to 50 of 60, worst first")
+    assert groups.locator("details.scope").count() == 50
+    more.locator("button", has_text="next").click()
+    groups.locator("details.scope[data-scope='big/pg59']").wait_for(timeout=10_000)
+    assert [groups.locator("details.scope").nth(k).get_attribute("data-scope")
+            for k in range(groups.locator("details.scope").count())] == [
+        f"big/pg{k}" for k in range(50, 60)
+    ]  # fmt: skip
+    assert groups.locator(".more-scopes").inner_text().startswith("scopes 51 to 60 of 60")
+    groups.locator(".more-scopes button", has_text="previous").click()
+    groups.locator("details.scope[data-scope='big/pg0']").wait_for(timeout=10_000)
+    groups.locator("> summary").click()  # folded again
 
     # Region → kind → scope: as7 leads (its live event), and its VMs come when opened.
     sets.locator("> summary").click()
@@ -99,4 +116,10 @@ def test_the_fleet_rolls_up_and_drills_to_one_vm_whose_event_shows_live(
     wide.locator(".vm[data-vm='wide-200']").wait_for(timeout=10_000)
     assert wide.locator(".pager").inner_text().startswith("VMs 201 to 400 of 450")
     assert wide.locator(".vm").count() == 200
+
+    # The filter finds scopes by name in any kind (the server's, not the 50 held of each).
+    page.fill("#vm-filter", "pg5")
+    page.wait_for_function("() => document.querySelector('#fleet-count').textContent.match(/so/)")
+    assert "11 scopes named so" in page.inner_text("#fleet-count")
+    assert page.locator("#fleet details.scope[data-scope='big/pg57']").count() == 1
     assert errors == []

@@ -1,6 +1,7 @@
-"""The dashboard's fleet rolled up (issue 39): the first payload is one row per scope,
-counted, whatever the VMs per scope; a scope's VMs come a page at a time, a search finds
-VMs by name or host; a tick says per scope what changed, never per VM."""
+"""The dashboard's fleet rolled up (issue 39): the first payload is one row per region and
+scope kind, counted, with its worst scopes, whatever the VMs per scope; a scope's VMs come
+a page at a time, a search finds VMs by name or host; a tick says per kind what changed,
+never per VM (the kinds themselves: tests/dashboard/test_kind_rollup.py)."""
 
 from __future__ import annotations
 
@@ -30,15 +31,17 @@ def _client(fabric: Fabric) -> TestClient:
     return TestClient(ControlApp(fabric).asgi)
 
 
-def test_the_first_payload_is_a_row_per_scope_the_same_size_at_100_times_the_vms() -> None:
+def test_the_first_payload_is_a_row_per_kind_the_same_size_at_100_times_the_vms() -> None:
     small, big = _fleet_of(10), _fleet_of(1000)
     bodies = [_client(f).get("/api/v1/dashboard") for f in (small, big)]
     assert all(b.status_code == 200 for b in bodies)
     snapshots: list[dict[str, Any]] = [b.json() for b in bodies]
     assert [s["vms"] for s in snapshots] == [SCOPES * 10, SCOPES * 1000]
     for snap in snapshots:
-        assert len(snap["scopes"]) == SCOPES and "hosts" not in snap
-    row = snapshots[1]["scopes"][3]
+        (kind,) = snap["kinds"]
+        assert (kind["scopes"], len(kind["worst"])) == (SCOPES, SCOPES) and "hosts" not in snap
+    assert snapshots[1]["kinds"][0]["vms"] == SCOPES * 1000
+    row = snapshots[1]["kinds"][0]["worst"][3]
     assert row == {"id": "set3", "region": "westeurope", "kind": "availability_set",
                    "update_domains": 5, "incarnation": 1, "enabled": True, "vms": 1000,
                    "states": {}, "polled": 0, "silent": 0}  # fmt: skip
@@ -54,7 +57,8 @@ def test_the_counts_say_which_vms_are_not_running_polled_and_went_silent() -> No
     fabric.submit(OperationRequest(kind="hardware-failure", vms=("set2-5",)))
     fabric.advance(90)  # both polls are now a minute and a half old
     fabric.note_request(fabric.topology.vms["set2-1"])
-    rows = {r["id"]: r for r in _client(fabric).get("/api/v1/dashboard").json()["scopes"]}
+    (kind,) = _client(fabric).get("/api/v1/dashboard").json()["kinds"]
+    rows = {r["id"]: r for r in kind["worst"]}
     assert rows["set2"]["states"] == {"redeploying": 1}
     assert (rows["set2"]["polled"], rows["set2"]["silent"]) == (2, 1)  # set2-0 went silent
     assert (rows["set1"]["polled"], rows["set1"]["states"]) == (0, {})
@@ -117,37 +121,44 @@ def test_a_search_finds_vms_by_name_or_host_across_the_fleet() -> None:
     assert missing.status_code == 400 and "query parameter q" in missing.json()["error"]
 
 
-async def test_a_tick_says_per_scope_what_moved_never_the_fleet() -> None:
+async def test_a_tick_says_per_kind_what_moved_never_the_fleet() -> None:
     fabric = _fleet_of(1000)
     hub = Hub(fabric)
     first = await hub.tick_message()
-    assert len(first["scopes"]) == SCOPES and first["moved"] == []  # counts, sent once
+    assert len(first["kinds"]) == 1 and first["moved"] == []  # totals, sent once
     quiet = await hub.tick_message()
-    assert quiet["scopes"] == {} and quiet["moved"] == []
+    assert quiet["kinds"] == [] and quiet["moved"] == [] and quiet["moved_total"] == 0
     fabric.note_request(fabric.topology.vms["set4-17"])
     tick = await hub.tick_message()
-    assert tick["moved"] == ["set4"]
-    assert tick["scopes"] == {"set4": {"vms": 1000, "states": {}, "polled": 1, "silent": 0}}
-    assert len(msgspec.json.encode(tick)) < 200  # one VM polled: nothing of the fleet
+    assert tick["moved"] == ["set4"] and "scopes" not in tick
+    totals = {"region": "westeurope", "kind": "availability_set", "scopes": SCOPES,
+              "vms": SCOPES * 1000, "states": {}, "polled": 1, "silent": 0,
+              "events": 0}  # fmt: skip
+    assert tick["kinds"] == [totals]
+    assert len(msgspec.json.encode(tick)) < 300  # one VM polled: nothing of the fleet
     fabric.advance(1)
-    fabric.note_request(fabric.topology.vms["set4-17"])  # polls again: the count holds
+    fabric.note_request(fabric.topology.vms["set4-17"])  # polls again: the totals hold
     again = await hub.tick_message()
-    assert again["moved"] == ["set4"] and again["scopes"] == {}
+    assert again["moved"] == ["set4"] and again["kinds"] == []
     fabric.submit(OperationRequest(kind="hardware-failure", vms=("set9-3",)))
     failed = await hub.tick_message()
     assert failed["moved"] == ["set9"]
-    assert failed["scopes"]["set9"]["states"] == {"redeploying": 1}
+    assert failed["kinds"][0]["states"] == {"redeploying": 1}
     fabric.advance(3600)  # the redeploy is over; set4-17 has been silent an hour
     later = await hub.tick_message()
     assert later["moved"] == ["set9"]
-    assert later["scopes"] == {
-        "set4": {"vms": 1000, "states": {}, "polled": 1, "silent": 1},
-        "set9": {"vms": 1000, "states": {}, "polled": 0, "silent": 0},
-    }
+    assert later["kinds"] == [{**totals, "silent": 1}]
     hub.close()
 
 
-@pytest.mark.parametrize("path", ["/api/v1/dashboard/scopes/set1", "/api/v1/dashboard/vms?q=s"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/dashboard/scopes/set1",
+        "/api/v1/dashboard/vms?q=s",
+        "/api/v1/dashboard/scopes?kind=availability_set",
+    ],
+)
 def test_the_pages_need_the_token(path: str) -> None:
     app = ControlApp(_fleet_of(10), token="rollup-token")
     client = TestClient(app.asgi)

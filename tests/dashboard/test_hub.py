@@ -83,22 +83,24 @@ async def test_a_stream_that_falls_behind_is_ended_not_the_server() -> None:
     assert fast.get_nowait() is None and hub.closed
 
 
-async def test_a_tick_carries_only_the_scopes_that_moved() -> None:
+async def test_a_tick_carries_only_the_kinds_and_scopes_that_moved() -> None:
     fabric = make_fabric()
     hub = Hub(fabric)
-    await hub.tick_message()  # the first says every scope's counts
+    await hub.tick_message()  # the first says every kind's totals
     assert (await hub.tick_message())["moved"] == []
     fabric.note_request(fabric.topology.vms["web-0"])
     tick = await hub.tick_message()
-    assert tick["moved"] == ["web"] and list(tick["scopes"]) == ["web"]
+    assert tick["moved"] == ["web"] and tick["moved_total"] == 1
+    assert [(k["kind"], k["polled"]) for k in tick["kinds"]] == [("availability_set", 1)]
     assert (await hub.tick_message())["moved"] == []  # nothing new
     fabric.submit(OperationRequest(kind="hardware-failure", vms=("web-3",)))
     tick = await hub.tick_message()
-    assert tick["moved"] == ["web"] and tick["scopes"]["web"]["states"] == {"redeploying": 1}
+    assert tick["moved"] == ["web"] and tick["kinds"][0]["states"] == {"redeploying": 1}
+    assert tick["kinds"][0]["events"] == 1
     assert (await hub.tick_message())["moved"] == []
     fabric.advance(3600)  # the redeploy is over
     tick = await hub.tick_message()
-    assert tick["moved"] == ["web"] and tick["scopes"]["web"]["states"] == {}
+    assert tick["moved"] == ["web"] and tick["kinds"][0]["states"] == {}
     hub.close()
 
 

@@ -78,8 +78,13 @@ def test_the_page_loads_nothing_from_elsewhere_and_cannot_be_framed(fabric: Fabr
     [
         ("app.js", "text/javascript; charset=utf-8"),
         ("fleet.js", "text/javascript; charset=utf-8"),
+        ("fleet_vms.js", "text/javascript; charset=utf-8"),
         ("events.js", "text/javascript; charset=utf-8"),
         ("targets.js", "text/javascript; charset=utf-8"),
+        ("history.js", "text/javascript; charset=utf-8"),
+        ("verdict_vms.js", "text/javascript; charset=utf-8"),
+        ("verdicts.js", "text/javascript; charset=utf-8"),
+        ("faults.js", "text/javascript; charset=utf-8"),
         ("app.css", "text/css; charset=utf-8"),
     ],
 )
@@ -154,7 +159,11 @@ def test_the_snapshot_is_everything_the_page_draws(fabric: Fabric) -> None:
     assert created.status_code == 201
     snapshot: dict[str, Any] = client.get("/api/v1/dashboard").json()
     assert snapshot["vms"] == len(fabric.topology.vms)  # counted: the VMs come per scope
-    web = next(s for s in snapshot["scopes"] if s["id"] == "web")
+    assert "scopes" not in snapshot  # a row per kind: the scopes come per kind
+    sets = next(k for k in snapshot["kinds"] if k["kind"] == "availability_set")
+    (web,) = sets.pop("worst")
+    assert sets == {"region": "westeurope", "kind": "availability_set", "scopes": 1, "vms": 6,
+                    "states": {}, "polled": 0, "silent": 0, "events": 1}  # fmt: skip
     assert web == {"id": "web", "region": "westeurope", "kind": "availability_set",
                    "update_domains": 3, "incarnation": web["incarnation"], "enabled": True,
                    "vms": 6, "states": {}, "polled": 0, "silent": 0}  # fmt: skip

@@ -43,7 +43,8 @@ def test_a_stream_starts_with_a_snapshot_then_follows_every_change(
     assert stream.headers["content-type"].startswith("text/event-stream")
     snapshot = stream.next("snapshot")
     assert snapshot["vms"] == 14 and snapshot["events"] == []
-    assert sum(scope["vms"] for scope in snapshot["scopes"]) == 14  # one row per scope
+    assert sum(kind["vms"] for kind in snapshot["kinds"]) == 14  # one row per kind
+    assert sum(len(kind["worst"]) for kind in snapshot["kinds"]) == 4  # each scope of a few
     created = server.control(
         "POST", "/api/v1/operations", json={"kind": "user-reboot", "target": "web-0"}, headers=JSON
     ).json()
@@ -59,14 +60,19 @@ def test_a_stream_starts_with_a_snapshot_then_follows_every_change(
     stream.next("change", lambda c: event_id in c["removed"], timeout=60)
 
 
-def test_ticks_carry_the_scopes_whose_vms_polled_or_changed_state(
+def _sets(tick: dict[str, Any]) -> dict[str, Any]:
+    """The availability sets' totals in ``tick`` (web's kind), or {} unchanged."""
+    return next((k for k in tick["kinds"] if k["kind"] == "availability_set"), {})
+
+
+def test_ticks_carry_the_kinds_and_scopes_whose_vms_polled_or_changed_state(
     server: ServerProcess, stream: Stream
 ) -> None:
     stream.next("snapshot")
     response = server.imds(vm_address=WEB0)
     assert response.status_code == 200
     tick = stream.next("tick", lambda t: "web" in t["moved"])
-    assert tick["moved"] == ["web"] and tick["scopes"]["web"]["polled"] == 1
+    assert tick["moved"] == ["web"] and tick["moved_total"] == 1 and _sets(tick)["polled"] == 1
     page = server.control("GET", "/api/v1/dashboard/scopes/web").json()  # what the page asks
     web0 = next(vm for vm in page["vms"] if vm["name"] == "web-0")
     assert abs(web0["polled"] - time.time()) < 30
@@ -74,9 +80,7 @@ def test_ticks_carry_the_scopes_whose_vms_polled_or_changed_state(
         "POST", "/api/v1/operations", json={"kind": "hardware-failure", "target": "web-3"},
         headers=JSON,
     )  # fmt: skip  # created Started: web-3 is redeploying at once
-    tick = stream.next(
-        "tick", lambda t: "redeploying" in t["scopes"].get("web", {}).get("states", {})
-    )
+    tick = stream.next("tick", lambda t: "redeploying" in _sets(t).get("states", {}))
     assert "web" in tick["moved"]
     page = server.control("GET", "/api/v1/dashboard/scopes/web").json()
     assert next(vm for vm in page["vms"] if vm["name"] == "web-3")["status"] == "redeploying"

@@ -188,3 +188,45 @@ def test_a_kept_verdict_is_frozen_out_of_the_collectors_passes_and_freed_when_le
     del rows
     assert not memo.forget_idle()
     assert one() is None
+
+
+def test_a_verdict_read_by_id_is_kept_beside_the_latest_until_it_goes_unasked() -> None:
+    """A reader paging through one verdict by its id keeps it while others are graded
+    after it (two held at most); an id never kept, or let go, finds nothing."""
+    memo = VerdictMemo(keep_seconds=0.2)
+    keys = [VerdictKey(since=None, stale_after=60.0, now=float(n), writes=1,
+                       deleted=frozenset(), fleet=None) for n in range(4)]  # fmt: skip
+    made: list[_Verdict] = []
+
+    def grade() -> _Verdict:
+        made.append(_Verdict([len(made)]))
+        return made[-1]
+
+    first_id, first = memo.kept(keys[0], grade)  # type: ignore[arg-type]
+    assert memo.pinned(first_id) is first
+    second_id, _ = memo.kept(keys[1], grade)  # type: ignore[arg-type]
+    assert second_id != first_id
+    assert memo.pinned(first_id) is first  # kept beside the latest
+    third_id, _ = memo.kept(keys[2], grade)  # type: ignore[arg-type]
+    assert memo.pinned(second_id) is None  # never pinned: let go when the third came
+    assert memo.pinned(first_id) is first and memo.pinned("nothing-kept") is None
+    assert first == [0] and made[1] == []  # the pinned one whole, the one let go emptied
+    assert memo.kept(keys[0], grade)[1] is first  # the pinned one serves its own key
+    assert len(made) == 3
+    time.sleep(0.25)
+    assert not memo.forget_idle()
+    assert memo.pinned(first_id) is None and memo.pinned(third_id) is None
+
+
+def test_unpinned_verdicts_are_held_one_at_a_time() -> None:
+    memo = VerdictMemo()
+    held = []
+
+    for n in range(3):
+        key = VerdictKey(since=None, stale_after=60.0, now=float(n), writes=1,
+                         deleted=frozenset(), fleet=None)  # fmt: skip
+        verdict_id, verdict = memo.kept(key, _Verdict)  # type: ignore[arg-type]
+        held.append((verdict_id, weakref.ref(verdict)))
+        del verdict
+    assert [ref() is None for _, ref in held] == [True, True, False]
+    assert [memo.pinned(i) is not None for i, _ in held] == [False, False, True]

@@ -44,7 +44,9 @@ def test_twenty_vms_at_once_in_one_drill_each_graded_by_name(
     def polling() -> list[str]:
         rows = [
             vm
-            for scope in server.control("GET", "/api/v1/dashboard").json()["scopes"]
+            for scope in server.control("GET", "/api/v1/dashboard/scopes?limit=1000").json()[
+                "scopes"
+            ]
             for vm in server.control(
                 "GET", f"/api/v1/dashboard/scopes/{scope['id']}?limit=1000"
             ).json()["vms"]

@@ -25,7 +25,9 @@ from forewarn.server import (
     prepare,
     run_server,
 )
+from forewarn.server.heap import freeze_imports
 from forewarn.server.logs import LOG_LEVELS
+from forewarn.server.start_times import StartTimes
 from forewarn.server.workers import run_workers
 from forewarn.store import StoreError
 
@@ -247,6 +249,7 @@ def _load_config_file(ctx: click.Context, _param: click.Parameter, value: str | 
 @click.option("--print-config", is_flag=True, help="Print the effective configuration and exit.")
 def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> None:
     """Run the metadata endpoint and the control API."""
+    started = StartTimes.now()
     try:
         config = ServeConfig(imds_bind=tuple(imds_bind), **options)
     except ConfigError as exc:
@@ -255,6 +258,7 @@ def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> Non
         click.echo(yaml.safe_dump(config.as_dict(), sort_keys=False), nl=False)
         return
     configure_logging(config.log_format, config.log_level)
+    freeze_imports()
     if config.workers > 1:
         sys.exit(run_workers(config, scenarios=scenario_runs))
     try:  # nothing is created until every listener is bound
@@ -275,7 +279,7 @@ def serve(print_config: bool, imds_bind: tuple[str, ...], **options: Any) -> Non
         fail(str(exc))
 
     def ready() -> None:
-        for line in banner(runtime, listeners):
+        for line in banner(runtime, listeners, started):
             click.echo(line)
         sys.stdout.flush()
 

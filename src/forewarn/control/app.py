@@ -41,7 +41,7 @@ from forewarn.control.json_views import (
     operation_out,
     shorten,
 )
-from forewarn.control.openapi import openapi_document
+from forewarn.control.openapi import openapi_document, with_schemas
 from forewarn.control.raw_paths import RawPaths
 from forewarn.control.rehearsal_routes import ReactionRoutes
 from forewarn.control.rollout_routes import RolloutRoutes
@@ -243,10 +243,14 @@ class ControlApp:
         self.dashboard = DashboardRoutes(fabric, scenarios, reactions)
         self.registry = registry or CollectorRegistry()
         report = reactions is not None
+        # the paths (what the routes take their query parameters from) now; the bodies'
+        # schemas when the document is first asked for, not on every start
         doc = openapi_document(
-            __version__, token=bool(token), report=report, eventgrid=eventgrid is not None
-        )
-        self._openapi = msgspec.json.encode(doc)
+            __version__, token=bool(token), report=report, eventgrid=eventgrid is not None,
+            schemas=False,
+        )  # fmt: skip
+        self._paths_only = doc
+        self._openapi: bytes | None = None
         self._documents = DocumentCache()  # the endpoint's rendering, not a second copy
 
         def r(path: str, *, tail: str | None = None, **handlers: Handler) -> Route:
@@ -274,6 +278,7 @@ class ControlApp:
             r("/api/v1/clock/advance", post=self.advance),
             r("/api/v1/history", get=self.history),
             r("/api/v1/dashboard", get=self.dashboard.state),
+            r("/api/v1/dashboard/scopes", get=self.dashboard.kind_scopes),
             r("/api/v1/dashboard/scopes/{scope}", tail="scope", get=self.dashboard.scope_vms),
             r("/api/v1/dashboard/vms", get=self.dashboard.search_vms),
             r("/api/v1/dashboard/targets", get=self.dashboard.targets),
@@ -351,6 +356,8 @@ class ControlApp:
         return _json({"status": "ok", "version": __version__})
 
     async def openapi(self, request: Request) -> Response:
+        if self._openapi is None:
+            self._openapi = msgspec.json.encode(with_schemas(self._paths_only))
         return Response(self._openapi, media_type="application/json")
 
     async def metrics(self, request: Request) -> Response:

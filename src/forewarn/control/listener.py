@@ -58,6 +58,11 @@ class ControlProtocol(GuardedProtocol):
             self._since = self.loop.time()
             self._watch = self.loop.call_later(CHECK_SECONDS, self._check)
 
+    def _unsupported_upgrade_warning(self) -> None:
+        """Nothing: no route of the API is a WebSocket (the listener has none: ``ws="none"``),
+        so an upgrade request is an HTTP request like another, answered as one, not two
+        warnings a request asking to install a WebSocket library."""
+
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self.scope["extensions"] = {TRANSPORT_EXTENSION: {"transport": self.transport}}

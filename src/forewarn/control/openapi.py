@@ -111,6 +111,17 @@ _PAGE_PARAMS = [
     _query("limit", "integer", "At most this many VMs", minimum=1, maximum=1000, default=200),
 ]  # fmt: skip
 
+_KIND_SCOPES = [
+    _query("region", description="Only the scopes of this region (one of the fleet's)",
+           minLength=1),
+    _query("kind", description="Only the scopes of this kind",
+           enum=["standalone", "availability_set", "scale_set", "cloud_service"]),
+    _query("q", description="Only the scopes whose name holds this, any case (empty: any)",
+           maxLength=200),
+    _query("offset", "integer", "Skip this many matching scopes", minimum=0, maximum=10**9,
+           default=0),
+    _query("limit", "integer", "At most this many scopes", minimum=1, maximum=1000, default=50),
+]  # fmt: skip
 _SCOPE_FILTER = _query("q", description="Only VMs whose name or host holds this", maxLength=200)
 _SEARCH = {**_query("q", description="What a VM's name or host holds", minLength=1,
                     maxLength=200), "required": True}  # fmt: skip
@@ -131,6 +142,11 @@ _REPORT_PARAMS = [
 ]  # fmt: skip
 _REPORT_PARAMS_TAGGED = [
     *_REPORT_PARAMS,
+    _query("verdict", description="The id of a kept verdict (an answer's Forewarn-Verdict "
+           "header): that very verdict, not one graded since (410: no longer kept; a "
+           "since or stale_after given must be its own)", minLength=1, maxLength=100),
+    _query("pin", "boolean", "true: keep the verdict answered for requests that name it by "
+           "its id, beside any graded after it, until unasked for 30 s"),
     {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"},
      "description": "The ETag of a verdict held: 304 with no body while it still holds"},
 ]  # fmt: skip
@@ -158,13 +174,23 @@ _REACTION_SHAPE = [
            default=200),
 ]  # fmt: skip
 _ETAG = {"ETag": {"description": "Weak tag of the verdict (not of when it was graded)",
-                  "schema": {"type": "string"}}}  # fmt: skip
+                  "schema": {"type": "string"}},
+         "Forewarn-Verdict": {"description": "The id the verdict is kept by (verdict= asks "
+                              "for it again); absent when it is not kept (graded with "
+                              "injected faults)", "schema": {"type": "string"}}}  # fmt: skip
 _UNCHANGED = {"304": {"description": "The verdict is still the one tagged", "headers": _ETAG}}
+_GONE = {
+    "410": {
+        "description": "The verdict named by verdict= is no longer kept",
+        "content": {"application/json": {"schema": _ref("Error")}},
+    }
+}
 
 
 def _tagged(ok: dict[str, Any]) -> dict[str, Any]:
-    """A 200 answer with its ETag, and the 304 of a matching If-None-Match."""
-    return {"200": {**ok, "headers": _ETAG}, **_UNCHANGED}
+    """A 200 answer with its ETag, the 304 of a matching If-None-Match, and the 410 of a
+    verdict no longer kept."""
+    return {"200": {**ok, "headers": _ETAG}, **_UNCHANGED, **_GONE}
 
 
 def _rehearsal_paths() -> dict[str, Any]:
@@ -189,8 +215,17 @@ def _rehearsal_paths() -> dict[str, Any]:
         },
         "/api/v1/dashboard": {
             "get": _op(
-                "What the dashboard draws first: the fleet one row per scope, counted",
+                "What the dashboard draws first: the fleet one row per region and scope "
+                "kind, counted, with its first 50 scopes worst first",
                 {"200": _json({})},
+            )
+        },
+        "/api/v1/dashboard/scopes": {
+            "get": _op(
+                "The scopes of a region and kind (or whose name holds q), worst first, a "
+                "page at a time",
+                {"200": _json({})},
+                params=_KIND_SCOPES,
             )
         },
         "/api/v1/dashboard/scopes/{scope}": {
@@ -260,10 +295,17 @@ REPORT_PATHS = ("/api/v1/reactions", "/api/v1/report")
 
 
 def openapi_document(
-    version: str, *, token: bool = False, report: bool = True, eventgrid: bool = False
+    version: str,
+    *,
+    token: bool = False,
+    report: bool = True,
+    eventgrid: bool = False,
+    schemas: bool = True,
 ) -> dict[str, Any]:
     """OpenAPI 3.1 for every control route; ``token``: the server requires a bearer token;
-    ``report``: it serves the rehearsal report; ``eventgrid``: Event Grid subscriptions."""
+    ``report``: it serves the rehearsal report; ``eventgrid``: Event Grid subscriptions;
+    ``schemas``: with the bodies' schemas (else ``with_schemas`` adds them: what the
+    routes read is the paths, and the schemas cost a start a tenth of a second)."""
     array = {"type": "array", "items": {}}
     event_action = {
         action: {
@@ -396,7 +438,7 @@ def openapi_document(
         },
         "paths": paths,
         "components": {
-            "schemas": schema_components(),
+            "schemas": schema_components() if schemas else {},
             "securitySchemes": {
                 "bearer": {
                     "type": "http",
@@ -438,3 +480,8 @@ def _eventgrid_paths() -> dict[str, Any]:
                        {"200": _json({})}, params=[*name, _query("code")])
         },
     }  # fmt: skip
+
+
+def with_schemas(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` (made with ``schemas=False``) with the bodies' schemas."""
+    return {**document, "components": {**document["components"], "schemas": schema_components()}}

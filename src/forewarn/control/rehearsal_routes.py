@@ -26,6 +26,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from forewarn.contract.control_wire import PIN_PARAM, VERDICT_HEADER, VERDICT_PARAM
 from forewarn.control.json_views import json_error
 from forewarn.control.pieces import encode_in_pieces
 from forewarn.control.validators import matches, verdict_tag
@@ -42,7 +43,7 @@ from forewarn.rehearsal.bounded import (
 from forewarn.rehearsal.grading import ReactionReport, grade
 from forewarn.rehearsal.report import render_report
 from forewarn.rehearsal.report.charts import histogram
-from forewarn.rehearsal.verdict_memo import VerdictKey
+from forewarn.rehearsal.verdict_memo import KEEP_SECONDS, VerdictKey
 from forewarn.rehearsal.verdicts import DEFAULT_STALE_AFTER
 
 __all__ = ["ReactionRoutes"]
@@ -78,6 +79,51 @@ def _window(request: Request) -> tuple[float | None, float]:
     stale = _number(request, "stale_after", DEFAULT_STALE_AFTER)
     assert stale is not None
     return since, stale
+
+
+class _Pin(NamedTuple):
+    """A request's ``verdict=ID``: the kept verdict it reads, and the window it gave (a
+    window given must be that verdict's own)."""
+
+    id: str
+    since: float | None
+    stale_after: float | None
+
+    def check(self, report: ReactionReport) -> None:
+        given = {"since": self.since, "stale_after": self.stale_after}
+        kept = {"since": report.since, "stale_after": report.stale_after}
+        for name, value in given.items():
+            if value is not None and value != kept[name]:
+                raise _BadParam(f"verdict {self.id} was graded with {name}={kept[name]}; "
+                                f"leave {name} out or give the same")  # fmt: skip
+
+
+def _pin(request: Request) -> _Pin | bool | None:
+    """The kept verdict a request names (``verdict=ID``), if any; True: ``pin=true``, the
+    verdict answered is to be pinned (its reader will ask for it again by id)."""
+    raw = _named(request, VERDICT_PARAM)
+    if _flag(request, PIN_PARAM):
+        if raw is not None:
+            raise _BadParam(f"{PIN_PARAM}=true pins the verdict graded now; "
+                            f"{VERDICT_PARAM}= names one kept: give one or the other")  # fmt: skip
+        return True
+    if raw is None:
+        return None
+    if len(raw) > 100:
+        raise _BadParam("query parameter verdict is longer than 100 characters")
+    return _Pin(raw, _number(request, "since", None), _number(request, "stale_after", None))
+
+
+class _Gone(Exception):
+    """The verdict a request names is no longer kept."""
+
+
+def _gone(pin: _Pin) -> Response:
+    return json_error(
+        f"verdict {pin.id} is no longer kept (a verdict is kept {KEEP_SECONDS:.0f} s after "
+        "it was last asked for, beside the latest graded); ask again without verdict",
+        410,
+    )
 
 
 #: Rows of single VMs a page holds unless ``limit`` says, and at most.
@@ -216,11 +262,34 @@ class ReactionRoutes:
         self, since: float | None, stale_after: float, finish: Callable[[ReactionReport], T]
     ) -> T:
         """``finish`` of the verdict on everything recorded about events created since
-        ``since``, all on the tracker's thread, below the event loop: grading takes some
-        0.2 s at 10,000 VMs and 5,000 events, and the facts and the verdict (some 10^5
-        objects) are made and freed there too (freed on the loop, they held it 20-30 ms);
-        only what ``finish`` makes of them comes back."""
+        ``since`` (``identified``'s, without its id)."""
+        return (await self.identified(since, stale_after, finish))[1]
+
+    async def identified(
+        self,
+        since: float | None,
+        stale_after: float,
+        finish: Callable[[ReactionReport], T],
+        pin: _Pin | bool | None = None,
+    ) -> tuple[str | None, T]:
+        """``finish`` of the verdict on everything recorded about events created since
+        ``since`` (or of the kept verdict ``pin`` names: ``_Gone`` when it is not kept;
+        True: pinned from now), and the id it is kept by (None: not kept, graded with
+        injected faults), all on the tracker's thread, below the event loop: grading
+        takes some 0.2 s at 10,000 VMs and 5,000 events, and the facts and the verdict
+        (some 10^5 objects) are made and freed there too (freed on the loop, they held it
+        20-30 ms); only what ``finish`` makes of them comes back."""
         tracker = self.tracker
+        if isinstance(pin, _Pin):
+
+            def pinned() -> tuple[str | None, T]:
+                report = tracker.verdicts.pinned(pin.id)
+                if report is None:
+                    raise _Gone(pin.id)
+                pin.check(report)
+                return pin.id, finish(report)
+
+            return await tracker.off_loop(pinned)
         await tracker.flush()  # this process's latest facts first
         fabric = self.fabric
         deleted = fabric.deleted_vms()
@@ -242,14 +311,34 @@ class ReactionRoutes:
             finally:
                 facts.let_go()  # a row a VM and event: in pieces, not all as this returns
 
-        def graded() -> T:
+        def graded() -> tuple[str | None, T]:
             if tallies:  # how VMs coped with faults reads each VM's last request, unstored
-                return finish(grading())
+                return None, finish(grading())
             key = VerdictKey(since=since, stale_after=stale_after, now=now, deleted=deleted,
                              writes=tracker.stored_writes(), fleet=fleet)  # fmt: skip
-            return finish(tracker.verdicts.verdict(key, grading))
+            verdict_id, report = tracker.verdicts.kept(key, grading)
+            if pin:  # on this thread: no other grading lets it go in between
+                tracker.verdicts.pin(verdict_id)
+            return verdict_id, finish(report)
 
         return await tracker.off_loop(graded)
+
+    async def _answered(
+        self,
+        since: float | None,
+        stale_after: float,
+        finish: Callable[[ReactionReport], T],
+        pin: _Pin | bool | None,
+    ) -> tuple[str | None, T] | Response:
+        """``identified``, or the answer that refuses it: a 400 (a window the pinned
+        verdict was not graded with) or a 410 (a verdict no longer kept)."""
+        try:
+            return await self.identified(since, stale_after, finish, pin)
+        except _BadParam as exc:
+            return json_error(str(exc), 400)
+        except _Gone:
+            assert isinstance(pin, _Pin)
+            return _gone(pin)
 
     async def reactions(self, request: Request) -> Response:
         """The verdict as JSON, rolled up unless asked otherwise (304 while the client's
@@ -257,6 +346,7 @@ class ReactionRoutes:
         try:
             since, stale = _window(request)
             shape = _shape(request)
+            pin = _pin(request)
         except _BadParam as exc:
             return json_error(str(exc), 400)
 
@@ -264,8 +354,11 @@ class ReactionRoutes:
             body = encode_in_pieces(shape.shaped(report))
             return body, verdict_tag(body, "json", generated_at=report.generated_at)
 
-        body, tag = await self.verdict(since, stale, encoded)
-        headers = {"ETag": tag, "Cache-Control": _REVALIDATE}
+        answer = await self._answered(since, stale, encoded, pin)
+        if isinstance(answer, Response):
+            return answer
+        verdict_id, (body, tag) = answer
+        headers = _headers(tag, verdict_id)
         if matches(request.headers.get("if-none-match"), tag):
             return Response(status_code=304, headers=headers)
         return Response(body, media_type="application/json", headers=headers)
@@ -276,6 +369,7 @@ class ReactionRoutes:
         try:
             since, stale = _window(request)
             full = _flag(request, "full")
+            pin = _pin(request)
         except _BadParam as exc:
             return json_error(str(exc), 400)
         if_none_match = request.headers.get("if-none-match")
@@ -297,8 +391,19 @@ class ReactionRoutes:
                 return tag, None
             return tag, render_report(drawn, histograms=charts)
 
-        tag, page = await self.verdict(since, stale, rendered)
-        headers = {"ETag": tag, "Cache-Control": _REVALIDATE}
+        answer = await self._answered(since, stale, rendered, pin)
+        if isinstance(answer, Response):
+            return answer
+        verdict_id, (tag, page) = answer
+        headers = _headers(tag, verdict_id)
         if page is None:
             return Response(status_code=304, headers=headers)
         return Response(page, media_type="text/html; charset=utf-8", headers=headers)
+
+
+def _headers(tag: str, verdict_id: str | None) -> dict[str, str]:
+    """An answer's tag, its cache rule and the id of the verdict it was cut from."""
+    headers = {"ETag": tag, "Cache-Control": _REVALIDATE}
+    if verdict_id is not None:
+        headers[VERDICT_HEADER] = verdict_id
+    return headers

@@ -24,7 +24,7 @@ import gc
 import logging
 from collections.abc import Callable
 
-__all__ = ["HeapKeeper", "freeze_startup_heap"]
+__all__ = ["HeapKeeper", "freeze_imports", "freeze_startup_heap"]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,14 @@ THRESHOLDS = (700, 10, 100)
 CHECK_SECONDS = 0.5
 #: Looks after a freeze for the connections that freeze what the first polls made.
 FOLLOW_UP_CHECKS = 8
+
+
+def freeze_imports() -> None:
+    """Freeze what the imports made, before the fleet is built: modules, classes and
+    functions live as long as the process, and the full pass before serving
+    (``freeze_startup_heap``) then walks only the fleet and its state, not every imported
+    object again (some 50 ms of every start, whatever the fleet)."""
+    gc.freeze()
 
 
 def freeze_startup_heap() -> None:

@@ -13,6 +13,7 @@ from forewarn.server.config import ServeConfig, parse_bind
 
 if TYPE_CHECKING:
     from forewarn.server.runtime import Runtime
+    from forewarn.server.start_times import StartTimes
 
 __all__ = ["Listeners", "address", "banner", "bind_listeners", "open_listeners"]
 
@@ -102,8 +103,11 @@ def address(sock: socket.socket) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def banner(runtime: Runtime, listeners: Listeners) -> Iterator[str]:
-    """What ``forewarn serve`` prints on start: listeners, the default VM, a curl line."""
+def banner(
+    runtime: Runtime, listeners: Listeners, ready: StartTimes | None = None
+) -> Iterator[str]:
+    """What ``forewarn serve`` prints on start: listeners, the fleet, how long it took to
+    be ready (``ready``), the default VM, a curl line."""
     endpoint = address(listeners.imds[0])
     yield f"forewarn: metadata endpoint on http://{endpoint}"
     for sock in listeners.imds[1:]:
@@ -121,6 +125,8 @@ def banner(runtime: Runtime, listeners: Listeners) -> Iterator[str]:
         + (f"store {where} (shared: `forewarn status` shows who leads)"
            if runtime.cluster is not None else f"db {where}")
     )  # fmt: skip
+    if ready is not None:
+        yield f"forewarn: {ready}"
     default = fleet.default_vm
     if default:
         vm = fleet.vms[default]

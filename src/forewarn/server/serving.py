@@ -50,6 +50,7 @@ def _uvicorn(app: Any, gate: Gate) -> _QuietServer:
         app,
         # Admission (``gate``); drops clients that stop reading (dashboard streams).
         http=guarded(ControlProtocol, gate),
+        ws="none",  # no route is a WebSocket (nor its library imported on every start)
         timeout_graceful_shutdown=5,  # then in-flight requests are cancelled
         lifespan="off",
         access_log=False,

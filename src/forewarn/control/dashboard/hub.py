@@ -4,9 +4,11 @@ One hub per control app. It listens to the fabric: each published change (a lead
 own, or one a follower replicated from the leader) becomes one ``change`` message,
 encoded once for every subscriber; a reload of the whole state (a follower that caught
 up, a new leader) makes every stream send a fresh snapshot (built once for all of them:
-``routes.py``). While anyone watches, a tick once a second carries the clock, the counts
-of the scopes whose counts changed, and the scopes where a VM's poll or state moved
-(per scope, never per VM: a VM that polls resends nothing of the fleet). In a scaled-out
+``routes.py``). While anyone watches, a tick once a second carries the clock, the totals
+of each region and scope kind whose totals changed, and the first ``MOVED`` scopes where
+a VM's poll or state moved with how many did (never a row per scope or VM: a VM that
+polls resends nothing of the fleet, and a region rollout a tick the same size). The
+tick's counts serve the pages of scopes asked for within the second (``counted``). In a scaled-out
 fleet a front-end sees only the polls it served itself, so the tick also merges the poll
 times every front-end wrote to the store (every few seconds).
 
@@ -27,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import math
 import time
@@ -36,7 +37,14 @@ from typing import Any, Protocol
 
 import msgspec
 
-from forewarn.control.dashboard.fleet_rollup import FleetTally, ScopeIndex
+from forewarn.control.dashboard.fleet_rollup import FleetTally, ScopeIndex, tally_fleet
+from forewarn.control.dashboard.kind_rollup import (
+    MOVED,
+    Counted,
+    KindIndex,
+    KindTotals,
+    kind_totals,
+)
 from forewarn.control.dashboard.stream_messages import change_message
 from forewarn.fabric import Changes, Fabric, StoreUnavailable
 from forewarn.rehearsal import ReactionTracker
@@ -53,8 +61,10 @@ QUEUE_LIMIT = 2000
 BATCH_SECONDS = 0.1
 #: Streams handed a batch per turn of the loop (the endpoint reads between two turns).
 BROADCAST_SLICE = 25
-#: VMs (or scopes) a tick looks at per turn of the loop (some 0.3 ms).
+#: VMs a tick counts per turn of the loop (some 0.3 ms).
 TICK_SLICE = 1000
+#: VMs the counts asked for outside a tick (a snapshot, a page of scopes) count per turn.
+COUNT_SLICE = 20_000
 
 #: Queued for a subscriber when the whole state was replaced: send a snapshot.
 RELOAD = b"reload"
@@ -108,10 +118,13 @@ class Hub:
         self._ticker: asyncio.Task[None] | None = None
         self._sent_polls: dict[str, float] = {}
         self._sent_status: dict[str, str] = {}
-        self._sent_counts: dict[str, dict[str, object]] = {}
+        self._sent_kinds: dict[tuple[str, str], KindTotals] = {}
         self._shared_polls: dict[str, float] = {}
         #: Each scope's region and kind, each polled VM's scope (the snapshot's too).
         self.index = ScopeIndex(fabric.topology)
+        self._kinds: KindIndex | None = None
+        #: The last tick's counts, and when (``time.monotonic``) they were made.
+        self._tallied: tuple[float, FleetTally] | None = None
         self._shared_at = 0.0
         #: Changes and reloads published so far: a snapshot begun at this count or later
         #: serves any stream that subscribed (or was told to reload) at it.
@@ -247,33 +260,45 @@ class Hub:
             return
         self._shared_polls = {p.vm: p.last_poll for p in rows if p.last_poll is not None}
 
+    def kinds(self) -> KindIndex:
+        """Each region and kind's scopes in name order (read from the fleet once)."""
+        if self._kinds is None:
+            self._kinds = KindIndex(self.fabric, self.index)
+        return self._kinds
+
+    async def counted(self) -> Counted:
+        """The fleet's counts: the last tick's while they are at most a tick old (a page
+        of scopes asked for as a tick changed its kind costs no pass over the polls),
+        counted now otherwise (``COUNT_SLICE`` poll times a turn of the loop)."""
+        tallied = self._tallied
+        if tallied is not None and time.monotonic() - tallied[0] <= TICK_SECONDS:
+            return Counted.of(self.fabric, tallied[1])
+        tally = await tally_fleet(self.index, self.fabric.clock.now(), self.polls(),
+                                  self.fabric.vm_statuses(), step=COUNT_SLICE)  # fmt: skip
+        return Counted.of(self.fabric, tally)
+
     async def tick_message(self) -> dict[str, Any]:
-        """The clock, the counts of each scope whose counts changed since the last tick,
-        and the scopes where a VM's last poll or state moved (``moved``: the page asks
-        again for the VMs it shows of those). Gives the loop back every ``TICK_SLICE``
-        VMs or scopes: a pass over 10,000 at once held the endpoint's polls some
-        milliseconds every second."""
+        """The clock, the totals of each region and kind whose totals changed since the
+        last tick (``kinds``), and the scopes where a VM's last poll or state moved: the
+        first ``MOVED`` by name (``moved``: the page asks again for the VMs it shows of
+        those) and how many (``moved_total``: more than named, and the page asks again
+        for every one it shows). Gives the loop back every ``TICK_SLICE`` VMs: a pass
+        over 10,000 at once held the endpoint's polls some milliseconds every second."""
         now = self.fabric.clock.now()
-        polls = self.polls()
-        tally = FleetTally(self.index, now)
-        items = iter(polls.items())
-        while chunk := list(itertools.islice(items, TICK_SLICE)):
-            tally.add_polls(chunk, self._sent_polls)
-            await asyncio.sleep(0)
-        statuses = self.fabric.vm_statuses()
-        tally.add_statuses(statuses, self._sent_status)
-        self._sent_polls = polls
-        self._sent_status = statuses
-        changed: dict[str, dict[str, object]] = {}
-        sent = self._sent_counts
-        scopes = iter(self.fabric.topology.scopes.values())
-        while batch := list(itertools.islice(scopes, TICK_SLICE)):
-            for scope in batch:
-                counts = tally.counts(scope.id, len(scope.vm_names))
-                if sent.get(scope.id) != counts:
-                    changed[scope.id] = sent[scope.id] = counts
-            await asyncio.sleep(0)
-        return {"now": now, "scopes": changed, "moved": sorted(tally.moved)}
+        polls, statuses = self.polls(), self.fabric.vm_statuses()
+        sent_polls, sent_status = self._sent_polls, self._sent_status
+        tally = await tally_fleet(self.index, now, polls, statuses, step=TICK_SLICE,
+                                  sent_polls=sent_polls, sent_status=sent_status)  # fmt: skip
+        self._sent_polls, self._sent_status = polls, statuses
+        self._tallied = (time.monotonic(), tally)
+        changed = []
+        for key, totals in kind_totals(self.kinds(), Counted.of(self.fabric, tally)).items():
+            if self._sent_kinds.get(key) != totals:
+                changed.append(totals)
+                self._sent_kinds[key] = totals
+        moved = sorted(tally.moved)
+        return {"now": now, "kinds": msgspec.to_builtins(changed), "moved": moved[:MOVED],
+                "moved_total": len(moved)}  # fmt: skip
 
     async def _tick_forever(self, clock: Callable[[], float] = time.monotonic) -> None:
         while True:

@@ -1,6 +1,7 @@
 """The dashboard's routes: the page, its static files, a snapshot, the live stream, the
-VMs of a scope (or matching a search) a page at a time, and the trigger form's
-suggestions (the targets whose name starts with what a user typed).
+scopes of a region and kind (or named so) a page at a time, the VMs of a scope (or
+matching a search) a page at a time, and the trigger form's suggestions (the targets
+whose name starts with what a user typed).
 
 The page and its files are public (a browser's navigation carries no token; they hold no
 data). Everything they show comes from token-guarded API routes, which the page calls
@@ -26,6 +27,7 @@ from starlette.types import Scope
 from forewarn.control.dashboard.drills import ResetLog
 from forewarn.control.dashboard.fleet_rollup import PAGE_LIMIT, VmPage, scope_page, search
 from forewarn.control.dashboard.hub import RELOAD, Hub, Message, sse
+from forewarn.control.dashboard.kind_rollup import KEPT, kind_rollup, scopes_page
 from forewarn.control.dashboard.stream_messages import snapshot
 from forewarn.control.dashboard.targets import KINDS, MAX_LIMIT, TargetIndex
 from forewarn.control.dashboard.wire import WireResponse, wire_transport
@@ -34,6 +36,7 @@ from forewarn.control.qvalues import weighted
 from forewarn.control.schemas import ScenarioRunBody
 from forewarn.fabric import Fabric, NotFoundError
 from forewarn.rehearsal import ReactionTracker
+from forewarn.rehearsal.bounded import SCOPE_KINDS
 
 __all__ = ["STATIC_PREFIX", "DashboardRoutes", "ScenarioHook", "is_public", "wants_page"]
 
@@ -155,8 +158,9 @@ class DashboardRoutes:
         history = await run_in_threadpool(self.fabric.history, limit=HISTORY, newest=True)
         resets = await run_in_threadpool(self.resets.times)
         names = self.scenarios.names() if self.scenarios is not None else None
-        return await snapshot(self.fabric, index=self.hub.index, polls=self.hub.polls(),
-                        history=history, scenarios=names, resets=resets)  # fmt: skip
+        kinds = kind_rollup(self.fabric, self.hub.kinds(), await self.hub.counted())
+        return snapshot(self.fabric, kinds=kinds, history=history, scenarios=names,
+                        resets=resets)  # fmt: skip
 
     async def snapshot_event(self, since: int) -> bytes:
         """The ``snapshot`` event for a stream that subscribed (or was told to reload) when
@@ -174,6 +178,21 @@ class DashboardRoutes:
     async def state(self, request: Request) -> Response:
         """Everything the page draws, once (the stream starts with the same)."""
         return Response(msgspec.json.encode(await self._snapshot()), media_type="application/json")
+
+    async def kind_scopes(self, request: Request) -> Response:
+        """The scopes of ``region`` and ``kind`` (either, both or neither) whose name holds
+        ``q``, worst first, a page at a time (``offset``, ``limit``): what the page lists
+        of a kind it opens, past the ``KEPT`` the snapshot holds, and the scopes its
+        filter finds."""
+        kinds = self.hub.kinds()
+        try:
+            region, kind = _where(request, kinds.regions)
+            offset, limit, q = _paging(request, default=KEPT)
+        except ValueError as exc:
+            return json_error(str(exc), 400)
+        page = scopes_page(self.fabric, kinds, await self.hub.counted(), region=region,
+                           kind=kind, q=q, offset=offset, limit=limit)  # fmt: skip
+        return Response(msgspec.json.encode(page), media_type="application/json")
 
     async def scope_vms(self, request: Request) -> Response:
         """The VMs of one scope, a page at a time (``offset``, ``limit``), those whose name
@@ -302,14 +321,35 @@ def _whole(request: Request, name: str, default: int, lowest: int, highest: int)
     return int(raw)
 
 
-def _paging(request: Request) -> tuple[int, int, str]:
+def _paging(request: Request, default: int = DEFAULT_LIMIT) -> tuple[int, int, str]:
     """``offset``, ``limit`` and ``q`` of a page request (``ValueError``: which is wrong)."""
     offset = _whole(request, "offset", 0, 0, 10**9)
-    limit = _whole(request, "limit", DEFAULT_LIMIT, 1, PAGE_LIMIT)
+    limit = _whole(request, "limit", default, 1, PAGE_LIMIT)
     q = request.query_params.get("q", "")
     if len(q) > 200:
         raise ValueError("query parameter q is longer than 200 characters")
     return offset, limit, q
+
+
+def _named(request: Request, name: str) -> str | None:
+    """A parameter naming something (``ValueError``: given empty)."""
+    raw = request.query_params.get(name)
+    if raw is not None and not raw.strip():
+        raise ValueError(f"query parameter {name} is empty; name a {name} or omit it")
+    return raw
+
+
+def _where(request: Request, regions: list[str]) -> tuple[str | None, str | None]:
+    """``region`` (one of the fleet's) and ``kind`` (a scope kind) of a request for a
+    page of scopes, None where not given (``ValueError``: which is wrong)."""
+    region, kind = _named(request, "region"), _named(request, "kind")
+    if region is not None and region not in regions:
+        more = f" and {len(regions) - 10} more" if len(regions) > 10 else ""
+        raise ValueError(f"query parameter region: no region {region[:100]!r} in this fleet "
+                         f"(its regions: {', '.join(regions[:10])}{more})")  # fmt: skip
+    if kind is not None and kind not in SCOPE_KINDS:
+        raise ValueError(f"query parameter kind takes one of {', '.join(SCOPE_KINDS)}")
+    return region, kind
 
 
 def _suggesting(request: Request) -> tuple[str, int, tuple[str, ...]]:

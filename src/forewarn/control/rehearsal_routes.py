@@ -29,11 +29,11 @@ from starlette.responses import Response
 from forewarn.contract.control_wire import PIN_PARAM, VERDICT_HEADER, VERDICT_PARAM
 from forewarn.control.json_views import json_error
 from forewarn.control.pieces import encode_in_pieces
+from forewarn.control.query_params import BadQuery, checked_scope_kind, named
 from forewarn.control.validators import matches, verdict_tag
 from forewarn.fabric import Fabric
 from forewarn.rehearsal import ReactionTracker
 from forewarn.rehearsal.bounded import (
-    SCOPE_KINDS,
     SCOPE_LISTS,
     VM_FILTERS,
     bounded,
@@ -54,8 +54,8 @@ _REVALIDATE = "no-cache"
 T = TypeVar("T")
 
 
-class _BadParam(Exception):
-    """A query parameter that is not what the route takes."""
+#: A query parameter that is not what the route takes.
+_BadParam = BadQuery
 
 
 def _number(request: Request, name: str, default: float | None) -> float | None:
@@ -101,7 +101,7 @@ class _Pin(NamedTuple):
 def _pin(request: Request) -> _Pin | bool | None:
     """The kept verdict a request names (``verdict=ID``), if any; True: ``pin=true``, the
     verdict answered is to be pinned (its reader will ask for it again by id)."""
-    raw = _named(request, VERDICT_PARAM)
+    raw = named(request, VERDICT_PARAM)
     if _flag(request, PIN_PARAM):
         if raw is not None:
             raise _BadParam(f"{PIN_PARAM}=true pins the verdict graded now; "
@@ -177,14 +177,6 @@ class _Shape(NamedTuple):
         return bounded(report, page)
 
 
-def _named(request: Request, name: str) -> str | None:
-    """A parameter naming something (``_BadParam``: given empty)."""
-    raw = request.query_params.get(name)
-    if raw is not None and not raw.strip():
-        raise _BadParam(f"query parameter {name} is empty; name a {name} or omit it")
-    return raw
-
-
 class _ScopesShape(NamedTuple):
     scopes: str | None
     region: str | None
@@ -196,11 +188,10 @@ def _scopes_shape(request: Request) -> _ScopesShape:
     """``scopes``, ``region``, ``kind`` and ``q`` of a request for a page of per-scope
     rows (``q``: a scope name holds it)."""
     scopes = request.query_params.get("scopes")
-    region, kind, q = (_named(request, n) for n in ("region", "kind", "q"))
+    region, kind, q = (named(request, n) for n in ("region", "kind", "q"))
     if scopes is not None and scopes not in SCOPE_LISTS:
         raise _BadParam(f"query parameter scopes takes one of {', '.join(SCOPE_LISTS)}")
-    if kind is not None and kind not in SCOPE_KINDS:
-        raise _BadParam(f"query parameter kind takes one of {', '.join(SCOPE_KINDS)}")
+    checked_scope_kind(kind)
     if q is not None and len(q) > 200:
         raise _BadParam("query parameter q is longer than 200 characters")
     if scopes is None and (region, kind, q) != (None, None, None):
@@ -212,7 +203,7 @@ def _shape(request: Request) -> _Shape:
     """The shape a request asks for (``_BadParam``: parameters that do not fit)."""
     full = _flag(request, "full")
     which = request.query_params.get("vms")
-    scope = _named(request, "scope")
+    scope = named(request, "scope")
     scopes, region, kind, q = _scopes_shape(request)
     offset = _count(request, "offset", 0, 0, 10**9)
     limit = _count(request, "limit", PAGE, 1, MAX_PAGE)

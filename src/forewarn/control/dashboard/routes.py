@@ -32,11 +32,11 @@ from forewarn.control.dashboard.stream_messages import snapshot
 from forewarn.control.dashboard.targets import KINDS, MAX_LIMIT, TargetIndex
 from forewarn.control.dashboard.wire import WireResponse, wire_transport
 from forewarn.control.json_views import json_error, not_utf8
+from forewarn.control.query_params import checked_scope_kind, named
 from forewarn.control.qvalues import weighted
 from forewarn.control.schemas import ScenarioRunBody
 from forewarn.fabric import Fabric, NotFoundError
 from forewarn.rehearsal import ReactionTracker
-from forewarn.rehearsal.bounded import SCOPE_KINDS
 
 __all__ = ["STATIC_PREFIX", "DashboardRoutes", "ScenarioHook", "is_public", "wants_page"]
 
@@ -331,25 +331,15 @@ def _paging(request: Request, default: int = DEFAULT_LIMIT) -> tuple[int, int, s
     return offset, limit, q
 
 
-def _named(request: Request, name: str) -> str | None:
-    """A parameter naming something (``ValueError``: given empty)."""
-    raw = request.query_params.get(name)
-    if raw is not None and not raw.strip():
-        raise ValueError(f"query parameter {name} is empty; name a {name} or omit it")
-    return raw
-
-
 def _where(request: Request, regions: list[str]) -> tuple[str | None, str | None]:
     """``region`` (one of the fleet's) and ``kind`` (a scope kind) of a request for a
     page of scopes, None where not given (``ValueError``: which is wrong)."""
-    region, kind = _named(request, "region"), _named(request, "kind")
+    region, kind = named(request, "region"), named(request, "kind")
     if region is not None and region not in regions:
         more = f" and {len(regions) - 10} more" if len(regions) > 10 else ""
         raise ValueError(f"query parameter region: no region {region[:100]!r} in this fleet "
                          f"(its regions: {', '.join(regions[:10])}{more})")  # fmt: skip
-    if kind is not None and kind not in SCOPE_KINDS:
-        raise ValueError(f"query parameter kind takes one of {', '.join(SCOPE_KINDS)}")
-    return region, kind
+    return region, checked_scope_kind(kind)
 
 
 def _suggesting(request: Request) -> tuple[str, int, tuple[str, ...]]:

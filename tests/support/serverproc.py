@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import queue
 import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,31 +73,37 @@ class ServerProcess:
             env=env,
             preexec_fn=limit_open_files if limit is not None else None,
         )
-        deadline = time.monotonic() + timeout
-        assert self.proc.stdout is not None
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"server exited early: {self.banner}")
-            self.banner.append(line.rstrip("\n"))
-            if "control API on" in line:
-                self._drain()
-                return self
-        raise RuntimeError(f"server did not start in {timeout}s: {self.banner}")
-
-    def _drain(self) -> None:
-        """Keep reading output in the background so the child never blocks on a full pipe."""
-        import threading
-
-        proc = self.proc
-        assert proc is not None and proc.stdout is not None
-        stream = proc.stdout
+        # the output read on a thread from the start: a server that hangs before its
+        # banner, printing nothing, fails the test after ``timeout`` rather than blocking
+        # a read of its pipe for ever
+        lines: queue.Queue[str | None] = queue.Queue()
+        stream = self.proc.stdout
+        assert stream is not None
 
         def pump() -> None:
             for line in stream:
-                self.banner.append(line.rstrip("\n"))
+                lines.put(line.rstrip("\n"))
+            lines.put(None)
 
         threading.Thread(target=pump, daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if line is None:
+                raise RuntimeError(f"server exited early: {self.banner}")
+            self.banner.append(line)
+            if "control API on" in line:
+                threading.Thread(target=self._keep, args=(lines,), daemon=True).start()
+                return self
+        raise RuntimeError(f"server did not start in {timeout}s: {self.banner}")
+
+    def _keep(self, lines: queue.Queue[str | None]) -> None:
+        """Keep the lines after the banner too (tests read them in ``banner``)."""
+        while (line := lines.get()) is not None:
+            self.banner.append(line)
 
     def kill(self, sig: int = signal.SIGKILL) -> int:
         """Send ``sig`` and wait for the process to end; returns its exit code."""

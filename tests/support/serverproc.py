@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import os
-import queue
 import resource
 import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -73,37 +71,29 @@ class ServerProcess:
             env=env,
             preexec_fn=limit_open_files if limit is not None else None,
         )
-        # the output read on a thread from the start: a server that hangs before its
-        # banner, printing nothing, fails the test after ``timeout`` rather than blocking
-        # a read of its pipe for ever
-        lines: queue.Queue[str | None] = queue.Queue()
+        # the output read on one thread from the start (so the child never blocks on a
+        # full pipe): a server that hangs before its banner, printing nothing, fails the
+        # start after ``timeout`` and is killed, not a read of its pipe blocking for ever
         stream = self.proc.stdout
         assert stream is not None
+        banner_done = threading.Event()  # the banner's last line read, or the output's end
 
         def pump() -> None:
             for line in stream:
-                lines.put(line.rstrip("\n"))
-            lines.put(None)
+                self.banner.append(line.rstrip("\n"))
+                if "control API on" in line:
+                    banner_done.set()
+            banner_done.set()
 
         threading.Thread(target=pump, daemon=True).start()
-        deadline = time.monotonic() + timeout
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                line = lines.get(timeout=left)
-            except queue.Empty:
-                break
-            if line is None:
-                raise RuntimeError(f"server exited early: {self.banner}")
-            self.banner.append(line)
-            if "control API on" in line:
-                threading.Thread(target=self._keep, args=(lines,), daemon=True).start()
-                return self
-        raise RuntimeError(f"server did not start in {timeout}s: {self.banner}")
-
-    def _keep(self, lines: queue.Queue[str | None]) -> None:
-        """Keep the lines after the banner too (tests read them in ``banner``)."""
-        while (line := lines.get()) is not None:
-            self.banner.append(line)
+        ended = banner_done.wait(timeout)
+        if ended and any("control API on" in b for b in self.banner):
+            return self
+        self.proc.kill()
+        self.proc.wait(timeout=20)
+        if not ended:
+            raise RuntimeError(f"server did not start in {timeout}s: {self.banner}")
+        raise RuntimeError(f"server exited early: {self.banner}")
 
     def kill(self, sig: int = signal.SIGKILL) -> int:
         """Send ``sig`` and wait for the process to end; returns its exit code."""
